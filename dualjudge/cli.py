@@ -1,0 +1,87 @@
+"""The dualjudge command line: parse arguments, call the library, print. No logic lives here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from dualjudge.errors import DualjudgeError
+
+app = typer.Typer(help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+data_app = typer.Typer(help="Build and inspect the sign testbed.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+console = Console()
+err_console = Console(stderr=True)
+
+DEFAULT_TESTBED = Path("testbed")
+
+
+def _csv_list(value: Optional[str]) -> Optional[list[str]]:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _floats(value: Optional[str]) -> Optional[list[float]]:
+    items = _csv_list(value)
+    if items is None:
+        return None
+    try:
+        return [float(v) for v in items]
+    except ValueError:
+        raise DualjudgeError(f"--visibilities takes numbers separated by commas, got {value!r}") from None
+
+
+@data_app.command("build")
+def data_build(
+    out: Annotated[Path, typer.Option(help="Output folder for images and the manifest.")] = DEFAULT_TESTBED,
+    size: Annotated[int, typer.Option(help="Image size in pixels (square).")] = 512,
+    seed: Annotated[int, typer.Option(help="Global seed for the random occluders.")] = 0,
+    signs: Annotated[Optional[str], typer.Option(help="Comma-separated TSRGD codes (default: all 30).")] = None,
+    visibilities: Annotated[Optional[str], typer.Option(help="Comma-separated levels, e.g. 1.0,0.5,0.1.")] = None,
+    modes: Annotated[Optional[str], typer.Option(help="Comma-separated: random_block,bottom_up.")] = None,
+    images: Annotated[Optional[Path], typer.Option(help="Folder of artwork named by TSRGD code, used instead of renders.")] = None,
+) -> None:
+    """Render (or import), occlude and describe the variants; write PNGs and variants.csv/.parquet."""
+    from dualjudge.testbed.occlusion import MODES, VISIBILITIES
+    from dualjudge.testbed.variants import build_variants
+
+    with Progress(TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        task = bar.add_task("build", total=None)
+        frame = build_variants(
+            out, size=size, seed=seed, codes=_csv_list(signs),
+            visibilities=_floats(visibilities) or VISIBILITIES, modes=_csv_list(modes) or MODES,
+            images_dir=images, progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    console.print(f"wrote {len(frame)} variants of {frame['sign_code'].nunique()} signs to {out}/ "
+                  f"(variants.csv, variants.parquet, images/)")
+
+
+@data_app.command("sheet")
+def data_sheet(
+    testbed: Annotated[Path, typer.Option(help="A folder made by `dualjudge data build`.")] = DEFAULT_TESTBED,
+    out: Annotated[Optional[Path], typer.Option(help="PNG file to write (default: TESTBED/contact_sheet.png).")] = None,
+) -> None:
+    """Draw a contact sheet of all variants, to look at."""
+    from dualjudge.testbed.sheet import contact_sheet
+
+    path = contact_sheet(testbed, out or testbed / "contact_sheet.png")
+    console.print(f"wrote {path}")
+
+
+def main() -> None:
+    """Entry point: user errors print one line and exit 2, never a traceback."""
+    try:
+        app()
+    except DualjudgeError as e:
+        err_console.print(f"error: {e}", highlight=False, markup=False, soft_wrap=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

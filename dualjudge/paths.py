@@ -1,0 +1,38 @@
+"""Where the project's resource folders (data/, prompts/, models/, benchmarks/) and caches live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dualjudge.errors import DualjudgeError
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def project_root() -> Path:
+    """The folder holding data/, prompts/ and models/.
+
+    An editable install or a checkout uses the repository itself; other installs point
+    DUALJUDGE_HOME at a copy of the repository's resource folders.
+    """
+    env = os.environ.get("DUALJUDGE_HOME")
+    candidates = [Path(env)] if env else []
+    candidates.append(_PACKAGE_DIR.parent)
+    for root in candidates:
+        if (root / "data" / "signs.toml").is_file():
+            return root
+    raise DualjudgeError(
+        "cannot find the dualjudge resource folders (data/signs.toml); "
+        "set DUALJUDGE_HOME to the repository root"
+    )
+
+
+def data_dir() -> Path:
+    return project_root() / "data"
+
+
+def cache_dir() -> Path:
+    """Generated artefacts (variants, weights): DUALJUDGE_CACHE or ~/.cache/dualjudge."""
+    env = os.environ.get("DUALJUDGE_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "dualjudge"

@@ -1,0 +1,1 @@
+"""The sign testbed: catalogue, renderer, occlusion, scene text and the variant builder."""

@@ -1,0 +1,163 @@
+"""Build the occluded variants: PNGs plus a manifest (variants.csv and variants.parquet).
+
+Building is all-or-nothing: every image is produced in a temporary folder next to the output and
+moved into place only when all succeeded, and the manifest is written last, so an error (a missing
+artwork file, an interrupted build) never leaves a half-written testbed behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dualjudge.errors import DualjudgeError
+from dualjudge.testbed.artwork import find_artwork, load_artwork
+from dualjudge.testbed.catalogue import Catalogue, Sign, default_catalogue
+from dualjudge.testbed.occlusion import (
+    CONTROL_MODE, MODES, OCCLUDER_GREY, VISIBILITIES, Box, check_mode, check_visibility, occlude, occluder_box,
+    variant_seed,
+)
+from dualjudge.testbed.render import DEFAULT_SIZE, cached_render
+from dualjudge.testbed.scene import scene_text
+
+MANIFEST_CSV = "variants.csv"
+MANIFEST_PARQUET = "variants.parquet"
+IMAGES = "images"
+COLUMNS = ("variant_id", "sign_code", "group", "category", "caption", "visibility", "mode", "seed",
+           "box_x0", "box_y0", "box_x1", "box_y1", "image_path", "image_sha256", "scene_text")
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    sign: Sign
+    visibility: float
+    mode: str  # random_block | bottom_up | none (the v = 1.0 control)
+    seed: int
+
+    @property
+    def variant_id(self) -> str:
+        return f"{self.sign.code}_v{self.visibility:.1f}_{self.mode}"
+
+
+@dataclass(frozen=True)
+class Variant:
+    variant_id: str
+    sign_code: str
+    group: str
+    category: str
+    caption: str
+    visibility: float
+    mode: str
+    seed: int
+    box_x0: int | None
+    box_y0: int | None
+    box_x1: int | None
+    box_y1: int | None
+    image_path: str
+    image_sha256: str
+    scene_text: str
+
+
+def plan_variants(catalogue: Catalogue, codes: Sequence[str] | None = None,
+                  visibilities: Sequence[float] = VISIBILITIES, modes: Sequence[str] = MODES,
+                  seed: int = 0) -> list[VariantSpec]:
+    """Variants in a fixed order: catalogue order of signs, then the paper's visibility order."""
+    wanted = list(dict.fromkeys(codes)) if codes else list(catalogue.codes)
+    for code in wanted:
+        catalogue.sign(code)  # raises on an unknown code
+    levels = sorted({check_visibility(v) for v in visibilities}, reverse=True)
+    mode_list = [check_mode(m) for m in dict.fromkeys(modes)]
+    specs = []
+    for sign in catalogue.signs:
+        if sign.code not in wanted:
+            continue
+        for v in levels:
+            for mode in ([CONTROL_MODE] if v >= 1.0 else mode_list):
+                specs.append(VariantSpec(sign, v, mode, variant_seed(seed, sign.code, v, mode)))
+    return specs
+
+
+def _png_bytes(image) -> bytes:  # type: ignore[no-untyped-def]
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=False, compress_level=6)
+    return buf.getvalue()
+
+
+def build_variants(out: Path, size: int = DEFAULT_SIZE, seed: int = 0, codes: Sequence[str] | None = None,
+                   visibilities: Sequence[float] = VISIBILITIES, modes: Sequence[str] = MODES,
+                   images_dir: Path | None = None, occluder_colour: tuple[int, int, int] = OCCLUDER_GREY,
+                   catalogue: Catalogue | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+    """Render (or import), occlude and describe every planned variant; write PNGs and the manifest."""
+    cat = catalogue or default_catalogue()
+    specs = plan_variants(cat, codes, visibilities, modes, seed)
+    if not specs:
+        raise DualjudgeError("nothing to build: no sign, visibility or mode selected")
+    artwork = {s.sign.code: find_artwork(images_dir, s.sign.code) for s in specs} if images_dir else {}
+    bases = {}
+    for code in dict.fromkeys(s.sign.code for s in specs):
+        rendered = cached_render(code, size)
+        base = load_artwork(artwork[code], size) if images_dir else rendered.image
+        bases[code] = (base, rendered.elements)
+
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".dualjudge-build-", dir=out))
+    try:
+        rows = []
+        for i, spec in enumerate(specs):
+            base, elements = bases[spec.sign.code]
+            box = occluder_box(size, spec.visibility, spec.mode, spec.seed)
+            png = _png_bytes(occlude(base, box, occluder_colour))
+            rel = f"{IMAGES}/{spec.variant_id}.png"
+            (staging / f"{spec.variant_id}.png").write_bytes(png)
+            rows.append(_row(spec, box, rel, hashlib.sha256(png).hexdigest(), scene_text(elements, box, size, spec.mode)))
+            if progress:
+                progress(i + 1, len(specs))
+        frame = pd.DataFrame([asdict(r) for r in rows], columns=list(COLUMNS))
+        for col in ("box_x0", "box_y0", "box_x1", "box_y1"):
+            frame[col] = frame[col].astype("Int64")
+        images = out / IMAGES
+        images.mkdir(exist_ok=True)
+        for spec in specs:
+            os.replace(staging / f"{spec.variant_id}.png", images / f"{spec.variant_id}.png")
+        _write_manifest(frame, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return frame
+
+
+def _row(spec: VariantSpec, box: Box | None, rel: str, sha: str, text: str) -> Variant:
+    return Variant(
+        variant_id=spec.variant_id, sign_code=spec.sign.code, group=spec.sign.group, category=spec.sign.category,
+        caption=spec.sign.caption, visibility=spec.visibility, mode=spec.mode, seed=spec.seed,
+        box_x0=box.x0 if box else None, box_y0=box.y0 if box else None,
+        box_x1=box.x1 if box else None, box_y1=box.y1 if box else None,
+        image_path=rel, image_sha256=sha, scene_text=text,
+    )
+
+
+def _write_manifest(frame: pd.DataFrame, out: Path) -> None:
+    """Write both manifest files through temporary names, so readers never see a partial file."""
+    tmp_csv, tmp_pq = out / f".{MANIFEST_CSV}.tmp", out / f".{MANIFEST_PARQUET}.tmp"
+    frame.to_csv(tmp_csv, index=False, lineterminator="\n")
+    frame.to_parquet(tmp_pq, index=False)
+    os.replace(tmp_pq, out / MANIFEST_PARQUET)
+    os.replace(tmp_csv, out / MANIFEST_CSV)
+
+
+def load_manifest(directory: Path) -> pd.DataFrame:
+    """Read a built testbed's manifest (Parquet preferred, CSV otherwise)."""
+    pq, csv = directory / MANIFEST_PARQUET, directory / MANIFEST_CSV
+    if pq.is_file():
+        return pd.read_parquet(pq)
+    if csv.is_file():
+        return pd.read_csv(csv, dtype={"sign_code": str})
+    raise DualjudgeError(f"{directory}: no {MANIFEST_PARQUET} or {MANIFEST_CSV}; run `dualjudge data build` first")
