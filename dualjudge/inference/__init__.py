@@ -1,0 +1,1 @@
+"""Engines (vLLM server, in-process transformers + Outlines), model cards and weight fetching."""

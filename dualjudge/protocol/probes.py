@@ -1,0 +1,107 @@
+"""Probes of the judge: presentation order and padding.
+
+Order probe: a pair of responses to the same variant is judged A-then-B and B-then-A; if the
+verdict names the same *position* both times, position decided it (a flip). Padding probe: a
+low-scored response is restated at greater length (about 150 words, no new claim) by its own
+system model through a fixed prompt, re-judged, and the score shift and verdict flip recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING
+from dualjudge.protocol.prompts import load_prompt
+from dualjudge.protocol.verdicts import EquivalenceVerdict, Outcome, PairwiseVerdict, QualityVerdict, interpret
+from dualjudge.testbed.catalogue import Sign
+
+PADDING_SAMPLING = Sampling(temperature=0.0, max_tokens=512, seed=0)
+
+
+def build_pairwise_request(sign: Sign, first: str, second: str,
+                           sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> GenerationRequest:
+    prompt = load_prompt("judge_pairwise")
+    system, user = prompt.render(caption=sign.caption, description=sign.description, response_a=first, response_b=second)
+    return GenerationRequest((Message("system", system), Message("user", user)), sampling,
+                             PairwiseVerdict.constraint(), (prompt.sha256,))
+
+
+@dataclass(frozen=True)
+class OrderResult:
+    """Which response won in each order (1 or 2), None where the verdict failed."""
+
+    winner_ab: int | None
+    winner_ba: int | None
+
+    @property
+    def complete(self) -> bool:
+        return self.winner_ab is not None and self.winner_ba is not None
+
+    @property
+    def flipped(self) -> bool | None:
+        """True when the preferred response changed with the order (position decided the verdict)."""
+        return None if not self.complete else self.winner_ab != self.winner_ba
+
+
+def order_result(ab: Outcome, ba: Outcome) -> OrderResult:
+    def winner(o: Outcome, swapped: bool) -> int | None:
+        if o.status != "ok" or not isinstance(o.verdict, PairwiseVerdict):
+            return None
+        first = o.verdict.winner == "A"
+        return (2 if first else 1) if swapped else (1 if first else 2)
+
+    return OrderResult(winner(ab, False), winner(ba, True))
+
+
+async def run_order_probe(sign: Sign, response_1: str, response_2: str, call: Caller,
+                          sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> OrderResult:
+    ab = interpret(PairwiseVerdict, await call(build_pairwise_request(sign, response_1, response_2, sampling)))
+    ba = interpret(PairwiseVerdict, await call(build_pairwise_request(sign, response_2, response_1, sampling)))
+    return order_result(ab, ba)
+
+
+def build_padding_request(response: str, sampling: Sampling = PADDING_SAMPLING) -> GenerationRequest:
+    prompt = load_prompt("padding")
+    system, user = prompt.render(response=response)
+    return GenerationRequest((Message("system", system), Message("user", user)), sampling, None, (prompt.sha256,))
+
+
+@dataclass(frozen=True)
+class PaddingResult:
+    original: Outcome
+    padded: Outcome
+    added_words: int
+
+    @property
+    def complete(self) -> bool:
+        return self.original.status == "ok" and self.padded.status == "ok"
+
+    @property
+    def score_shift(self) -> float | None:
+        """Padded minus original overall score (quality judge) or equivalence (0/1)."""
+        if not self.complete:
+            return None
+        return _value(self.padded) - _value(self.original)
+
+    @property
+    def flipped(self) -> bool | None:
+        """Quality: crossed the 'good' line (> 7); equivalence: the decision changed."""
+        if not self.complete:
+            return None
+        a, b = _value(self.original), _value(self.padded)
+        if isinstance(self.original.verdict, QualityVerdict):
+            return (a > 7) != (b > 7)
+        return a != b
+
+
+def _value(o: Outcome) -> float:
+    v = o.verdict
+    if isinstance(v, QualityVerdict):
+        return v.overall
+    assert isinstance(v, EquivalenceVerdict)
+    return float(v.equivalent)
+
+
+def padding_effect(original: Outcome, padded: Outcome, original_text: str, padded_text: str) -> PaddingResult:
+    return PaddingResult(original, padded, len(padded_text.split()) - len(original_text.split()))

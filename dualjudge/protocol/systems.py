@@ -1,0 +1,120 @@
+"""The four systems under test (prompting strategies) and how one answers a variant.
+
+SA, CoT and CoI are one call; MA is three calls in sequence (Vision specialist, Text/Symbol
+specialist, Integration specialist), each seeing the input and the previous outputs. Every answer
+ends in a `SIGN_TYPE: <category>` line: enforced by the regex in `constrained` mode, measured by
+the parse in `parsed` mode (the paper's format compliance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dualjudge.inference.types import Caller, Constraint, GenerationRequest, GenerationResult, Image, Message, Sampling
+from dualjudge.protocol.prompts import load_prompt
+from dualjudge.protocol.seeds import derive_seed
+from dualjudge.protocol.vocabulary import parse_sign_type, sign_type_pattern
+from dualjudge.testbed.catalogue import default_catalogue
+
+Strategy = Literal["sa", "cot", "coi", "ma"]
+Modality = Literal["image", "text"]
+SignTypeMode = Literal["constrained", "parsed"]
+STRATEGIES: tuple[Strategy, ...] = ("sa", "cot", "coi", "ma")
+STEPS: dict[str, tuple[str, ...]] = {
+    "sa": ("sa",), "cot": ("cot",), "coi": ("coi",), "ma": ("ma_vision", "ma_symbol", "ma_integration"),
+}
+SIGN_LINE_TOKENS = 48  # budget kept back for the final SIGN_TYPE line
+DEFAULT_SYSTEM_SAMPLING = Sampling(temperature=0.7, max_tokens=768)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One variant as a system sees it: the image (image modality) or the scene text (text modality)."""
+
+    variant_id: str
+    sign_code: str
+    scene_text: str
+    image: Image | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    step: str
+    prompt: str
+    prompt_sha256: str
+    result: GenerationResult
+
+
+@dataclass(frozen=True)
+class SystemAnswer:
+    text: str | None
+    predicted_category: str | None
+    format_ok: bool
+    status: Literal["ok", "parse_failure", "error"]
+    calls: tuple[Call, ...]
+    detail: str | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.result.prompt_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.result.completion_tokens for c in self.calls)
+
+    @property
+    def latency_s(self) -> float:
+        return sum(c.result.latency_s for c in self.calls)
+
+
+def categories_block() -> str:
+    return "\n".join(f"- {c.id}: {c.definition}" for c in default_catalogue().categories)
+
+
+def system_seed(run_seed: int, item: Item, repeat: int, strategy: str, step: str) -> int:
+    return derive_seed(run_seed, "system", item.variant_id, repeat, strategy, step)
+
+
+def build_step_request(strategy: Strategy, step_index: int, item: Item, *, modality: Modality,
+                       sign_type_mode: SignTypeMode, sampling: Sampling, previous: tuple[str, ...] = ()) -> GenerationRequest:
+    """The request for one step of a strategy, given the outputs of its earlier steps."""
+    step = STEPS[strategy][step_index]
+    prompt = load_prompt(f"{step}.{modality}")
+    values: dict[str, str] = {"categories": categories_block(), "scene_text": item.scene_text}
+    if step in ("ma_symbol", "ma_integration"):
+        values["vision_report"] = previous[0]
+    if step == "ma_integration":
+        values["symbol_report"] = previous[1]
+    system, user = prompt.render(**{k: v for k, v in values.items() if k in prompt.variables})
+    if modality == "image" and item.image is None:
+        raise ValueError(f"variant {item.variant_id} has no image for the image modality")
+    messages = (Message("system", system), Message("user", user, item.image if modality == "image" else None))
+    final = step_index == len(STEPS[strategy]) - 1
+    constraint = None
+    if final and sign_type_mode == "constrained":
+        constraint = Constraint.regex(sign_type_pattern(max(0, sampling.max_tokens - SIGN_LINE_TOKENS)))
+    return GenerationRequest(messages, sampling, constraint, (prompt.sha256,))
+
+
+async def run_system(strategy: Strategy, item: Item, call: Caller, *, modality: Modality, sign_type_mode: SignTypeMode,
+                     sampling: Sampling = DEFAULT_SYSTEM_SAMPLING, run_seed: int = 0, repeat: int = 0) -> SystemAnswer:
+    """Answer one variant with one strategy. MA runs its three specialists in order."""
+    calls: list[Call] = []
+    outputs: list[str] = []
+    for i, step in enumerate(STEPS[strategy]):
+        seeded = Sampling(sampling.temperature, sampling.max_tokens, system_seed(run_seed, item, repeat, strategy, step),
+                          sampling.top_p)
+        request = build_step_request(strategy, i, item, modality=modality, sign_type_mode=sign_type_mode,
+                                     sampling=seeded, previous=tuple(outputs))
+        result = await call(request)
+        calls.append(Call(step, f"{step}.{modality}", request.prompt_hashes[0], result))
+        if not result.ok:
+            return SystemAnswer(None, None, False, "error", tuple(calls), result.error or "no text returned")
+        outputs.append(result.text or "")
+    text = outputs[-1]
+    category = parse_sign_type(text)
+    if category is None and sign_type_mode == "constrained":
+        return SystemAnswer(text, None, False, "parse_failure", tuple(calls),
+                            "constrained answer has no valid SIGN_TYPE line (engine ignored the constraint?)")
+    return SystemAnswer(text, category, category is not None, "ok", tuple(calls))

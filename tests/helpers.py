@@ -1,0 +1,40 @@
+"""A deterministic in-memory engine for protocol and runner tests (no model involved)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+
+from dualjudge.inference.types import GenerationRequest, GenerationResult
+
+
+class ScriptedEngine:
+    """Answers each request with `respond(request)`; an Exception instance becomes an engine error.
+
+    Records every request it receives, so tests can check what a system or judge sent.
+    """
+
+    def __init__(self, respond: Callable[[GenerationRequest], str | Exception], model_identity: str = "scripted@0"):
+        self.respond = respond
+        self.model_identity = model_identity
+        self.requests: list[GenerationRequest] = []
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        self.requests.append(request)
+        await asyncio.sleep(0)
+        out = self.respond(request)
+        if isinstance(out, Exception):
+            return GenerationResult(None, error=f"{type(out).__name__}: {out}")
+        return GenerationResult(out, "stop", prompt_tokens=sum(len(m.text.split()) for m in request.messages),
+                                completion_tokens=len(out.split()), latency_s=0.001,
+                                constraint=request.constraint.kind if request.constraint else None)
+
+    async def close(self) -> None:
+        return None
+
+
+def seeded_text(request: GenerationRequest) -> str:
+    """Text that depends on the request's seed, as a sampled model's would."""
+    tag = hashlib.sha256(f"{request.sampling.seed}|{request.messages[-1].text}".encode()).hexdigest()[:8]
+    return f"I read this sign as {tag}.\nSIGN_TYPE: no_entry"
