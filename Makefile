@@ -16,6 +16,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	@case ",$(EXTRAS)," in *,cpu,*) $(PY) -m dualjudge.inference.cpu_shim ;; esac
 	@touch $(STAMP)
 
 test: $(STAMP)

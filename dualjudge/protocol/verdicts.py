@@ -64,7 +64,7 @@ def interpret(model: type[_Verdict], result: GenerationResult) -> Outcome:
     if not result.ok:
         return Outcome("error", detail=result.error or "no text returned")
     try:
-        data = json.loads(result.text or "")
+        data = json.loads(result.text or "", strict=False)  # tolerate raw control characters in strings
     except json.JSONDecodeError as e:
         why = "output truncated at max_tokens" if result.finish_reason == "length" else "engine ignored the JSON constraint"
         return Outcome("parse_failure", detail=f"not JSON ({why}): {e.msg} at char {e.pos}")

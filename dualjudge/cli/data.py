@@ -1,42 +1,20 @@
-"""The dualjudge command line: parse arguments, call the library, print. No logic lives here."""
+"""`dualjudge data ...`: build and inspect the sign testbed."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dualjudge.errors import DualjudgeError
+from dualjudge.cli.common import console, csv_list, err_console, floats
 
-app = typer.Typer(help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
-data_app = typer.Typer(help="Build and inspect the sign testbed.", no_args_is_help=True)
-app.add_typer(data_app, name="data")
-console = Console()
-err_console = Console(stderr=True)
-
+app = typer.Typer(help="Build and inspect the sign testbed.", no_args_is_help=True)
 DEFAULT_TESTBED = Path("testbed")
 
 
-def _csv_list(value: Optional[str]) -> Optional[list[str]]:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
-def _floats(value: Optional[str]) -> Optional[list[float]]:
-    items = _csv_list(value)
-    if items is None:
-        return None
-    try:
-        return [float(v) for v in items]
-    except ValueError:
-        raise DualjudgeError(f"--visibilities takes numbers separated by commas, got {value!r}") from None
-
-
-@data_app.command("build")
+@app.command("build")
 def data_build(
     out: Annotated[Path, typer.Option(help="Output folder for images and the manifest.")] = DEFAULT_TESTBED,
     size: Annotated[int, typer.Option(help="Image size in pixels (square).")] = 512,
@@ -54,15 +32,15 @@ def data_build(
                   console=err_console, transient=True) as bar:
         task = bar.add_task("build", total=None)
         frame = build_variants(
-            out, size=size, seed=seed, codes=_csv_list(signs),
-            visibilities=_floats(visibilities) or VISIBILITIES, modes=_csv_list(modes) or MODES,
+            out, size=size, seed=seed, codes=csv_list(signs),
+            visibilities=floats(visibilities, "--visibilities") or VISIBILITIES, modes=csv_list(modes) or MODES,
             images_dir=images, progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
     console.print(f"wrote {len(frame)} variants of {frame['sign_code'].nunique()} signs to {out}/ "
                   f"(variants.csv, variants.parquet, images/)")
 
 
-@data_app.command("sheet")
+@app.command("sheet")
 def data_sheet(
     testbed: Annotated[Path, typer.Option(help="A folder made by `dualjudge data build`.")] = DEFAULT_TESTBED,
     out: Annotated[Optional[Path], typer.Option(help="PNG file to write (default: TESTBED/contact_sheet.png).")] = None,
@@ -72,16 +50,3 @@ def data_sheet(
 
     path = contact_sheet(testbed, out or testbed / "contact_sheet.png")
     console.print(f"wrote {path}")
-
-
-def main() -> None:
-    """Entry point: user errors print one line and exit 2, never a traceback."""
-    try:
-        app()
-    except DualjudgeError as e:
-        err_console.print(f"error: {e}", highlight=False, markup=False, soft_wrap=True)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()

