@@ -12,10 +12,13 @@ from dualjudge.errors import DualjudgeError
 app = typer.Typer(help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 
-from dualjudge.cli import data, models  # noqa: E402  (sub-commands register themselves on import)
+from dualjudge.cli import data, models, run  # noqa: E402
 
 app.add_typer(data.app, name="data")
 app.add_typer(models.app, name="models")
+app.command("run")(run.run)
+app.command("status")(run.status)
+app.command("export")(run.export)
 
 
 def main() -> None:

@@ -37,7 +37,8 @@ class EngineSettings:
     device: str | None = None
 
 
-def _identity(card: ModelCard) -> str:
+def model_identity(card: ModelCard) -> str:
+    """The identity that goes into cache keys: weights revision/hash when present locally."""
     found = locate(card)
     if found is not None:
         return found.identity
@@ -78,7 +79,7 @@ async def open_engine(card: ModelCard, settings: EngineSettings,
     if urls:
         for url in urls:
             await check_endpoint(url, settings.api_key, card.name)
-        engine = VllmEngine(card.name, [Endpoint(u, settings.api_key) for u in urls], _identity(card),
+        engine = VllmEngine(card.name, [Endpoint(u, settings.api_key) for u in urls], model_identity(card),
                             concurrency=settings.concurrency, retries=settings.retries)
         on_event(f"attached to {len(urls)} endpoint(s) for {card.name}")
         try:
@@ -90,7 +91,8 @@ async def open_engine(card: ModelCard, settings: EngineSettings,
                         structured_backend=settings.structured_backend, startup_timeout=settings.startup_timeout_s)
     on_event(f"starting vLLM for {card.name} (log: {server.log_path})")
     try:
-        await asyncio.to_thread(server.start)
+        server.launch()  # in this (long-lived) thread: the server dies with the process that started it
+        await asyncio.to_thread(server.wait_ready)
         on_event(f"vLLM for {card.name} ready in {server.started_s:.0f} s")
         engine = VllmEngine(card.name, [Endpoint(server.base_url, server.api_key)], server.weights.identity,
                             concurrency=settings.concurrency, retries=settings.retries)

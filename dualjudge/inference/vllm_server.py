@@ -68,6 +68,17 @@ def port_in_use(port: int) -> bool:
     return False
 
 
+def _own_session_dying_with_parent() -> None:
+    """In the child before exec: a new session (so stop() can signal the whole group), and SIGTERM
+    when the parent dies (Linux PR_SET_PDEATHSIG), so a SIGKILLed run cannot orphan the server."""
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+
+
 class VllmServer:
     def __init__(self, card: ModelCard, weights: LocalWeights, *, log_dir: Path, port: int | None = None,
                  seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0,
@@ -91,6 +102,7 @@ class VllmServer:
         self.log_path = log_dir / f"vllm-{card.name}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.started_s: float | None = None
+        self._launched = 0.0
 
     @property
     def base_url(self) -> str:
@@ -119,12 +131,23 @@ class VllmServer:
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the default claims most of the RAM
         return env
 
-    def start(self, progress: Callable[[float], None] | None = None) -> None:
-        t0 = time.perf_counter()
+    def launch(self) -> None:
+        """Start the server process. Call from a long-lived thread (the main one): the server gets
+        SIGTERM when the thread that started it ends, so a killed dualjudge never leaves it behind."""
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(),
-                                        start_new_session=True)
+                                        preexec_fn=_own_session_dying_with_parent)
         log.close()
+        self._launched = time.perf_counter()
+
+    def start(self, progress: Callable[[float], None] | None = None) -> None:
+        """Launch and wait until ready."""
+        self.launch()
+        self.wait_ready(progress)
+
+    def wait_ready(self, progress: Callable[[float], None] | None = None) -> None:
+        assert self.process is not None, "launch() first"
+        t0 = self._launched
         deadline = t0 + self.startup_timeout
         with httpx.Client(timeout=5.0) as client:
             while True:

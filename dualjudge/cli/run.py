@@ -1,0 +1,144 @@
+"""`dualjudge run | status | export`: run a benchmark configuration, inspect and export a run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from dualjudge.cli.common import console, err_console
+
+SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
+                     "end to end, not to measure real judges; their scores mean nothing about VLM judges.")
+
+
+class RichProgress:
+    """Stage progress: done / total, tokens/s and ETA."""
+
+    def __init__(self) -> None:
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[tps]:>6.1f} tok/s"), TimeElapsedColumn(), TimeRemainingColumn(),
+                            console=err_console)
+        self.task = None
+        self.tokens = 0
+
+    def stage(self, name: str, total: int) -> None:
+        if not self.bar.live.is_started:
+            self.bar.start()
+        self.tokens = 0
+        self.task = self.bar.add_task(name, total=total, tps=0.0)
+
+    def advance(self, tokens: int = 0) -> None:
+        if self.task is None:
+            return
+        self.tokens += tokens
+        elapsed = self.bar.tasks[-1].elapsed or 1e-9
+        self.bar.update(self.task, advance=1, tps=self.tokens / elapsed)
+
+    def note(self, message: str) -> None:
+        self.bar.console.print(message, highlight=False)
+
+    def end_stage(self) -> None:
+        self.task = None
+
+    def close(self) -> None:
+        if self.bar.live.is_started:
+            self.bar.stop()
+
+
+def _summary_table(frame) -> Table:  # type: ignore[no-untyped-def]
+    from dualjudge.runs.job import summary
+
+    t = Table(title="summary (verdict table)")
+    for col in ("system model", "system", "judge", "n", "mean overall", "equivalence", "format ok"):
+        t.add_column(col, no_wrap=True)
+    for r in summary(frame).itertuples():
+        fmt = lambda x: "-" if x != x or x is None else f"{x:.2f}"  # noqa: E731
+        t.add_row(r.system_model, r.system, r.judge_model, str(r.n), fmt(r.mean_overall), fmt(r.equivalence_rate),
+                  fmt(r.format_compliance))
+    return t
+
+
+def run(
+    config: Annotated[Path, typer.Argument(help="Run configuration (TOML), e.g. benchmarks/demo.toml.")],
+    out: Annotated[Optional[Path], typer.Option(help="Run directory (default: runs/<run.name>).")] = None,
+) -> None:
+    """Run a benchmark: systems, then judges, then probes, model by model; resumes where it stopped."""
+    from dualjudge.config import load_config
+    from dualjudge.inference.cards import get_card
+    from dualjudge.runs.job import run_job
+
+    cfg = load_config(config)
+    out = out or Path("runs") / cfg.run.name
+    progress = RichProgress()
+    try:
+        result = run_job(cfg, out, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        err_console.print(f"interrupted; everything finished so far is saved. Rerun `dualjudge run {config} "
+                          f"--out {out}` to resume.")
+        sys.exit(130)
+    finally:
+        progress.close()
+    console.print(_summary_table(result.table))
+    failures = {t: f for t, f in result.report.failures.items() if f}
+    console.print(f"requests sent: {result.report.sessions_requests}; answered from cache: {result.report.cache_hits}; "
+                  f"models loaded: {', '.join(result.report.models_loaded) or 'none'}")
+    if failures:
+        console.print(f"failures by kind: {failures}")
+    console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")
+    if all(get_card(m).parameters_b < 1 for m in cfg.all_models()):
+        console.print(SMALL_MODELS_NOTE)
+
+
+def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """What is done, what failed, and how much came from the cache."""
+    import json
+
+    from dualjudge.runs.runner import load_run_store
+
+    store = load_run_store(run_dir)
+    try:
+        t = Table(title=f"run {run_dir}")
+        for col in ("table", "ok", "parse_failure", "error"):
+            t.add_column(col)
+        for table in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe"):
+            c = store.counts(table)
+            t.add_row(table, str(c.get("ok", 0)), str(c.get("parse_failure", 0)), str(c.get("error", 0)))
+        console.print(t)
+        for table in ("answers", "verdicts"):
+            kinds = store.error_kinds(table)
+            if kinds:
+                console.print(f"{table} not ok, by kind: {kinds}")
+        manifest = run_dir / "manifest.json"
+        if manifest.is_file():
+            last = json.loads(manifest.read_text()).get("last_session", {})
+            console.print(f"last session: {last.get('requests_sent', 0)} requests sent, "
+                          f"{last.get('cache_hits', 0)} answered from cache")
+        console.print(f"response cache: {store.cache_size()} entries")
+    finally:
+        store.close()
+
+
+def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """Write verdicts.parquet and verdicts.csv from the run's store."""
+    import json
+
+    from dualjudge.config import RunConfig
+    from dualjudge.errors import DualjudgeError
+    from dualjudge.runs.job import export_run
+    from dualjudge.runs.runner import load_run_store
+
+    store = load_run_store(run_dir)
+    try:
+        raw = store.get_meta("config")
+        if raw is None:
+            raise DualjudgeError(f"{run_dir}: the store has no configuration recorded")
+        table = export_run(RunConfig(**json.loads(raw)), run_dir, store)
+    finally:
+        store.close()
+    console.print(f"wrote {len(table)} rows to {run_dir}/verdicts.parquet and verdicts.csv")

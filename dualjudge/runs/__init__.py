@@ -1,0 +1,1 @@
+"""Runs: SQLite store with a content-addressed cache, planner, resumable runner, manifest, export."""

@@ -1,0 +1,69 @@
+"""Export the verdict table (the contract in DESIGN.md) from a run's store.
+
+One row per response x judge model: the variant's metadata, the system, its answer's parsed
+category and format compliance, and both judges' verdicts with their outcome states. Families come
+from the model cards (vendor lineage in *_family, text-backbone lineage in *_base_llm).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dualjudge.inference.cards import all_cards
+from dualjudge.runs.store import Store
+
+COLUMNS = ["run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
+           "system_family", "system_base_llm", "predicted_category", "format_ok", "judge_model", "judge_family",
+           "judge_base_llm", "accuracy", "completeness", "relevance", "overall", "equivalent", "quality_status",
+           "equivalence_status", "response"]
+
+
+def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str,
+                  judge_models: tuple[str, ...], kinds: tuple[str, ...]) -> pd.DataFrame:
+    cards = all_cards()
+    verdicts: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in store.rows("verdicts"):
+        verdicts[(r["variant_id"], r["repeat"], r["system_model"], r["strategy"], r["judge_model"], r["kind"])] = dict(r)
+    rows = []
+    answers = sorted((dict(a) for a in store.rows("answers") if a["text"] is not None),
+                     key=lambda a: (a["system_model"], a["strategy"], a["variant_id"], a["repeat"]))
+    for a in answers:
+        v = variants.get(a["variant_id"])
+        if v is None:
+            continue
+        for judge in judge_models:
+            q = verdicts.get((a["variant_id"], a["repeat"], a["system_model"], a["strategy"], judge, "quality"))
+            e = verdicts.get((a["variant_id"], a["repeat"], a["system_model"], a["strategy"], judge, "equivalence"))
+            rows.append({
+                "run_id": run_id, "item_id": a["variant_id"], "sign_code": str(v["sign_code"]), "category": v["category"],
+                "visibility": float(v["visibility"]), "mode": v["mode"], "repeat": a["repeat"], "system": a["strategy"],
+                "system_model": a["system_model"], "system_family": cards[a["system_model"]].family,
+                "system_base_llm": cards[a["system_model"]].base_llm, "predicted_category": a["predicted_category"],
+                "format_ok": bool(a["format_ok"]), "judge_model": judge, "judge_family": cards[judge].family,
+                "judge_base_llm": cards[judge].base_llm,
+                "accuracy": q["accuracy"] if q else None, "completeness": q["completeness"] if q else None,
+                "relevance": q["relevance"] if q else None, "overall": q["overall"] if q else None,
+                "equivalent": None if not e or e["equivalent"] is None else bool(e["equivalent"]),
+                "quality_status": q["status"] if q else ("not_run" if "quality" in kinds else "skipped"),
+                "equivalence_status": e["status"] if e else ("not_run" if "equivalence" in kinds else "skipped"),
+                "response": a["text"],
+            })
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    for col in ("accuracy", "completeness", "relevance"):
+        frame[col] = frame[col].astype("Int64")
+    frame["overall"] = frame["overall"].astype("Float64")
+    frame["equivalent"] = frame["equivalent"].astype("boolean")
+    return frame
+
+
+def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
+    pq, csv = out / "verdicts.parquet", out / "verdicts.csv"
+    frame.to_parquet(out / ".verdicts.parquet.tmp", index=False)
+    frame.to_csv(out / ".verdicts.csv.tmp", index=False, lineterminator="\n")
+    os.replace(out / ".verdicts.parquet.tmp", pq)
+    os.replace(out / ".verdicts.csv.tmp", csv)
+    return pq, csv

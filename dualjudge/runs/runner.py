@@ -1,0 +1,294 @@
+"""The resumable, model-by-model runner.
+
+    systems stage:  for each system model: answer every (variant, repeat, strategy) not yet done
+    judges stage:   for each judge model: judge every answer not yet judged (+ the order probe)
+    padding probe:  system models restate low-scored answers; judges re-judge them
+
+Before a model is loaded, a cache-only pass answers whatever the response cache already holds; the
+model is loaded only if work remains. Rerunning on the same directory does only the missing work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dualjudge.config import RunConfig
+from dualjudge.errors import DualjudgeError
+from dualjudge.inference.cards import get_card
+from dualjudge.inference.engines import EngineSettings, model_identity, open_engine
+from dualjudge.inference.types import Image, Sampling
+from dualjudge.protocol.judges import VERDICTS, build_judge_request
+from dualjudge.protocol.probes import build_padding_request, build_pairwise_request, order_result
+from dualjudge.protocol.systems import Item, run_system
+from dualjudge.protocol.verdicts import EquivalenceVerdict, PairwiseVerdict, QualityVerdict, interpret
+from dualjudge.runs import plan
+from dualjudge.runs.caller import CacheMiss, CachingCaller
+from dualjudge.runs.stages import Progress, QuietProgress, run_in_order
+from dualjudge.runs.store import Store, dumps
+from dualjudge.testbed.catalogue import default_catalogue
+from dualjudge.testbed.variants import build_variants, load_manifest
+
+STORE_FILE = "results.sqlite"
+
+
+@dataclass
+class RunReport:
+    out: Path
+    sessions_requests: int = 0
+    cache_hits: int = 0
+    models_loaded: list[str] = field(default_factory=list)
+    failures: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+class Runner:
+    def __init__(self, config: RunConfig, out: Path, progress: Progress | None = None) -> None:
+        self.config = config
+        self.out = out
+        self.progress = progress or QuietProgress()
+        self.session = secrets.token_hex(6)
+        self.report = RunReport(out)
+        self.catalogue = default_catalogue()
+        out.mkdir(parents=True, exist_ok=True)
+        cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
+        self.store = Store(out / STORE_FILE, cache)
+        self._check_fingerprint()
+
+    def _check_fingerprint(self) -> None:
+        fp = self.config.fingerprint()
+        stored = self.store.get_meta("config_fingerprint")
+        if stored is None:
+            self.store.set_meta("config_fingerprint", fp)
+            self.store.set_meta("config", self.config.model_dump_json())
+        elif stored != fp:
+            raise DualjudgeError(f"{self.out} holds a run of a different configuration; use another --out "
+                                 f"(responses are reused through the cache)")
+
+    def settings(self) -> EngineSettings:
+        e = self.config.engine
+        return EngineSettings(backend=e.backend, concurrency=e.concurrency, endpoints=dict(e.endpoints),
+                              api_key=e.api_key, structured_backend=e.structured_backend,
+                              grammar_backend=e.grammar_backend, startup_timeout_s=e.startup_timeout_s,
+                              retries=e.retries, seed=self.config.run.seed, log_dir=self.out / "logs")
+
+    # -- testbed -------------------------------------------------------------------------------
+    def testbed(self) -> list[dict[str, Any]]:
+        t = self.config.testbed
+        folder = self.out / "testbed"
+        frame = build_variants(folder, size=t.size, seed=self.config.run.seed, codes=t.codes(),
+                               visibilities=t.visibilities, modes=t.modes,
+                               images_dir=Path(t.images).expanduser() if t.images else None)
+        return frame.to_dict("records")
+
+    def items(self, variants: list[dict[str, Any]]) -> list[Item]:
+        out = []
+        for v in variants:
+            image = None
+            if self.config.testbed.modality == "image":
+                image = Image.from_png((self.out / "testbed" / v["image_path"]).read_bytes())
+            out.append(Item(v["variant_id"], str(v["sign_code"]), v["scene_text"], image))
+        return out
+
+    # -- orchestration -------------------------------------------------------------------------
+    async def run(self) -> RunReport:
+        variants = self.testbed()
+        self.variants = {v["variant_id"]: v for v in variants}
+        items = self.items(variants)
+        for model in self.config.systems.models:
+            await self._systems(model, items)
+        answers = self._answers()
+        for judge in self.config.judges.models:
+            await self._judges(judge, answers)
+        if self.config.probes.padding:
+            await self._padding(answers)
+        for table in ("answers", "verdicts", "order_probe", "padding_probe"):
+            kinds = self.store.error_kinds(table)
+            if kinds:
+                self.report.failures[table] = kinds
+        return self.report
+
+    def _answers(self) -> list[dict[str, Any]]:
+        rows = [dict(r) for r in self.store.rows("answers")]
+        for r in rows:
+            r["sign_code"] = str(self.variants[r["variant_id"]]["sign_code"]) if r["variant_id"] in self.variants else None
+        wanted = set(self.config.systems.models)
+        return [r for r in rows if r["system_model"] in wanted and r["sign_code"] is not None]
+
+    async def _stage(self, model: str, name: str, tasks: list[Any], work: Callable[[Any, CachingCaller], Any]) -> None:
+        """Cache-only pass, then (if work remains) load the model and run the rest."""
+        if not tasks:
+            return
+        identity = model_identity(get_card(model))
+        cached = CachingCaller(self.store, model, identity, self.session)
+        remaining = []
+        self.progress.stage(f"{name} (from cache)", len(tasks))
+        for t in tasks:
+            try:
+                await work(t, cached)
+                self.progress.advance()
+            except CacheMiss:
+                remaining.append(t)
+        self.progress.end_stage()
+        self.report.cache_hits += cached.usage.cache_hits
+        if not remaining:
+            return
+        async with open_engine(get_card(model), self.settings(), self.progress.note) as engine:
+            self.report.models_loaded.append(model)
+            caller = CachingCaller(self.store, model, engine.model_identity, self.session, engine)
+
+            async def one(t: Any) -> int:
+                before = caller.usage.completion_tokens
+                await work(t, caller)
+                return caller.usage.completion_tokens - before
+
+            self.progress.stage(f"{name}", len(remaining))
+            try:
+                await run_in_order(remaining, one, self.config.engine.concurrency, self.progress)
+            finally:
+                self.progress.end_stage()
+                self.report.sessions_requests += caller.usage.requests
+                self.report.cache_hits += caller.usage.cache_hits
+
+    # -- systems -------------------------------------------------------------------------------
+    async def _systems(self, model: str, items: list[Item]) -> None:
+        done = self.store.done_keys("answers")
+        tasks = [t for t in plan.answer_tasks(self.config, items, model) if t.key not in done]
+        s = self.config.systems
+        sampling = Sampling(s.temperature, s.max_tokens, None, s.top_p)
+
+        async def work(t: plan.AnswerTask, caller: CachingCaller) -> None:
+            ans = await run_system(t.strategy, t.item, caller, modality=self.config.testbed.modality,
+                                   sign_type_mode=s.sign_type, sampling=sampling, run_seed=self.config.run.seed,
+                                   repeat=t.repeat)
+            self.store.record("answers", {
+                "variant_id": t.item.variant_id, "repeat": t.repeat, "system_model": model, "strategy": t.strategy,
+                "status": ans.status, "text": ans.text, "predicted_category": ans.predicted_category,
+                "format_ok": int(ans.format_ok), "prompt_tokens": ans.prompt_tokens,
+                "completion_tokens": ans.completion_tokens, "latency_s": ans.latency_s, "calls": len(ans.calls),
+                "request_keys": dumps([c.prompt_sha256 for c in ans.calls]), "attempts": 1, "error": ans.detail})
+
+        await self._stage(model, f"systems: {model}", tasks, work)
+
+    # -- judges --------------------------------------------------------------------------------
+    async def _judges(self, judge: str, answers: list[dict[str, Any]]) -> None:
+        j = self.config.judges
+        sampling = Sampling(j.temperature, j.max_tokens, self.config.run.seed)
+        done = self.store.done_keys("verdicts")
+        tasks: list[Any] = [t for t in plan.judge_tasks(answers, judge, j.kinds) if t.key not in done]
+        if self.config.probes.order:
+            done_order = self.store.done_keys("order_probe")
+            for a, b in plan.order_pairs(answers, self.config.probes.order_pairs, self.config.run.seed):
+                task = plan.OrderTask(a["variant_id"], a["repeat"], a["sign_code"], judge,
+                                      (a["system_model"], a["strategy"], a["text"]),
+                                      (b["system_model"], b["strategy"], b["text"]))
+                if task.key not in done_order:
+                    tasks.append(task)
+
+        async def work(t: Any, caller: CachingCaller) -> None:
+            sign = self.catalogue.sign(t.sign_code)
+            if isinstance(t, plan.OrderTask):
+                ab = interpret(PairwiseVerdict, await caller(build_pairwise_request(sign, t.first[2], t.second[2], sampling)))
+                ba = interpret(PairwiseVerdict, await caller(build_pairwise_request(sign, t.second[2], t.first[2], sampling)))
+                res = order_result(ab, ba)
+                status = "ok" if res.complete else ("error" if "error" in (ab.status, ba.status) else "parse_failure")
+                self.store.record("order_probe", {
+                    "variant_id": t.variant_id, "repeat": t.repeat, "judge_model": judge, "first_model": t.first[0],
+                    "first_strategy": t.first[1], "second_model": t.second[0], "second_strategy": t.second[1],
+                    "status": status, "winner_ab": res.winner_ab, "winner_ba": res.winner_ba,
+                    "flipped": None if res.flipped is None else int(res.flipped), "attempts": 1,
+                    "error": ab.detail or ba.detail})
+                return
+            request = build_judge_request(t.kind, sign, t.text, sampling)
+            result = await caller(request)
+            outcome = interpret(VERDICTS[t.kind], result)
+            v = outcome.verdict
+            row = {"variant_id": t.answer_key[0], "repeat": t.answer_key[1], "system_model": t.answer_key[2],
+                   "strategy": t.answer_key[3], "judge_model": judge, "kind": t.kind, "status": outcome.status,
+                   "accuracy": None, "completeness": None, "relevance": None, "overall": None, "equivalent": None,
+                   "reasoning": getattr(v, "reasoning", None), "completion_tokens": result.completion_tokens,
+                   "request_key": request.key(caller.identity), "attempts": 1, "error": outcome.detail}
+            if isinstance(v, QualityVerdict):
+                row.update(accuracy=v.accuracy, completeness=v.completeness, relevance=v.relevance, overall=v.overall)
+            elif isinstance(v, EquivalenceVerdict):
+                row.update(equivalent=int(v.equivalent))
+            self.store.record("verdicts", row)
+
+        await self._stage(judge, f"judges: {judge}", tasks, work)
+
+    # -- padding probe -------------------------------------------------------------------------
+    async def _padding(self, answers: list[dict[str, Any]]) -> None:
+        p = self.config.probes
+        low: dict[tuple[Any, ...], list[float]] = {}
+        for r in self.store.rows("verdicts", "WHERE kind = 'quality' AND status = 'ok'"):
+            low.setdefault((r["variant_id"], r["repeat"], r["system_model"], r["strategy"]), []).append(r["overall"])
+        means = {k: sum(v) / len(v) for k, v in low.items()}
+        sample = plan.padding_sample(answers, means, p.padding_samples, self.config.run.seed)
+        pad_sampling = Sampling(0.0, p.padding_max_tokens, self.config.run.seed)
+        done = self.store.done_keys("padding_texts")
+        for model in self.config.systems.models:
+            tasks = [a for a in sample if a["system_model"] == model
+                     and (a["variant_id"], a["repeat"], a["system_model"], a["strategy"]) not in done]
+
+            async def pad(a: dict[str, Any], caller: CachingCaller) -> None:
+                result = await caller(build_padding_request(a["text"], pad_sampling))
+                self.store.record("padding_texts", {
+                    "variant_id": a["variant_id"], "repeat": a["repeat"], "system_model": a["system_model"],
+                    "strategy": a["strategy"], "status": "ok" if result.ok else "error", "text": result.text,
+                    "added_words": len((result.text or "").split()) - len(a["text"].split()) if result.ok else None,
+                    "attempts": 1, "error": result.error})
+
+            await self._stage(model, f"padding: {model}", tasks, pad)
+        padded = {(r["variant_id"], r["repeat"], r["system_model"], r["strategy"]): r["text"]
+                  for r in self.store.rows("padding_texts", "WHERE status = 'ok'")}
+        originals = {(r["variant_id"], r["repeat"], r["system_model"], r["strategy"], r["judge_model"], r["kind"]): r
+                     for r in self.store.rows("verdicts", "WHERE status = 'ok'")}
+        j = self.config.judges
+        sampling = Sampling(j.temperature, j.max_tokens, self.config.run.seed)
+        done_probe = self.store.done_keys("padding_probe")
+        for judge in j.models:
+            tasks = [(key, kind) for key in padded for kind in j.kinds
+                     if (*key, judge, kind) in originals and (*key, judge, kind) not in done_probe]
+
+            async def rejudge(task: tuple[tuple[Any, ...], str], caller: CachingCaller) -> None:
+                key, kind = task
+                sign = self.catalogue.sign(str(self.variants[key[0]]["sign_code"]))
+                outcome = interpret(VERDICTS[kind], await caller(build_judge_request(kind, sign, padded[key], sampling)))
+                orig = originals[(*key, judge, kind)]
+                before = orig["overall"] if kind == "quality" else orig["equivalent"]
+                after = None
+                if isinstance(outcome.verdict, QualityVerdict):
+                    after = outcome.verdict.overall
+                elif isinstance(outcome.verdict, EquivalenceVerdict):
+                    after = float(outcome.verdict.equivalent)
+                flipped = None
+                if after is not None:
+                    flipped = int((before > 7) != (after > 7)) if kind == "quality" else int(before != after)
+                self.store.record("padding_probe", {
+                    "variant_id": key[0], "repeat": key[1], "system_model": key[2], "strategy": key[3],
+                    "judge_model": judge, "kind": kind, "status": outcome.status, "original": before, "padded": after,
+                    "shift": None if after is None else after - before, "flipped": flipped, "attempts": 1,
+                    "error": outcome.detail})
+
+            await self._stage(judge, f"padding judged: {judge}", tasks, rejudge)
+
+
+def run_config(config: RunConfig, out: Path, progress: Progress | None = None) -> RunReport:
+    runner = Runner(config, out, progress)
+    try:
+        return asyncio.run(runner.run())
+    finally:
+        runner.store.close()
+
+
+def load_run_store(out: Path) -> Store:
+    if not (out / STORE_FILE).is_file():
+        raise DualjudgeError(f"{out}: no {STORE_FILE}; is this a run directory?")
+    return Store(out / STORE_FILE)
+
+
+def load_variants(out: Path) -> dict[str, dict[str, Any]]:
+    return {r["variant_id"]: r for r in load_manifest(out / "testbed").to_dict("records")}

@@ -1,0 +1,71 @@
+"""Run a list of tasks with bounded concurrency, in order, reporting progress."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Progress(Protocol):
+    """What the runner reports; the CLI shows it with rich, tests record it."""
+
+    def stage(self, name: str, total: int) -> None: ...
+
+    def advance(self, tokens: int = 0) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+    def end_stage(self) -> None: ...
+
+
+class QuietProgress:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.stages: list[tuple[str, int]] = []
+
+    def stage(self, name: str, total: int) -> None:
+        self.stages.append((name, total))
+
+    def advance(self, tokens: int = 0) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+    def end_stage(self) -> None:
+        pass
+
+
+async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int]], concurrency: int,
+                       progress: Progress) -> float:
+    """Start tasks in list order with at most `concurrency` in flight; `work` returns tokens generated.
+
+    Returns the elapsed seconds. An exception in one task cancels the others and propagates.
+    """
+    started = time.perf_counter()
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for t in tasks:
+        queue.put_nowait(t)
+
+    async def worker() -> None:
+        while True:
+            try:
+                task = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            tokens = await work(task)
+            progress.advance(tokens)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(tasks))))]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
+    return time.perf_counter() - started

