@@ -26,8 +26,9 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow"
 
 demo: $(STAMP)
-	$(VENV)/bin/dualjudge data build --out $(DEMO_DIR)/testbed
-	$(VENV)/bin/dualjudge data sheet --testbed $(DEMO_DIR)/testbed
+	$(VENV)/bin/dualjudge models fetch smollm2-135m-instruct gemma-3-270m
+	$(VENV)/bin/dualjudge run benchmarks/demo.toml --out $(DEMO_DIR)
+	$(VENV)/bin/dualjudge data sheet --testbed $(DEMO_DIR)/testbed --out $(DEMO_DIR)/contact_sheet.png
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

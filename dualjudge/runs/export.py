@@ -67,3 +67,15 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
     os.replace(out / ".verdicts.parquet.tmp", pq)
     os.replace(out / ".verdicts.csv.tmp", csv)
     return pq, csv
+
+
+def write_probe_tables(store: Store, out: Path) -> None:
+    """probes_order.csv and probes_padding.csv, with the sign code of each variant."""
+    for table, name in (("order_probe", "probes_order.csv"), ("padding_probe", "probes_padding.csv")):
+        frame = pd.DataFrame([dict(r) for r in store.rows(table)])
+        if frame.empty:
+            continue
+        frame.insert(1, "sign_code", frame["variant_id"].str.rsplit("_v", n=1).str[0])
+        tmp = out / f".{name}.tmp"
+        frame.to_csv(tmp, index=False, lineterminator="\n")
+        os.replace(tmp, out / name)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from dualjudge.config import RunConfig
-from dualjudge.runs.export import verdict_table, write_table
+from dualjudge.runs.export import verdict_table, write_probe_tables, write_table
 from dualjudge.runs.manifest import build_manifest, write_manifest
 from dualjudge.runs.runner import RunReport, Runner, load_variants
 from dualjudge.runs.stages import Progress
@@ -31,6 +31,7 @@ def counts(store: Store) -> dict[str, dict[str, int]]:
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     table = verdict_table(store, load_variants(out), config.run.name, config.judges.models, config.judges.kinds)
     write_table(table, out)
+    write_probe_tables(store, out)
     return table
 
 
@@ -39,6 +40,10 @@ def run_job(config: RunConfig, out: Path, progress: Progress | None = None) -> J
     try:
         report = asyncio.run(runner.run())
         table = export_run(config, out, runner.store)
+        if len(table):
+            from dualjudge.analysis.analyze import analyze
+
+            analyze(out / "verdicts.parquet", out, seed=config.run.seed)
         c = counts(runner.store)
         write_manifest(build_manifest(config, out, {
             "last_session": {"session": runner.session, "requests_sent": report.sessions_requests,

@@ -1,0 +1,113 @@
+"""The alternative annotator test (Calderon, Reichart, Dror, ACL 2025).
+
+Can an LLM (the candidate) replace a human annotator? For each human annotator j left out, and each
+item i they labelled: s_f = S(candidate_i, others_i) and s_h = S(h_ji, others_i), where others are
+the remaining humans' labels on i. W_f = [s_f >= s_h] and W_h = [s_h >= s_f] (a tie counts as a win
+for both). rho_j = mean W_f. One-sided test of H0: rho_f <= rho_h - epsilon on d = W_h - W_f
+(t-test against epsilon, `less`); Benjamini-Yekutieli at q across annotators. omega = share of
+rejected annotators (the candidate passes when omega >= 0.5); rho = mean rho_j ranks candidates.
+Items need at least two human labels and a candidate label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from dualjudge.errors import DualjudgeError
+
+Metric = Literal["accuracy", "neg_rmse"]
+MIN_ITEMS = 30  # annotators with fewer kept items are not tested (the paper's rule)
+
+
+@dataclass(frozen=True)
+class AnnotatorResult:
+    annotator: str
+    n: int
+    rho: float
+    p_value: float | None
+    rejected: bool
+
+
+@dataclass(frozen=True)
+class AltTestResult:
+    omega: float
+    rho: float
+    passed: bool
+    annotators: tuple[AnnotatorResult, ...]
+    epsilon: float
+    q: float
+    metric: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"omega": self.omega, "rho": self.rho, "passed": self.passed, "epsilon": self.epsilon, "q": self.q,
+                "metric": self.metric,
+                "annotators": [{"annotator": a.annotator, "n": a.n, "rho": a.rho, "p_value": a.p_value,
+                                "rejected": a.rejected} for a in self.annotators]}
+
+
+def _score(pred: float, others: np.ndarray, metric: Metric) -> float:
+    if metric == "accuracy":
+        return float(np.mean(others == pred))
+    return -float(np.sqrt(np.mean((others - pred) ** 2)))
+
+
+def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float = 0.05,
+             metric: Metric = "accuracy", min_items: int = MIN_ITEMS) -> AltTestResult:
+    for col in ("item", "annotator", "label"):
+        if col not in long.columns:
+            raise DualjudgeError(f"the label table needs columns item, annotator, label (missing {col})")
+    if long.duplicated(["item", "annotator"]).any():
+        dup = long[long.duplicated(["item", "annotator"])].iloc[0]
+        raise DualjudgeError(f"duplicate label for item {dup['item']!r} by annotator {dup['annotator']!r}")
+    annotators = sorted(set(long["annotator"].astype(str)))
+    if candidate not in annotators:
+        raise DualjudgeError(f"candidate {candidate!r} is not an annotator in the table ({', '.join(annotators)})")
+    labels = long.assign(annotator=long["annotator"].astype(str))
+    if metric == "neg_rmse":
+        try:
+            labels["label"] = pd.to_numeric(labels["label"], errors="raise")
+        except (ValueError, TypeError):
+            raise DualjudgeError("metric neg_rmse needs numeric labels") from None
+    else:
+        labels["label"] = labels["label"].astype(str)
+    wide = labels.pivot(index="item", columns="annotator", values="label")
+    humans = [a for a in annotators if a != candidate]
+    keep = wide[candidate].notna() & (wide[humans].notna().sum(axis=1) >= 2)
+    wide = wide[keep]
+    results, pvalues = [], []
+    for j in humans:
+        rows = wide[wide[j].notna()]
+        if len(rows) < min_items:
+            continue
+        w_f, w_h = [], []
+        for _, row in rows.iterrows():
+            others = np.array([row[h] for h in humans if h != j and pd.notna(row[h])], dtype=object)
+            if metric == "neg_rmse":
+                others = others.astype(float)
+            s_f = _score(row[candidate], others, metric)
+            s_h = _score(row[j], others, metric)
+            w_f.append(float(s_f >= s_h))
+            w_h.append(float(s_h >= s_f))
+        d = np.array(w_h) - np.array(w_f)
+        p = float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue) if np.ptp(d) > 0 else float("nan")
+        results.append((j, len(rows), float(np.mean(w_f))))
+        pvalues.append(p)
+    if not results:
+        raise DualjudgeError(f"no annotator other than {candidate!r} has at least {min_items} items shared with "
+                             f"two other humans; the test needs >= 3 annotators and enough items")
+    p_arr = np.array(pvalues, dtype=float)
+    testable = ~np.isnan(p_arr)
+    rejected = np.zeros(len(p_arr), dtype=bool)
+    if testable.any():
+        rejected[testable] = multipletests(p_arr[testable], alpha=q, method="fdr_by")[0]
+    per = tuple(AnnotatorResult(j, n, rho, None if np.isnan(p) else p, bool(r))
+                for (j, n, rho), p, r in zip(results, p_arr, rejected))
+    omega = float(np.mean(rejected))
+    rho = float(np.mean([a.rho for a in per]))
+    return AltTestResult(omega, rho, omega >= 0.5, per, epsilon, q, metric)

@@ -1,0 +1,76 @@
+"""Sign-level cluster bootstrap on per-sign sufficient statistics.
+
+Resampling signs with replacement is the same as giving each sign a multinomial count. A statistic
+that is a function of per-sign sums (means, correlations, differences of means) is then computed for
+every resample at once from `counts @ sums`, so 2,000 resamples of a million-row table cost a few
+matrix products instead of 2,000 passes over the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+N_RESAMPLES = 2000
+CI_LEVEL = 0.95
+
+
+def resample_counts(n_clusters: int, n_resamples: int = N_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """(n_resamples, n_clusters) multinomial counts: how often each sign is drawn in each resample."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_resamples).astype(np.float64)
+
+
+def percentile_ci(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float] | None:
+    finite = values[np.isfinite(values)]
+    if len(finite) < 10:
+        return None
+    lo, hi = np.percentile(finite, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    return float(lo), float(hi)
+
+
+def per_sign_sums(frame: pd.DataFrame, columns: dict[str, pd.Series], signs: list[str]) -> np.ndarray:
+    """(n_signs, n_columns) sums of each column within each sign, in `signs` order."""
+    data = pd.DataFrame({name: col.astype("float64") for name, col in columns.items()})
+    data["_sign"] = frame["sign_code"].to_numpy()
+    sums = data.groupby("_sign", sort=False).sum().reindex(signs).fillna(0.0)
+    return sums.to_numpy(dtype=np.float64)
+
+
+def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], seed: int = 0,
+                      n_resamples: int = N_RESAMPLES) -> tuple[float, tuple[float, float] | None]:
+    """Point estimate from the full sums and a percentile CI over sign resamples.
+
+    `statistic` maps an (m, k) array of total sums (one row per resample) to m values.
+    """
+    point = float(statistic(sums.sum(axis=0, keepdims=True))[0])
+    counts = resample_counts(sums.shape[0], n_resamples, seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = statistic(counts @ sums)
+    return point, percentile_ci(values)
+
+
+def correlation_from_sums(s: np.ndarray) -> np.ndarray:
+    """Pearson r from columns [n, sx, sy, sxx, syy, sxy]."""
+    n, sx, sy, sxx, syy, sxy = (s[:, i] for i in range(6))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (n * sxy - sx * sy) / np.sqrt((n * sxx - sx**2) * (n * syy - sy**2))
+
+
+def correlation_ci(frame: pd.DataFrame, x: pd.Series, y: pd.Series, seed: int = 0,
+                   n_resamples: int = N_RESAMPLES) -> tuple[float, tuple[float, float] | None]:
+    """Pearson (= point-biserial when x is 0/1) r with a sign-level cluster-bootstrap CI."""
+    signs = sorted(frame["sign_code"].unique())
+    ones = pd.Series(1.0, index=x.index)
+    sums = per_sign_sums(frame, {"n": ones, "sx": x, "sy": y, "sxx": x * x, "syy": y * y, "sxy": x * y}, signs)
+    return cluster_bootstrap(sums, correlation_from_sums, seed, n_resamples)
+
+
+def mean_ci(frame: pd.DataFrame, values: pd.Series, seed: int = 0,
+            n_resamples: int = N_RESAMPLES) -> tuple[float, tuple[float, float] | None]:
+    """A mean (or rate, for 0/1 values) with a sign-level cluster-bootstrap CI."""
+    signs = sorted(frame["sign_code"].unique())
+    sums = per_sign_sums(frame, {"n": pd.Series(1.0, index=values.index), "s": values}, signs)
+    return cluster_bootstrap(sums, lambda s: s[:, 1] / s[:, 0], seed, n_resamples)

@@ -1,0 +1,172 @@
+"""The human check: a stratified, blinded sample for annotation, and its comparison with the judges.
+
+Export (like the paper's 49-row check): one answer per visibility x system cell, then Type II cases
+(some judge said "> 7" and "not equivalent"), then answers both judges agree are good, up to n. The
+sample carries the gold caption and description, the response and its metadata, and no judge score.
+Annotators fill accuracy, completeness, relevance (0-10) and equivalent (0/1), one row per sample and
+annotator. Import validates and compares: Pearson and Spearman of human overall with each judge's
+overall and sub-scores; Cohen's kappa and raw agreement of human vs equivalence judge; and the
+direction of the disagreements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dualjudge.analysis.agreement import kappa
+from dualjudge.analysis.table import read_table
+from dualjudge.errors import DualjudgeError
+from dualjudge.testbed.catalogue import default_catalogue
+
+SAMPLE_KEY = "human_sample.json"
+ANNOTATION_COLUMNS = ("annotator", "accuracy", "completeness", "relevance", "equivalent")
+RESPONSE = ["item_id", "repeat", "system", "system_model"]
+
+
+def _rank(seed: int, row: pd.Series) -> str:
+    key = "|".join(str(row[c]) for c in RESPONSE)
+    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()
+
+
+def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFrame:
+    responses = frame.drop_duplicates(RESPONSE).copy()
+    responses["_rank"] = responses.apply(lambda r: _rank(seed, r), axis=1)
+    responses = responses.sort_values("_rank")
+    chosen: list[tuple[Any, ...]] = []
+
+    def take(rows: pd.DataFrame, limit: int, stratum: str) -> None:
+        for _, r in rows.iterrows():
+            key = tuple(r[c] for c in RESPONSE)
+            if len(chosen) >= n or limit <= 0:
+                return
+            if key not in {c[:-1] for c in chosen}:
+                chosen.append((*key, stratum))
+                limit -= 1
+
+    for (_, _), cell in responses.groupby(["visibility", "system"], sort=True):
+        take(cell, 1, "cell")
+    both = frame[(frame["quality_status"] == "ok") & (frame["equivalence_status"] == "ok")]
+    remaining = max(0, n - len(chosen))
+    type2 = both[(both["overall"] > 7) & ~both["equivalent"].astype(bool)].drop_duplicates(RESPONSE)
+    type2 = type2.assign(_rank=type2.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")
+    take(type2, (remaining + 1) // 2, "type2")
+    agreed = both.groupby(RESPONSE).filter(lambda g: bool((g["overall"] > 7).all() and g["equivalent"].astype(bool).all()))
+    agreed = agreed.drop_duplicates(RESPONSE)
+    agreed = agreed.assign(_rank=agreed.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")
+    take(agreed, n - len(chosen), "agreed_good")
+    take(responses, n - len(chosen), "fill")
+    keys = pd.DataFrame(chosen, columns=[*RESPONSE, "stratum"])
+    sample = keys.merge(responses.drop(columns="_rank"), on=RESPONSE, how="left")
+    return sample
+
+
+def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0) -> pd.DataFrame:
+    frame = read_table(table)
+    if "response" not in frame.columns:
+        raise DualjudgeError(f"{table}: the table has no response column; export from a dualjudge run")
+    sample = select_sample(frame, n, seed)
+    cat = default_catalogue()
+    rows = []
+    for i, r in enumerate(sample.itertuples(index=False), start=1):
+        sign = cat.sign(str(r.sign_code)) if str(r.sign_code) in cat.codes else None
+        rows.append({"sample_id": f"H{i:03d}", "item_id": r.item_id, "sign_code": r.sign_code,
+                     "visibility": r.visibility, "mode": r.mode, "repeat": int(r.repeat), "system": r.system,
+                     "system_model": r.system_model, "caption": sign.caption if sign else "",
+                     "description": sign.description if sign else "", "response": r.response,
+                     **{c: "" for c in ANNOTATION_COLUMNS}})
+    out = pd.DataFrame(rows)
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    out.to_csv(out_csv, index=False, lineterminator="\n")
+    key = {row["sample_id"]: {**{c: row[c] for c in ("item_id", "system", "system_model")}, "repeat": row["repeat"],
+                              "stratum": s} for row, s in zip(rows, sample["stratum"])}
+    (table.parent / SAMPLE_KEY).write_text(json.dumps({"table": table.name, "seed": seed, "samples": key}, indent=1))
+    return out
+
+
+def _validate(ann: pd.DataFrame, known: set[str], where: str) -> pd.DataFrame:
+    missing = [c for c in ("sample_id", *ANNOTATION_COLUMNS) if c not in ann.columns]
+    if missing:
+        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)}")
+    ann = ann[ann[["accuracy", "completeness", "relevance", "equivalent"]].notna().any(axis=1)].copy()
+    unknown = sorted(set(ann["sample_id"].astype(str)) - known)
+    if unknown:
+        raise DualjudgeError(f"{where}: unknown sample ids {', '.join(unknown[:5])}")
+    if ann["annotator"].isna().any():
+        raise DualjudgeError(f"{where}: every annotated row needs an annotator")
+    dup = ann.duplicated(["sample_id", "annotator"])
+    if dup.any():
+        r = ann[dup].iloc[0]
+        raise DualjudgeError(f"{where}: duplicate row for sample {r['sample_id']} by annotator {r['annotator']}")
+    for col in ("accuracy", "completeness", "relevance"):
+        values = pd.to_numeric(ann[col], errors="coerce")
+        bad = ann[values.isna() | (values < 0) | (values > 10) | (values != values.round())]
+        if len(bad):
+            raise DualjudgeError(f"{where}: {col} must be an integer 0-10 (sample {bad.iloc[0]['sample_id']}: "
+                                 f"{bad.iloc[0][col]!r})")
+        ann[col] = values.astype(int)
+    eq = ann["equivalent"].astype(str).str.strip().str.lower().map({"1": True, "0": False, "true": True,
+                                                                     "false": False, "1.0": True, "0.0": False})
+    if eq.isna().any():
+        raise DualjudgeError(f"{where}: equivalent must be 0 or 1 (sample {ann[eq.isna()].iloc[0]['sample_id']})")
+    ann["equivalent"] = eq.astype(bool)
+    return ann
+
+
+def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
+    key_path = run_dir / SAMPLE_KEY
+    if not key_path.is_file():
+        raise DualjudgeError(f"{run_dir}: no {SAMPLE_KEY}; run `dualjudge human export` first")
+    key = json.loads(key_path.read_text())
+    try:
+        ann = pd.read_csv(annotations, dtype={"sample_id": str, "annotator": str})
+    except (OSError, ValueError) as e:
+        raise DualjudgeError(f"{annotations}: unreadable CSV ({e})") from None
+    ann = _validate(ann, set(key["samples"]), str(annotations))
+    if ann.empty:
+        raise DualjudgeError(f"{annotations}: no annotated rows")
+    table = read_table(run_dir / key["table"])
+    ann["human_overall"] = ann[["accuracy", "completeness", "relevance"]].mean(axis=1)
+    per_sample = ann.groupby("sample_id").agg(human_overall=("human_overall", "mean"),
+                                              human_accuracy=("accuracy", "mean"),
+                                              human_completeness=("completeness", "mean"),
+                                              human_relevance=("relevance", "mean"),
+                                              human_equivalent=("equivalent", "mean")).reset_index()
+    per_sample["human_equivalent"] = per_sample["human_equivalent"] >= 0.5  # majority (ties count as equivalent)
+    meta = pd.DataFrame([{"sample_id": s, **v} for s, v in key["samples"].items()])
+    merged = per_sample.merge(meta, on="sample_id").merge(table, on=["item_id", "repeat", "system", "system_model"])
+    result: dict[str, Any] = {"n_samples": int(per_sample.shape[0]), "annotators": sorted(ann["annotator"].unique()),
+                              "judges": {}}
+    for judge, g in merged.groupby("judge_model", sort=True):
+        entry: dict[str, Any] = {}
+        q = g[g["quality_status"] == "ok"]
+        for human_col, judge_col in (("human_overall", "overall"), ("human_accuracy", "accuracy"),
+                                     ("human_completeness", "completeness"), ("human_relevance", "relevance")):
+            entry[judge_col] = _correlations(q[human_col], q[judge_col])
+        e = g[g["equivalence_status"] == "ok"]
+        h, j = e["human_equivalent"].astype(bool).to_numpy(), e["equivalent"].astype(bool).to_numpy()
+        entry["equivalence"] = {"kappa": kappa(h, j) if len(e) else None,
+                                "raw_agreement": float(np.mean(h == j)) if len(e) else None, "n": int(len(e)),
+                                "judge_yes_human_no": int(np.sum(j & ~h)), "judge_no_human_yes": int(np.sum(~j & h))}
+        diff = q["overall"] - q["human_overall"]
+        entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
+                                         "mean_judge_minus_human": float(diff.mean()) if len(diff) else None}
+        result["judges"][str(judge)] = entry
+    (run_dir / "human_check.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _correlations(x: pd.Series, y: pd.Series) -> dict[str, Any]:
+    x, y = x.astype(float), y.astype(float)
+    if len(x) < 3 or x.nunique() < 2 or y.nunique() < 2:
+        return {"pearson": None, "spearman": None, "n": int(len(x))}
+    p = stats.pearsonr(x, y)
+    s = stats.spearmanr(x, y)
+    return {"pearson": float(p.statistic), "pearson_p": float(p.pvalue), "spearman": float(s.statistic),
+            "spearman_p": float(s.pvalue), "n": int(len(x))}

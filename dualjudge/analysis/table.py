@@ -1,0 +1,108 @@
+"""Read and validate a verdict table (CSV or Parquet), the only input the analysis needs.
+
+The contract (DESIGN.md): one row per response x judge model with run_id, item_id, sign_code,
+category, visibility, mode, repeat, system, system_model, system_family, predicted_category,
+format_ok, judge_model, judge_family, accuracy, completeness, relevance, overall, equivalent,
+quality_status, equivalence_status. Tables made elsewhere (the paper's own data, another tool)
+are analysed the same way. Missing columns or wrong types are one-line errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dualjudge.errors import DualjudgeError
+
+REQUIRED = ("run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
+            "system_family", "predicted_category", "format_ok", "judge_model", "judge_family", "accuracy",
+            "completeness", "relevance", "overall", "equivalent", "quality_status", "equivalence_status")
+NUMERIC = ("visibility", "repeat", "accuracy", "completeness", "relevance", "overall")
+TEXT = ("run_id", "item_id", "sign_code", "category", "mode", "system", "system_model", "system_family",
+        "judge_model", "judge_family", "quality_status", "equivalence_status")
+STATUSES = {"ok", "parse_failure", "error", "not_run", "skipped"}
+_TRUE = {"true", "1", "yes", "t"}
+_FALSE = {"false", "0", "no", "f"}
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise DualjudgeError(f"{path}: verdict table not found")
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            frame = pd.read_parquet(path)
+        elif path.suffix.lower() == ".csv":
+            frame = pd.read_csv(path, dtype={"sign_code": str, "item_id": str}, keep_default_na=True)
+        else:
+            raise DualjudgeError(f"{path}: unsupported table format (use .csv or .parquet)")
+    except (ValueError, OSError) as e:
+        raise DualjudgeError(f"{path}: unreadable table ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+    return validate(frame, str(path))
+
+
+def _booleans(col: pd.Series, name: str, where: str) -> pd.Series:
+    if pd.api.types.is_bool_dtype(col):
+        return col.astype("boolean")
+    out = []
+    for v in col:
+        if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA:
+            out.append(pd.NA)
+        elif isinstance(v, (bool, np.bool_)):
+            out.append(bool(v))
+        elif str(v).strip().lower() in _TRUE:
+            out.append(True)
+        elif str(v).strip().lower() in _FALSE:
+            out.append(False)
+        else:
+            raise DualjudgeError(f"{where}: column {name} must be boolean, found {v!r}")
+    return pd.Series(out, index=col.index, dtype="boolean")
+
+
+def validate(frame: pd.DataFrame, where: str = "verdict table") -> pd.DataFrame:
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)}")
+    frame = frame.copy()
+    for name in NUMERIC:
+        try:
+            frame[name] = pd.to_numeric(frame[name], errors="raise").astype("float64")
+        except (ValueError, TypeError):
+            bad = next(v for v in frame[name] if pd.notna(v) and not _is_number(v))
+            raise DualjudgeError(f"{where}: column {name} must be numeric, found {bad!r}") from None
+    for name in TEXT:
+        frame[name] = frame[name].astype("string")
+    frame["predicted_category"] = frame["predicted_category"].astype("string")
+    frame["format_ok"] = _booleans(frame["format_ok"], "format_ok", where)
+    frame["equivalent"] = _booleans(frame["equivalent"], "equivalent", where)
+    for name in ("quality_status", "equivalence_status"):
+        bad = set(frame[name].dropna()) - STATUSES
+        if bad:
+            raise DualjudgeError(f"{where}: column {name} has unknown states {sorted(bad)} "
+                                 f"(expected {', '.join(sorted(STATUSES))})")
+    scores = frame[["accuracy", "completeness", "relevance", "overall"]]
+    if ((scores < 0) | (scores > 10)).any().any():
+        raise DualjudgeError(f"{where}: scores must lie between 0 and 10")
+    vis = frame["visibility"]
+    if ((vis <= 0) | (vis > 1)).any():
+        raise DualjudgeError(f"{where}: visibility must lie in (0, 1]")
+    ok_q = frame["quality_status"] == "ok"
+    if frame.loc[ok_q, "overall"].isna().any():
+        raise DualjudgeError(f"{where}: rows with quality_status ok need an overall score")
+    frame["visibility"] = frame["visibility"].round(1)
+    frame["sign_code"] = frame["sign_code"].astype(str)
+    return frame.reset_index(drop=True)
+
+
+def _is_number(v: object) -> bool:
+    try:
+        float(v)  # type: ignore[arg-type]
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def vis_key(v: float) -> str:
+    """Visibility keys are written with one decimal ("1.0", "0.8")."""
+    return f"{float(v):.1f}"

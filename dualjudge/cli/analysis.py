@@ -1,0 +1,134 @@
+"""`dualjudge analyze | stats | human`: analysis of any verdict table, agreement statistics, the human check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dualjudge.cli.common import console
+
+stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
+                        no_args_is_help=True)
+human_app = typer.Typer(help="The human check: a blinded sample to annotate, and its comparison with the judges.",
+                        no_args_is_help=True)
+
+
+def analyze(
+    table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet), from a run or made elsewhere.")],
+    out: Annotated[Path, typer.Option(help="Folder for summary.json, report.md, report.html, figures/.")] = Path("analysis"),
+    lineage: Annotated[str, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+) -> None:
+    """Tables 1-3, self-preference with CIs, agreement and probes; writes the report."""
+    from dualjudge.analysis.analyze import analyze as run_analysis
+    from dualjudge.errors import DualjudgeError
+
+    if lineage not in ("family", "base_llm"):
+        raise DualjudgeError(f"--lineage must be family or base_llm, not {lineage!r}")
+    try:
+        summary = run_analysis(table, out, lineage, seed, resamples)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise DualjudgeError(str(e)) from None
+    sp = summary["self_preference"]
+    console.print(f"analysed {summary['n_rows']} rows in {summary['analysis_seconds']} s; "
+                  f"self-preference (overall): {'estimable' if sp['overall']['estimable'] else 'not estimable'}"
+                  + (f" - {sp['overall']['reason']}" if sp["overall"]["reason"] else ""))
+    console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
+
+
+def _read_long(path: Path):  # type: ignore[no-untyped-def]
+    import pandas as pd
+
+    from dualjudge.errors import DualjudgeError
+
+    try:
+        return pd.read_csv(path, dtype={"item": str, "annotator": str})
+    except (OSError, ValueError) as e:
+        raise DualjudgeError(f"{path}: unreadable CSV ({type(e).__name__})") from None
+
+
+@stats_app.command("alpha")
+def stats_alpha(
+    file: Annotated[Path, typer.Argument(help="Long CSV: item, annotator, label (one row per label).")],
+    level: Annotated[str, typer.Option(help="nominal, ordinal, interval or ratio (always explicit).")] = ...,  # type: ignore[assignment]
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Krippendorff's alpha (missing labels allowed)."""
+    from dualjudge.analysis.agreement import alpha_from_long
+    from dualjudge.errors import DualjudgeError
+
+    if level not in ("nominal", "ordinal", "interval", "ratio"):
+        raise DualjudgeError(f"--level must be nominal, ordinal, interval or ratio, not {level!r}")
+    value = alpha_from_long(_read_long(file), level)  # type: ignore[arg-type]
+    if as_json:
+        print(json.dumps({"alpha": value, "level": level}))
+    else:
+        console.print(f"Krippendorff's alpha ({level}) = {value:.4f}")
+
+
+@stats_app.command("alt-test")
+def stats_alt_test(
+    file: Annotated[Path, typer.Argument(help="Long CSV: item, annotator, label; the candidate is one annotator.")],
+    candidate: Annotated[str, typer.Option(help="The annotator (e.g. an LLM judge) tested as a human replacement.")],
+    epsilon: Annotated[float, typer.Option(help="Cost-benefit allowance (0.2 experts, 0.15 skilled, 0.1 crowd).")] = 0.2,
+    q: Annotated[float, typer.Option(help="Benjamini-Yekutieli level.")] = 0.05,
+    metric: Annotated[str, typer.Option(help="accuracy or neg_rmse.")] = "accuracy",
+    min_items: Annotated[int, typer.Option(help="Annotators with fewer items are not tested.")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The alternative annotator test (Calderon et al. 2025): omega, rho, pass/fail, per-annotator results."""
+    from dualjudge.analysis.alt_test import alt_test
+    from dualjudge.errors import DualjudgeError
+
+    if metric not in ("accuracy", "neg_rmse"):
+        raise DualjudgeError(f"--metric must be accuracy or neg_rmse, not {metric!r}")
+    res = alt_test(_read_long(file), candidate, epsilon, q, metric, min_items)  # type: ignore[arg-type]
+    if as_json:
+        d = res.as_dict()
+        print(json.dumps({k: d[k] for k in ("omega", "rho", "passed", "annotators")}))
+        return
+    console.print(f"omega (winning rate) = {res.omega:.3f}; rho (advantage probability) = {res.rho:.3f}; "
+                  f"{'PASSED' if res.passed else 'FAILED'} (epsilon {epsilon}, q {q}, {metric})")
+    for a in res.annotators:
+        p = "-" if a.p_value is None else f"{a.p_value:.4f}"
+        console.print(f"  {a.annotator}: n={a.n} rho={a.rho:.3f} p={p} rejected={a.rejected}")
+
+
+@human_app.command("export")
+def human_export(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (with verdicts.parquet).")],
+    out: Annotated[Path, typer.Option(help="CSV to write for the annotators.")] = Path("sample.csv"),
+    n: Annotated[int, typer.Option(help="Sample size.")] = 49,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+) -> None:
+    """A stratified, blinded sample (no judge scores) to annotate."""
+    from dualjudge.analysis.human import export_sample
+
+    sample = export_sample(run_dir / "verdicts.parquet", out, n, seed)
+    console.print(f"wrote {len(sample)} samples to {out}; fill annotator, accuracy, completeness, relevance (0-10) "
+                  f"and equivalent (0/1), one row per sample and annotator")
+
+
+@human_app.command("import")
+def human_import(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory the sample came from.")],
+    annotations: Annotated[Path, typer.Argument(help="The filled CSV.")],
+) -> None:
+    """Validate annotations and compare them with the judges (human_check.json)."""
+    from dualjudge.analysis.human import import_annotations
+
+    res = import_annotations(run_dir, annotations)
+    for judge, e in res["judges"].items():
+        o = e["overall"]
+        console.print(f"{judge}: overall Pearson {_fmt(o['pearson'])}, Spearman {_fmt(o['spearman'])}; "
+                      f"equivalence kappa {_fmt(e['equivalence']['kappa'])}, raw agreement "
+                      f"{_fmt(e['equivalence']['raw_agreement'])} (n={e['equivalence']['n']})")
+    console.print(f"wrote {run_dir}/human_check.json")
+
+
+def _fmt(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.3f}"

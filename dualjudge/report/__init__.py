@@ -1,0 +1,1 @@
+"""Markdown and self-contained HTML reports with matplotlib figures."""

