@@ -104,11 +104,14 @@ def alpha_from_long(long: pd.DataFrame, level: Level) -> float:
     if long.duplicated(["item", "annotator"]).any():
         dup = long[long.duplicated(["item", "annotator"])].iloc[0]
         raise DualjudgeError(f"duplicate label for item {dup['item']!r} by annotator {dup['annotator']!r}")
-    wide = long.pivot(index="annotator", columns="item", values="label")
+    long = long.dropna(subset=["label"])
     if level == "nominal":
-        codes = {v: i for i, v in enumerate(sorted(long["label"].dropna().astype(str).unique()))}
-        data = wide.apply(lambda col: col.map(lambda v: codes.get(str(v), np.nan) if pd.notna(v) else np.nan))
-        return alpha(data.to_numpy(dtype=float), level)
+        labels = long["label"].astype(str)
+        codes = {v: i for i, v in enumerate(sorted(labels.unique()))}
+        coded = long.assign(label=labels.map(codes).astype(float))
+        wide = coded.pivot(index="annotator", columns="item", values="label")
+        return alpha(wide.to_numpy(dtype=float), level)
+    wide = long.pivot(index="annotator", columns="item", values="label")
     try:
         data = wide.apply(pd.to_numeric, errors="raise").to_numpy(dtype=float)
     except (ValueError, TypeError):

@@ -102,10 +102,8 @@ def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float 
         raise DualjudgeError(f"no annotator other than {candidate!r} has at least {min_items} items shared with "
                              f"two other humans; the test needs >= 3 annotators and enough items")
     p_arr = np.array(pvalues, dtype=float)
-    testable = ~np.isnan(p_arr)
-    rejected = np.zeros(len(p_arr), dtype=bool)
-    if testable.any():
-        rejected[testable] = multipletests(p_arr[testable], alpha=q, method="fdr_by")[0]
+    # a constant d gives no p-value: that annotator is tested (it counts in m) but never rejected
+    rejected = multipletests(np.nan_to_num(p_arr, nan=1.0), alpha=q, method="fdr_by")[0]
     per = tuple(AnnotatorResult(j, n, rho, None if np.isnan(p) else p, bool(r))
                 for (j, n, rho), p, r in zip(results, p_arr, rejected))
     omega = float(np.mean(rejected))

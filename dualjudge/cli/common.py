@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 from rich.console import Console
 
 from dualjudge.errors import DualjudgeError
 
-console = Console()
-err_console = Console(stderr=True)
+# Tables stay readable when output goes to a file or a CI log (rich would otherwise assume 80 columns).
+console = Console(width=None if sys.stdout.isatty() else 140)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 
 def csv_list(value: Optional[str]) -> Optional[list[str]]:

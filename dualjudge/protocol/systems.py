@@ -42,8 +42,12 @@ class Item:
 class Call:
     step: str
     prompt: str
-    prompt_sha256: str
+    request: GenerationRequest
     result: GenerationResult
+
+    @property
+    def prompt_sha256(self) -> str:
+        return self.request.prompt_hashes[0]
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,7 @@ async def run_system(strategy: Strategy, item: Item, call: Caller, *, modality: 
         request = build_step_request(strategy, i, item, modality=modality, sign_type_mode=sign_type_mode,
                                      sampling=seeded, previous=tuple(outputs))
         result = await call(request)
-        calls.append(Call(step, f"{step}.{modality}", request.prompt_hashes[0], result))
+        calls.append(Call(step, f"{step}.{modality}", request, result))
         if not result.ok:
             return SystemAnswer(None, None, False, "error", tuple(calls), result.error or "no text returned")
         outputs.append(result.text or "")

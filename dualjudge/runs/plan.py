@@ -99,11 +99,12 @@ def order_pairs(answers: list[dict[str, Any]], n: int, seed: int) -> list[tuple[
     return [(a, b) for _, a, b in candidates[:n]]
 
 
-def padding_sample(answers: list[dict[str, Any]], low_scores: dict[tuple[Any, ...], float], n: int,
-                   seed: int) -> list[dict[str, Any]]:
-    """Up to n low-scored answers (lowest mean judge overall first; seeded hash breaks ties)."""
-    scored = [a for a in answers if a["text"] is not None
-              and (a["variant_id"], a["repeat"], a["system_model"], a["strategy"]) in low_scores]
-    scored.sort(key=lambda a: (low_scores[(a["variant_id"], a["repeat"], a["system_model"], a["strategy"])],
-                               _rank(seed, "padding", a["variant_id"], a["repeat"], a["system_model"], a["strategy"])))
-    return scored[:n]
+def padding_sample(answers: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+    """Up to n losing answers: a wrong or missing SIGN_TYPE (chosen by a seeded hash).
+
+    Losing is decided without a judge, so the padding can be generated while the system model is
+    loaded and re-judged while each judge is, and no model has to be loaded twice.
+    """
+    losing = [a for a in answers if a["text"] is not None and a["predicted_category"] != a["category"]]
+    losing.sort(key=lambda a: _rank(seed, "padding", a["variant_id"], a["repeat"], a["system_model"], a["strategy"]))
+    return losing[:n]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,15 @@ from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import build_variants, load_manifest
 
 STORE_FILE = "results.sqlite"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a model's stage: its tasks (computed when the step starts) and the work per task."""
+
+    name: str
+    tasks: Callable[[], list[Any]]
+    work: Callable[[Any, CachingCaller], Awaitable[None]]
 
 
 @dataclass
@@ -99,66 +109,78 @@ class Runner:
         self.variants = {v["variant_id"]: v for v in variants}
         items = self.items(variants)
         for model in self.config.systems.models:
-            await self._systems(model, items)
+            await self._stage(model, [self._answer_step(model, items), self._padding_step(model)])
         answers = self._answers()
         for judge in self.config.judges.models:
-            await self._judges(judge, answers)
-        if self.config.probes.padding:
-            await self._padding(answers)
-        for table in ("answers", "verdicts", "order_probe", "padding_probe"):
+            await self._stage(judge, [self._judge_step(judge, answers), self._rejudge_step(judge)])
+        for table in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe"):
             kinds = self.store.error_kinds(table)
             if kinds:
                 self.report.failures[table] = kinds
         return self.report
 
-    def _answers(self) -> list[dict[str, Any]]:
+    def _answers(self, model: str | None = None) -> list[dict[str, Any]]:
         rows = [dict(r) for r in self.store.rows("answers")]
+        wanted = set(self.config.systems.models) if model is None else {model}
+        out = []
         for r in rows:
-            r["sign_code"] = str(self.variants[r["variant_id"]]["sign_code"]) if r["variant_id"] in self.variants else None
-        wanted = set(self.config.systems.models)
-        return [r for r in rows if r["system_model"] in wanted and r["sign_code"] is not None]
+            v = self.variants.get(r["variant_id"])
+            if v is not None and r["system_model"] in wanted:
+                out.append({**r, "sign_code": str(v["sign_code"]), "category": v["category"]})
+        return out
 
-    async def _stage(self, model: str, name: str, tasks: list[Any], work: Callable[[Any, CachingCaller], Any]) -> None:
-        """Cache-only pass, then (if work remains) load the model and run the rest."""
-        if not tasks:
-            return
-        identity = model_identity(get_card(model))
-        cached = CachingCaller(self.store, model, identity, self.session)
-        remaining = []
-        self.progress.stage(f"{name} (from cache)", len(tasks))
-        for t in tasks:
-            try:
-                await work(t, cached)
-                self.progress.advance()
-            except CacheMiss:
-                remaining.append(t)
-        self.progress.end_stage()
-        self.report.cache_hits += cached.usage.cache_hits
-        if not remaining:
-            return
-        async with open_engine(get_card(model), self.settings(), self.progress.note) as engine:
-            self.report.models_loaded.append(model)
-            caller = CachingCaller(self.store, model, engine.model_identity, self.session, engine)
-
-            async def one(t: Any) -> int:
-                before = caller.usage.completion_tokens
-                await work(t, caller)
-                return caller.usage.completion_tokens - before
-
-            self.progress.stage(f"{name}", len(remaining))
-            try:
-                await run_in_order(remaining, one, self.config.engine.concurrency, self.progress)
-            finally:
+    async def _stage(self, model: str, steps: list[Step]) -> None:
+        """Run a model's steps in order, each answered from the cache first; the model is loaded
+        (once, at the first step with work left) only if the cache cannot answer everything."""
+        card = get_card(model)
+        cached = CachingCaller(self.store, model, model_identity(card), self.session)
+        async with AsyncExitStack() as stack:
+            caller: CachingCaller | None = None
+            for step in steps:
+                tasks = step.tasks()
+                if not tasks:
+                    continue
+                remaining = []
+                self.progress.stage(f"{step.name} (from cache)", len(tasks))
+                for t in tasks:
+                    try:
+                        await step.work(t, cached)
+                        self.progress.advance()
+                    except CacheMiss:
+                        remaining.append(t)
                 self.progress.end_stage()
+                if not remaining:
+                    continue
+                if caller is None:
+                    engine = await stack.enter_async_context(open_engine(card, self.settings(), self.progress.note))
+                    self.report.models_loaded.append(model)
+                    caller = CachingCaller(self.store, model, engine.model_identity, self.session, engine)
+                await self._run_remaining(step, remaining, caller)
+            if caller is not None:
                 self.report.sessions_requests += caller.usage.requests
                 self.report.cache_hits += caller.usage.cache_hits
+        self.report.cache_hits += cached.usage.cache_hits
+
+    async def _run_remaining(self, step: Step, tasks: list[Any], caller: CachingCaller) -> None:
+        async def one(t: Any) -> int:
+            before = caller.usage.completion_tokens
+            await step.work(t, caller)
+            return caller.usage.completion_tokens - before
+
+        self.progress.stage(step.name, len(tasks))
+        try:
+            await run_in_order(tasks, one, self.config.engine.concurrency, self.progress)
+        finally:
+            self.progress.end_stage()
 
     # -- systems -------------------------------------------------------------------------------
-    async def _systems(self, model: str, items: list[Item]) -> None:
-        done = self.store.done_keys("answers")
-        tasks = [t for t in plan.answer_tasks(self.config, items, model) if t.key not in done]
+    def _answer_step(self, model: str, items: list[Item]) -> Step:
         s = self.config.systems
         sampling = Sampling(s.temperature, s.max_tokens, None, s.top_p)
+
+        def tasks() -> list[Any]:
+            done = self.store.done_keys("answers")
+            return [t for t in plan.answer_tasks(self.config, items, model) if t.key not in done]
 
         async def work(t: plan.AnswerTask, caller: CachingCaller) -> None:
             ans = await run_system(t.strategy, t.item, caller, modality=self.config.testbed.modality,
@@ -169,24 +191,55 @@ class Runner:
                 "status": ans.status, "text": ans.text, "predicted_category": ans.predicted_category,
                 "format_ok": int(ans.format_ok), "prompt_tokens": ans.prompt_tokens,
                 "completion_tokens": ans.completion_tokens, "latency_s": ans.latency_s, "calls": len(ans.calls),
-                "request_keys": dumps([c.prompt_sha256 for c in ans.calls]), "attempts": 1, "error": ans.detail})
+                "request_keys": dumps([c.request.key(caller.identity) for c in ans.calls]), "attempts": 1,
+                "error": ans.detail})
 
-        await self._stage(model, f"systems: {model}", tasks, work)
+        return Step(f"systems: {model}", tasks, work)
+
+    def _padding_step(self, model: str) -> Step:
+        """Restate losing answers (wrong or missing SIGN_TYPE) of this model, while it is loaded."""
+        p = self.config.probes
+        pad_sampling = Sampling(0.0, p.padding_max_tokens, self.config.run.seed)
+
+        def tasks() -> list[Any]:
+            if not p.padding:
+                return []
+            share = -(-p.padding_samples // len(self.config.systems.models))
+            done = self.store.done_keys("padding_texts")
+            sample = plan.padding_sample(self._answers(model), share, self.config.run.seed)
+            return [a for a in sample if (a["variant_id"], a["repeat"], a["system_model"], a["strategy"]) not in done]
+
+        async def work(a: dict[str, Any], caller: CachingCaller) -> None:
+            result = await caller(build_padding_request(a["text"], pad_sampling))
+            self.store.record("padding_texts", {
+                "variant_id": a["variant_id"], "repeat": a["repeat"], "system_model": a["system_model"],
+                "strategy": a["strategy"], "status": "ok" if result.ok else "error", "text": result.text,
+                "added_words": len((result.text or "").split()) - len(a["text"].split()) if result.ok else None,
+                "attempts": 1, "error": result.error})
+
+        return Step(f"padding: {model}", tasks, work)
 
     # -- judges --------------------------------------------------------------------------------
-    async def _judges(self, judge: str, answers: list[dict[str, Any]]) -> None:
+    def _judge_sampling(self) -> Sampling:
         j = self.config.judges
-        sampling = Sampling(j.temperature, j.max_tokens, self.config.run.seed)
-        done = self.store.done_keys("verdicts")
-        tasks: list[Any] = [t for t in plan.judge_tasks(answers, judge, j.kinds) if t.key not in done]
-        if self.config.probes.order:
-            done_order = self.store.done_keys("order_probe")
-            for a, b in plan.order_pairs(answers, self.config.probes.order_pairs, self.config.run.seed):
-                task = plan.OrderTask(a["variant_id"], a["repeat"], a["sign_code"], judge,
-                                      (a["system_model"], a["strategy"], a["text"]),
-                                      (b["system_model"], b["strategy"], b["text"]))
-                if task.key not in done_order:
-                    tasks.append(task)
+        return Sampling(j.temperature, j.max_tokens, self.config.run.seed)
+
+    def _judge_step(self, judge: str, answers: list[dict[str, Any]]) -> Step:
+        j = self.config.judges
+        sampling = self._judge_sampling()
+
+        def tasks() -> list[Any]:
+            done = self.store.done_keys("verdicts")
+            out: list[Any] = [t for t in plan.judge_tasks(answers, judge, j.kinds) if t.key not in done]
+            if self.config.probes.order:
+                done_order = self.store.done_keys("order_probe")
+                for a, b in plan.order_pairs(answers, self.config.probes.order_pairs, self.config.run.seed):
+                    task = plan.OrderTask(a["variant_id"], a["repeat"], a["sign_code"], judge,
+                                          (a["system_model"], a["strategy"], a["text"]),
+                                          (b["system_model"], b["strategy"], b["text"]))
+                    if task.key not in done_order:
+                        out.append(task)
+            return out
 
         async def work(t: Any, caller: CachingCaller) -> None:
             sign = self.catalogue.sign(t.sign_code)
@@ -217,63 +270,48 @@ class Runner:
                 row.update(equivalent=int(v.equivalent))
             self.store.record("verdicts", row)
 
-        await self._stage(judge, f"judges: {judge}", tasks, work)
+        return Step(f"judges: {judge}", tasks, work)
 
-    # -- padding probe -------------------------------------------------------------------------
-    async def _padding(self, answers: list[dict[str, Any]]) -> None:
-        p = self.config.probes
-        low: dict[tuple[Any, ...], list[float]] = {}
-        for r in self.store.rows("verdicts", "WHERE kind = 'quality' AND status = 'ok'"):
-            low.setdefault((r["variant_id"], r["repeat"], r["system_model"], r["strategy"]), []).append(r["overall"])
-        means = {k: sum(v) / len(v) for k, v in low.items()}
-        sample = plan.padding_sample(answers, means, p.padding_samples, self.config.run.seed)
-        pad_sampling = Sampling(0.0, p.padding_max_tokens, self.config.run.seed)
-        done = self.store.done_keys("padding_texts")
-        for model in self.config.systems.models:
-            tasks = [a for a in sample if a["system_model"] == model
-                     and (a["variant_id"], a["repeat"], a["system_model"], a["strategy"]) not in done]
-
-            async def pad(a: dict[str, Any], caller: CachingCaller) -> None:
-                result = await caller(build_padding_request(a["text"], pad_sampling))
-                self.store.record("padding_texts", {
-                    "variant_id": a["variant_id"], "repeat": a["repeat"], "system_model": a["system_model"],
-                    "strategy": a["strategy"], "status": "ok" if result.ok else "error", "text": result.text,
-                    "added_words": len((result.text or "").split()) - len(a["text"].split()) if result.ok else None,
-                    "attempts": 1, "error": result.error})
-
-            await self._stage(model, f"padding: {model}", tasks, pad)
-        padded = {(r["variant_id"], r["repeat"], r["system_model"], r["strategy"]): r["text"]
-                  for r in self.store.rows("padding_texts", "WHERE status = 'ok'")}
-        originals = {(r["variant_id"], r["repeat"], r["system_model"], r["strategy"], r["judge_model"], r["kind"]): r
-                     for r in self.store.rows("verdicts", "WHERE status = 'ok'")}
+    def _rejudge_step(self, judge: str) -> Step:
+        """Re-judge the padded answers, after this judge's own verdicts on the originals exist."""
         j = self.config.judges
-        sampling = Sampling(j.temperature, j.max_tokens, self.config.run.seed)
-        done_probe = self.store.done_keys("padding_probe")
-        for judge in j.models:
-            tasks = [(key, kind) for key in padded for kind in j.kinds
-                     if (*key, judge, kind) in originals and (*key, judge, kind) not in done_probe]
+        sampling = self._judge_sampling()
+        state: dict[str, Any] = {}
 
-            async def rejudge(task: tuple[tuple[Any, ...], str], caller: CachingCaller) -> None:
-                key, kind = task
-                sign = self.catalogue.sign(str(self.variants[key[0]]["sign_code"]))
-                outcome = interpret(VERDICTS[kind], await caller(build_judge_request(kind, sign, padded[key], sampling)))
-                orig = originals[(*key, judge, kind)]
-                before = orig["overall"] if kind == "quality" else orig["equivalent"]
-                after = None
-                if isinstance(outcome.verdict, QualityVerdict):
-                    after = outcome.verdict.overall
-                elif isinstance(outcome.verdict, EquivalenceVerdict):
-                    after = float(outcome.verdict.equivalent)
-                flipped = None
-                if after is not None:
-                    flipped = int((before > 7) != (after > 7)) if kind == "quality" else int(before != after)
-                self.store.record("padding_probe", {
-                    "variant_id": key[0], "repeat": key[1], "system_model": key[2], "strategy": key[3],
-                    "judge_model": judge, "kind": kind, "status": outcome.status, "original": before, "padded": after,
-                    "shift": None if after is None else after - before, "flipped": flipped, "attempts": 1,
-                    "error": outcome.detail})
+        def tasks() -> list[Any]:
+            if not self.config.probes.padding:
+                return []
+            state["padded"] = {(r["variant_id"], r["repeat"], r["system_model"], r["strategy"]): r["text"]
+                               for r in self.store.rows("padding_texts", "WHERE status = 'ok'")}
+            state["originals"] = {(r["variant_id"], r["repeat"], r["system_model"], r["strategy"], r["kind"]): r
+                                  for r in self.store.rows("verdicts", "WHERE status = 'ok' AND judge_model = ?",
+                                                           (judge,))}
+            done = self.store.done_keys("padding_probe")
+            return [(key, kind) for key in state["padded"] for kind in j.kinds
+                    if (*key, kind) in state["originals"] and (*key, judge, kind) not in done]
 
-            await self._stage(judge, f"padding judged: {judge}", tasks, rejudge)
+        async def work(task: tuple[tuple[Any, ...], str], caller: CachingCaller) -> None:
+            key, kind = task
+            sign = self.catalogue.sign(str(self.variants[key[0]]["sign_code"]))
+            outcome = interpret(VERDICTS[kind], await caller(build_judge_request(kind, sign, state["padded"][key],
+                                                                                  sampling)))
+            orig = state["originals"][(*key, kind)]
+            before = orig["overall"] if kind == "quality" else orig["equivalent"]
+            after = None
+            if isinstance(outcome.verdict, QualityVerdict):
+                after = outcome.verdict.overall
+            elif isinstance(outcome.verdict, EquivalenceVerdict):
+                after = float(outcome.verdict.equivalent)
+            flipped = None
+            if after is not None:
+                flipped = int((before > 7) != (after > 7)) if kind == "quality" else int(before != after)
+            self.store.record("padding_probe", {
+                "variant_id": key[0], "repeat": key[1], "system_model": key[2], "strategy": key[3],
+                "judge_model": judge, "kind": kind, "status": outcome.status, "original": before, "padded": after,
+                "shift": None if after is None else after - before, "flipped": flipped, "attempts": 1,
+                "error": outcome.detail})
+
+        return Step(f"padding judged: {judge}", tasks, work)
 
 
 def run_config(config: RunConfig, out: Path, progress: Progress | None = None) -> RunReport:

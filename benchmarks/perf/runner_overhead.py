@@ -1,0 +1,109 @@
+"""Runner overhead: the runner's path (VllmEngine + caching caller + SQLite store + ordered workers)
+against a plain asyncio loop of OpenAI-client calls, same server, same kind of requests, same
+concurrency. Reports the throughput ratio (target >= 0.95).
+
+    python benchmarks/perf/runner_overhead.py [--requests 96] [--concurrency 32]
+
+Each pass uses fresh request texts (so vLLM's prefix cache favours neither side); passes alternate
+plain / runner / runner / plain and the ratio compares the sums.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+
+import openai
+
+from dualjudge.inference.cards import get_card
+from dualjudge.inference.vllm_engine import Endpoint, VllmEngine, openai_messages, structured_outputs
+from dualjudge.inference.vllm_server import VllmServer
+from dualjudge.inference.weights import fetch
+from dualjudge.protocol.judges import build_judge_request
+from dualjudge.runs.caller import CachingCaller
+from dualjudge.runs.stages import QuietProgress, run_in_order
+from dualjudge.runs.store import Store
+from dualjudge.testbed.catalogue import default_catalogue
+
+
+def requests(tag: str, n: int):  # type: ignore[no-untyped-def]
+    signs = default_catalogue().signs
+    return [build_judge_request("quality", signs[i % len(signs)], f"Answer {tag}-{i}: {signs[(i * 7) % 30].caption}.")
+            for i in range(n)]
+
+
+async def plain(server: VllmServer, name: str, reqs, concurrency: int) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0)
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(r):  # type: ignore[no-untyped-def]
+        async with slots:
+            resp = await client.chat.completions.create(
+                model=name, messages=openai_messages(r), temperature=r.sampling.temperature,
+                max_tokens=r.sampling.max_tokens, seed=r.sampling.seed, extra_body=structured_outputs(r))
+            return resp.usage.completion_tokens
+
+    t0 = time.perf_counter()
+    tokens = sum(await asyncio.gather(*[one(r) for r in reqs]))
+    elapsed = time.perf_counter() - t0
+    await client.close()
+    return elapsed, tokens
+
+
+async def runner_path(server: VllmServer, name: str, identity: str, reqs, concurrency: int, db: Path):  # type: ignore[no-untyped-def]
+    engine = VllmEngine(name, [Endpoint(server.base_url, server.api_key)], identity, concurrency=concurrency)
+    store = Store(db)
+    caller = CachingCaller(store, name, identity, "bench", engine)
+
+    async def work(r) -> int:  # type: ignore[no-untyped-def]
+        res = await caller(r)
+        store.record("verdicts", {"variant_id": r.messages[1].text[:40], "repeat": 0, "system_model": "m",
+                                  "strategy": "sa", "judge_model": name, "kind": "quality", "status": "ok",
+                                  "completion_tokens": res.completion_tokens, "attempts": 1})
+        return res.completion_tokens
+
+    t0 = time.perf_counter()
+    await run_in_order(reqs, work, concurrency, QuietProgress())
+    elapsed = time.perf_counter() - t0
+    tokens = caller.usage.completion_tokens
+    await engine.close()
+    store.close()
+    return elapsed, tokens
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=96)
+    ap.add_argument("--concurrency", type=int, default=32)
+    args = ap.parse_args()
+    card = get_card("smollm2-135m-instruct")
+    weights = fetch(card, log=lambda _: None)
+    with tempfile.TemporaryDirectory() as d:
+        server = VllmServer(card, weights, log_dir=Path(d))
+        server.start()
+        try:
+            asyncio.run(plain(server, card.name, requests("warm", 16), args.concurrency))
+            totals = {"plain": [0.0, 0], "runner": [0.0, 0]}
+            for i, kind in enumerate(("plain", "runner", "runner", "plain")):
+                reqs = requests(f"p{i}", args.requests)
+                if kind == "plain":
+                    t, n = asyncio.run(plain(server, card.name, reqs, args.concurrency))
+                else:
+                    t, n = asyncio.run(runner_path(server, card.name, weights.identity, reqs, args.concurrency,
+                                                   Path(d) / f"r{i}.sqlite"))
+                totals[kind][0] += t
+                totals[kind][1] += n
+                print(f"pass {i + 1} {kind:<6}: {args.requests} requests in {t:.1f} s ({n / t:.1f} tok/s)")
+        finally:
+            server.stop()
+    rps = {k: 2 * args.requests / v[0] for k, v in totals.items()}
+    tps = {k: v[1] / v[0] for k, v in totals.items()}
+    print(f"throughput ratio runner/plain: requests {rps['runner'] / rps['plain']:.3f}, "
+          f"tokens {tps['runner'] / tps['plain']:.3f} (target >= 0.95)")
+
+
+if __name__ == "__main__":
+    main()
