@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +20,7 @@ from dualjudge.protocol.judges import JudgeKind
 from dualjudge.protocol.systems import Strategy
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import MODES, VISIBILITIES
+from dualjudge.tomlfile import first_error, read_toml
 
 
 class _Section(BaseModel):
@@ -129,18 +129,9 @@ class RunConfig(_Section):
 
 
 def load_config(path: Path) -> RunConfig:
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise DualjudgeError(f"{path}: config file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise DualjudgeError(f"{path}: invalid TOML ({e})") from None
+    raw = read_toml(path, "config file")
     try:
         return RunConfig(**raw)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"] if not isinstance(p, int) or True)
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+        where, msg = first_error(e)
         raise DualjudgeError(f"{path}: {where}: {msg}") from None

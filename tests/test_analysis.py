@@ -157,7 +157,7 @@ def test_agreement_between_identical_judges_is_perfect(sim):
     res = summarize(validate(pd.concat([a, b])), n_resamples=50)["agreement"]
     assert res["alpha_overall"]["alpha"] == pytest.approx(1.0)
     assert res["alpha_equivalent"]["alpha"] == pytest.approx(1.0)
-    assert res["pairwise"]["copy-j | qwen-j"]["kappa_equivalent"] == pytest.approx(1.0)
+    assert res["pairwise"]["copy-j vs qwen-j"]["kappa_equivalent"] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("mutate,needle", [

@@ -79,7 +79,18 @@ def _judge_and_system_requests() -> tuple[list[GenerationRequest], list[Generati
     return judges, systems
 
 
-def _check_batch(judge_results, system_results, judges, systems) -> None:
+def _serves_a_batch(engine) -> None:
+    """Schema-valid verdicts and SIGN_TYPE-valid answers for a batch; a seeded sample reproduces."""
+    judges, systems = _judge_and_system_requests()
+
+    async def go():
+        j = await asyncio.gather(*[engine.generate(r) for r in judges])
+        s = await asyncio.gather(*[engine.generate(r) for r in systems])
+        again = await engine.generate(systems[0])
+        await engine.close()
+        return j, s, again
+
+    judge_results, system_results, again = run(go())
     for req, res in zip(judges, judge_results):
         assert res.ok, res.error
         model = QualityVerdict if req.constraint.schema["title"] == "QualityVerdict" else EquivalenceVerdict
@@ -90,41 +101,18 @@ def _check_batch(judge_results, system_results, judges, systems) -> None:
         assert res.ok, res.error
         assert re.fullmatch(req.constraint.spec, res.text), res.text
         assert parse_sign_type(res.text) in CAT.category_ids
+    assert again.text == system_results[0].text  # the per-request seed reproduces the sample
 
 
 def test_vllm_cpu_serves_smollm2_with_valid_verdicts_and_sign_types(smollm2_server, smollm2):
-    judges, systems = _judge_and_system_requests()
-    engine = VllmEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)],
-                        smollm2.identity)
-
-    async def go():
-        j = await asyncio.gather(*[engine.generate(r) for r in judges])
-        s = await asyncio.gather(*[engine.generate(r) for r in systems])
-        again = await engine.generate(systems[0])
-        await engine.close()
-        return j, s, again
-
-    j, s, again = run(go())
-    _check_batch(j, s, judges, systems)
-    assert again.text == s[0].text  # per-request seed reproduces the sample
+    _serves_a_batch(VllmEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)],
+                               smollm2.identity))
 
 
 def test_transformers_engine_serves_smollm2_the_same_way(smollm2):
     from dualjudge.inference.transformers_engine import TransformersEngine
 
-    judges, systems = _judge_and_system_requests()
-    engine = TransformersEngine(get_card("smollm2-135m-instruct"), smollm2)
-
-    async def go():
-        j = await asyncio.gather(*[engine.generate(r) for r in judges])
-        s = await asyncio.gather(*[engine.generate(r) for r in systems])
-        again = await engine.generate(systems[0])
-        await engine.close()
-        return j, s, again
-
-    j, s, again = run(go())
-    _check_batch(j, s, judges, systems)
-    assert again.text == s[0].text
+    _serves_a_batch(TransformersEngine(get_card("smollm2-135m-instruct"), smollm2))
 
 
 def test_vllm_cpu_accepts_a_png_variant_with_both_constraint_kinds(tiny_server, tiny):
@@ -150,18 +138,11 @@ def test_vllm_cpu_accepts_a_png_variant_with_both_constraint_kinds(tiny_server, 
     assert j.ok and isinstance(json.loads(j.text)["equivalent"], bool)
 
 
-def _constraint_proof(results_free, results_constrained, pattern):
-    assert not any(re.fullmatch(pattern, r.text or "") for r in results_free)
-    assert all(r.ok and re.fullmatch(pattern, r.text) for r in results_constrained)
-
-
-def test_constraint_is_really_enforced_random_weights_transformers(tiny):
-    from dualjudge.inference.transformers_engine import TransformersEngine
+def _prove_constraint(engine, image: Image | None) -> None:
+    """With random weights, free output never matches the SIGN_TYPE pattern; constrained output always does."""
     from dualjudge.inference.types import Constraint
 
-    engine = TransformersEngine(get_card("tiny-llava"), tiny)
     pattern = sign_type_pattern(60)
-    image = _png("670V30")
     free = [GenerationRequest((Message("user", f"Sign {i}", image),), Sampling(0.9, 80, i)) for i in range(4)]
     bound = [GenerationRequest((Message("user", f"Sign {i}", image),), Sampling(0.9, 80, i), Constraint.regex(pattern))
              for i in range(4)]
@@ -172,27 +153,20 @@ def test_constraint_is_really_enforced_random_weights_transformers(tiny):
         await engine.close()
         return a, b
 
-    a, b = run(go())
-    _constraint_proof(a, b, pattern)
+    results_free, results_constrained = run(go())
+    assert not any(re.fullmatch(pattern, r.text or "") for r in results_free)
+    assert all(r.ok and re.fullmatch(pattern, r.text) for r in results_constrained)
+
+
+def test_constraint_is_really_enforced_random_weights_transformers(tiny):
+    from dualjudge.inference.transformers_engine import TransformersEngine
+
+    _prove_constraint(TransformersEngine(get_card("tiny-llava"), tiny), _png("670V30"))
 
 
 def test_constraint_is_really_enforced_random_weights_vllm(tiny_server, tiny):
-    from dualjudge.inference.types import Constraint
-
     engine = VllmEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
-    pattern = sign_type_pattern(60)
-    free = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.9, 80, i)) for i in range(4)]
-    bound = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.9, 80, i), Constraint.regex(pattern))
-             for i in range(4)]
-
-    async def go():
-        a = await asyncio.gather(*[engine.generate(r) for r in free])
-        b = await asyncio.gather(*[engine.generate(r) for r in bound])
-        await engine.close()
-        return a, b
-
-    a, b = run(go())
-    _constraint_proof(a, b, pattern)
+    _prove_constraint(engine, _png("670V30"))
 
 
 def test_bad_model_folder_fails_with_the_log_tail(tmp_path):

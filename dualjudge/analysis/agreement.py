@@ -79,7 +79,7 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
     pairs = {}
     for a, b in combinations(judges, 2):
         both = equivalent[[a, b]].dropna() if {a, b} <= set(equivalent.columns) else pd.DataFrame()
-        pairs[f"{a} | {b}"] = {"kappa_equivalent": kappa(both[a].to_numpy(), both[b].to_numpy()) if len(both) else None,
+        pairs[f"{a} vs {b}"] = {"kappa_equivalent": kappa(both[a].to_numpy(), both[b].to_numpy()) if len(both) else None,
                                "raw_agreement": float((both[a] == both[b]).mean()) if len(both) else None,
                                "n": int(len(both))}
     out["pairwise"] = pairs
@@ -96,14 +96,19 @@ def within_judge(frame: pd.DataFrame) -> dict[str, Any]:
     return {"kappa": kappa(high, eq), "raw_agreement": float((high == eq).mean()), "n": int(len(both))}
 
 
-def alpha_from_long(long: pd.DataFrame, level: Level) -> float:
-    """alpha from a long table (item, annotator, label): one row per label, missing allowed."""
+def check_label_table(long: pd.DataFrame) -> None:
+    """A long label table: columns item, annotator, label; one label per item and annotator."""
     for col in ("item", "annotator", "label"):
         if col not in long.columns:
             raise DualjudgeError(f"the label table needs columns item, annotator, label (missing {col})")
     if long.duplicated(["item", "annotator"]).any():
         dup = long[long.duplicated(["item", "annotator"])].iloc[0]
         raise DualjudgeError(f"duplicate label for item {dup['item']!r} by annotator {dup['annotator']!r}")
+
+
+def alpha_from_long(long: pd.DataFrame, level: Level) -> float:
+    """alpha from a long table (item, annotator, label): one row per label, missing allowed."""
+    check_label_table(long)
     long = long.dropna(subset=["label"])
     if level == "nominal":
         labels = long["label"].astype(str)

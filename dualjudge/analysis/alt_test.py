@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from dualjudge.analysis.agreement import check_label_table
 from dualjudge.errors import DualjudgeError
 
 Metric = Literal["accuracy", "neg_rmse"]
@@ -59,12 +60,7 @@ def _score(pred: float, others: np.ndarray, metric: Metric) -> float:
 
 def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float = 0.05,
              metric: Metric = "accuracy", min_items: int = MIN_ITEMS) -> AltTestResult:
-    for col in ("item", "annotator", "label"):
-        if col not in long.columns:
-            raise DualjudgeError(f"the label table needs columns item, annotator, label (missing {col})")
-    if long.duplicated(["item", "annotator"]).any():
-        dup = long[long.duplicated(["item", "annotator"])].iloc[0]
-        raise DualjudgeError(f"duplicate label for item {dup['item']!r} by annotator {dup['annotator']!r}")
+    check_label_table(long)
     annotators = sorted(set(long["annotator"].astype(str)))
     if candidate not in annotators:
         raise DualjudgeError(f"candidate {candidate!r} is not an annotator in the table ({', '.join(annotators)})")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.probes import probes_near
-from dualjudge.analysis.self_preference import Lineage, family_matrix, self_preference
+from dualjudge.analysis.self_preference import Lineage, self_preference
 from dualjudge.analysis.table import read_table
 
 N_RESAMPLES = 2000
@@ -71,7 +71,3 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
     write_json(summary, out / "summary.json")
     render_report(frame, summary, out, lineage, figures=figures)
     return summary
-
-
-def families(frame: pd.DataFrame, lineage: Lineage) -> dict[str, pd.DataFrame]:
-    return family_matrix(frame, lineage)

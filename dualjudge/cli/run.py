@@ -32,17 +32,29 @@ class RichProgress:
         self.tokens = 0
         self.task = self.bar.add_task(name, total=total, tps=0.0)
 
-    def advance(self, tokens: int = 0) -> None:
+    def advance(self, tokens_so_far: int | None = None) -> None:
         if self.task is None:
             return
-        self.tokens += tokens
-        elapsed = self.bar.tasks[-1].elapsed or 1e-9
+        if tokens_so_far is not None:
+            self.tokens = tokens_so_far
+        elapsed = self._current().elapsed or 1e-9
         self.bar.update(self.task, advance=1, tps=self.tokens / elapsed)
+
+    def _current(self):  # type: ignore[no-untyped-def]
+        return next(t for t in self.bar.tasks if t.id == self.task)
 
     def note(self, message: str) -> None:
         self.bar.console.print(message, highlight=False)
 
     def end_stage(self) -> None:
+        """Stop the stage's clock; a cache pass that answered nothing is removed from the display."""
+        if self.task is not None:
+            current = self._current()
+            done = current.completed
+            if done == 0 and current.description.endswith("(from cache)"):
+                self.bar.remove_task(self.task)
+            else:
+                self.bar.update(self.task, total=done)
         self.task = None
 
     def close(self) -> None:
@@ -87,7 +99,9 @@ def run(
     console.print(_summary_table(result.table))
     failures = {t: f for t, f in result.report.failures.items() if f}
     console.print(f"requests sent: {result.report.sessions_requests}; answered from cache: {result.report.cache_hits}; "
-                  f"models loaded: {', '.join(result.report.models_loaded) or 'none'}")
+                  f"models loaded: {', '.join(result.report.models_loaded) or 'none'}"
+                  + ("" if result.report.models_loaded or result.report.cache_hits else
+                     " (everything was already done in this run directory)"))
     if failures:
         console.print(f"failures by kind: {failures}")
     console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")

@@ -9,7 +9,6 @@ when asking whether a judge favours its own family. The analysis can use either.
 from __future__ import annotations
 
 import json
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.paths import project_root
+from dualjudge.tomlfile import first_error, read_toml
 
 
 class _Strict(BaseModel):
@@ -106,18 +106,12 @@ def models_dir() -> Path:
 
 
 def load_card(path: Path) -> ModelCard:
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise DualjudgeError(f"{path}: model card not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise DualjudgeError(f"{path}: invalid TOML ({e})") from None
+    data = read_toml(path, "model card")
     try:
         card = ModelCard(**data)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise DualjudgeError(f"{path}: invalid model card at {where}: {err['msg']}") from None
+        where, msg = first_error(e)
+        raise DualjudgeError(f"{path}: invalid model card at {where}: {msg}") from None
     if card.name != path.stem:
         raise DualjudgeError(f"{path}: card name {card.name!r} does not match the file name")
     return card

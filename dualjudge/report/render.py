@@ -81,8 +81,9 @@ def markdown(summary: dict[str, Any], images: list[tuple[str, str]]) -> str:
     parts += ["", f"## Cross-family self-preference (lineage: {sp['lineage']})", ""]
     for outcome in ("overall", "equivalent"):
         e = sp[outcome]
-        parts.append(f"**{outcome}**: " + ("estimable" if e["estimable"] else "not estimable") +
-                     (f" ({e['reason']})" if e["reason"] else ""))
+        state = ("estimable" if e["per_judge"] and e["pooled"] else
+                 "partly estimable" if e["estimable"] else "not estimable")
+        parts.append(f"**{outcome}**: {state}" + (f". Not estimable here: {e['reason']}" if e["reason"] else ""))
         if e["per_judge"]:
             parts += ["", _table(["judge", "difference-in-differences", "95% CI"],
                                  [[j, _f(v["estimate"], 3), _ci(v["ci"])] for j, v in e["per_judge"].items()])]

@@ -162,10 +162,11 @@ class Runner:
         self.report.cache_hits += cached.usage.cache_hits
 
     async def _run_remaining(self, step: Step, tasks: list[Any], caller: CachingCaller) -> None:
+        start = caller.usage.completion_tokens
+
         async def one(t: Any) -> int:
-            before = caller.usage.completion_tokens
             await step.work(t, caller)
-            return caller.usage.completion_tokens - before
+            return caller.usage.completion_tokens - start
 
         self.progress.stage(step.name, len(tasks))
         try:
@@ -312,14 +313,6 @@ class Runner:
                 "error": outcome.detail})
 
         return Step(f"padding judged: {judge}", tasks, work)
-
-
-def run_config(config: RunConfig, out: Path, progress: Progress | None = None) -> RunReport:
-    runner = Runner(config, out, progress)
-    try:
-        return asyncio.run(runner.run())
-    finally:
-        runner.store.close()
 
 
 def load_run_store(out: Path) -> Store:

@@ -15,7 +15,7 @@ class Progress(Protocol):
 
     def stage(self, name: str, total: int) -> None: ...
 
-    def advance(self, tokens: int = 0) -> None: ...
+    def advance(self, tokens_so_far: int | None = None) -> None: ...
 
     def note(self, message: str) -> None: ...
 
@@ -30,7 +30,7 @@ class QuietProgress:
     def stage(self, name: str, total: int) -> None:
         self.stages.append((name, total))
 
-    def advance(self, tokens: int = 0) -> None:
+    def advance(self, tokens_so_far: int | None = None) -> None:
         pass
 
     def note(self, message: str) -> None:
@@ -40,9 +40,10 @@ class QuietProgress:
         pass
 
 
-async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int]], concurrency: int,
+async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int | None]], concurrency: int,
                        progress: Progress) -> float:
-    """Start tasks in list order with at most `concurrency` in flight; `work` returns tokens generated.
+    """Start tasks in list order with at most `concurrency` in flight; `work` returns the stage's token
+    count so far (for the tokens/s display) or None.
 
     Returns the elapsed seconds. An exception in one task cancels the others and propagates.
     """
@@ -57,8 +58,7 @@ async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int]], 
                 task = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            tokens = await work(task)
-            progress.advance(tokens)
+            progress.advance(await work(task))
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(tasks))))]
     try:

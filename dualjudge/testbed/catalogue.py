@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -12,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.paths import data_dir
+from dualjudge.tomlfile import first_error, read_toml
 
 Group = Literal["regulatory", "warning", "information"]
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -66,27 +66,16 @@ class Catalogue(BaseModel):
         raise DualjudgeError(f"unknown SIGN_TYPE category {cid!r}")
 
 
-def _read_toml(path: Path) -> dict:
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise DualjudgeError(f"{path}: file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise DualjudgeError(f"{path}: invalid TOML ({e})") from None
-
-
 def load_catalogue(directory: Path | None = None) -> Catalogue:
     """Read and validate data/categories.toml and data/signs.toml."""
     d = directory or data_dir()
     cat_path, sign_path = d / "categories.toml", d / "signs.toml"
     try:
-        categories = tuple(Category(**c) for c in _read_toml(cat_path).get("category", []))
-        signs = tuple(Sign(**s) for s in _read_toml(sign_path).get("sign", []))
+        categories = tuple(Category(**c) for c in read_toml(cat_path).get("category", []))
+        signs = tuple(Sign(**s) for s in read_toml(sign_path).get("sign", []))
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise DualjudgeError(f"{d}: catalogue entry invalid at {where}: {err['msg']}") from None
+        where, msg = first_error(e)
+        raise DualjudgeError(f"{d}: catalogue entry invalid at {where}: {msg}") from None
     ids = [c.id for c in categories]
     if len(set(ids)) != len(ids):
         raise DualjudgeError(f"{cat_path}: duplicate category ids")
