@@ -194,40 +194,36 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
     card = get_card("tiny-llava")
     server = VllmServer(card, tiny, log_dir=tmp_path)
     server.start()
-    port = server.port
-    engine = VllmEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
-                        backoff_s=0.2, concurrency=4)
+    restarted = VllmServer(card, tiny, log_dir=tmp_path / "second")
     requests = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.0, 400, 0)) for i in range(12)]
 
-    async def batch():
+    async def scenario():
+        engine = VllmEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
+                            backoff_s=0.2, concurrency=4)
+
         async def killer():
             await asyncio.sleep(1.5)
             os.killpg(server.process.pid, signal.SIGKILL)
 
-        results, _ = await asyncio.gather(asyncio.gather(*[engine.generate(r) for r in requests]), killer())
-        return results
+        first, _ = await asyncio.gather(asyncio.gather(*[engine.generate(r) for r in requests]), killer())
+        await asyncio.to_thread(server.process.wait)
+        failed = [i for i, r in enumerate(first) if not r.ok]
+        # a new server on the same port and key: the engine's retries of the failed requests now succeed
+        restarted.port, restarted.api_key = server.port, server.api_key
+        restarted.launch()
+        await asyncio.to_thread(restarted.wait_ready)
+        again = await asyncio.gather(*[engine.generate(requests[i]) for i in failed])
+        await engine.close()
+        return first, failed, again
 
     try:
-        first = run(batch())
-        server.process.wait()
-        failed = [i for i, r in enumerate(first) if not r.ok]
-        assert failed, "the kill should have interrupted requests in flight"
-        for r in first:
-            assert (r.text is not None) == r.ok  # nothing marked ok without an answer
-            if not r.ok:
-                assert r.error and r.attempts == 2
-        restarted = VllmServer(card, tiny, log_dir=tmp_path, port=port)
-        restarted.api_key = server.api_key
-        restarted.start()
-        try:
-            async def retry():
-                out = await asyncio.gather(*[engine.generate(requests[i]) for i in failed])
-                await engine.close()
-                return out
-
-            again = run(retry())
-            assert all(r.ok for r in again)
-        finally:
-            restarted.stop()
+        first, failed, again = run(scenario())
     finally:
         server.stop()
+        restarted.stop()
+    assert failed, "the kill should have interrupted requests in flight"
+    for r in first:
+        assert (r.text is not None) == r.ok  # nothing marked ok without an answer
+        if not r.ok:
+            assert r.error and r.attempts == 2
+    assert all(r.ok for r in again)
