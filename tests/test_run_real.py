@@ -110,3 +110,43 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path):
     code = subprocess.run([sys.executable, "-m", "dualjudge.cli", "status", str(out)], cwd=ROOT, capture_output=True,
                           text=True)
     assert code.returncode == 0 and "answers" in code.stdout and "response cache" in code.stdout
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+    fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    config = tmp_path / "smoke.toml"
+    config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 1"))
+    out = tmp_path / "run"
+    proc = _cli("run", str(config), "--out", str(out))
+    deadline = time.time() + 600
+    while _count(out / "results.sqlite", "SELECT COUNT(*) FROM answers") < 1:
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert "interrupted" in output and "to resume" in output and "Traceback" not in output
+    time.sleep(3)
+    assert not [p for p in _server_pids(out / "logs") if _alive(p)]
+    assert _count(out / "results.sqlite", "SELECT COUNT(*) FROM answers WHERE status = 'ok'") >= 1
+
+
+def test_models_serve_keeps_a_server_in_the_foreground(tmp_path):
+    fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    proc = _cli("models", "serve", "smollm2-135m-instruct", "--log-dir", str(tmp_path))
+    deadline = time.time() + 600
+    line = ""
+    while "serving smollm2-135m-instruct at" not in line:
+        line = proc.stdout.readline()
+        assert line or proc.poll() is None, "serve exited early"
+        assert time.time() < deadline
+    url, key = re.search(r"at (\S+) .*API key (\w+)", line).groups()
+    import httpx
+
+    models = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+    assert [m["id"] for m in models["data"]] == ["smollm2-135m-instruct"]
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "server stopped" in output
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{url}/models", timeout=5)
