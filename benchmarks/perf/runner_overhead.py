@@ -4,8 +4,11 @@ concurrency. Reports the throughput ratio (target >= 0.95).
 
     python benchmarks/perf/runner_overhead.py [--requests 96] [--concurrency 32]
 
-Each pass uses fresh request texts (so vLLM's prefix cache favours neither side); passes alternate
-plain / runner / runner / plain and the ratio compares the sums.
+Both sides send the same requests: each request set is run by both, once with the plain loop first
+and once with the runner first (so vLLM's prefix cache, which favours whoever comes second, is
+balanced), over --rounds pairs of sets; the ratio compares the summed times. The
+runner's own CPU cost per request (cache key, SQLite lookups and writes, worker queue) is also
+measured against an instant in-memory engine, which isolates it from server noise.
 """
 
 from __future__ import annotations
@@ -74,10 +77,39 @@ async def runner_path(server: VllmServer, name: str, identity: str, reqs, concur
     return elapsed, tokens
 
 
+async def runner_cost(db: Path, n: int) -> float:
+    """Seconds per request the runner path adds, with an engine that answers instantly."""
+    from dualjudge.inference.types import GenerationResult
+
+    class Instant:
+        model_identity = "instant"
+
+        async def generate(self, request):  # type: ignore[no-untyped-def]
+            return GenerationResult('{"reasoning":"r","accuracy":7,"completeness":7,"relevance":7}', "stop", 900,
+                                    40, 0.0, "json")
+
+    store = Store(db)
+    caller = CachingCaller(store, "m", "instant", "bench", Instant())  # type: ignore[arg-type]
+
+    async def work(r) -> int:  # type: ignore[no-untyped-def]
+        res = await caller(r)
+        store.record("verdicts", {"variant_id": r.messages[1].text[:40], "repeat": 0, "system_model": "m",
+                                  "strategy": "sa", "judge_model": "m", "kind": "quality", "status": "ok",
+                                  "completion_tokens": res.completion_tokens, "attempts": 1})
+        return 0
+
+    reqs = requests("cost", n)
+    t0 = time.perf_counter()
+    await run_in_order(reqs, work, 32, QuietProgress())
+    store.close()
+    return (time.perf_counter() - t0) / n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=96)
     ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     card = get_card("smollm2-135m-instruct")
     weights = fetch(card, log=lambda _: None)
@@ -87,8 +119,11 @@ def main() -> None:
         try:
             asyncio.run(plain(server, card.name, requests("warm", 16), args.concurrency))
             totals = {"plain": [0.0, 0], "runner": [0.0, 0]}
-            for i, kind in enumerate(("plain", "runner", "runner", "plain")):
-                reqs = requests(f"p{i}", args.requests)
+            schedule = []
+            for r in range(args.rounds):
+                schedule += [(f"a{r}", "plain"), (f"a{r}", "runner"), (f"b{r}", "runner"), (f"b{r}", "plain")]
+            for i, (tag, kind) in enumerate(schedule):
+                reqs = requests(tag, args.requests)
                 if kind == "plain":
                     t, n = asyncio.run(plain(server, card.name, reqs, args.concurrency))
                 else:
@@ -96,10 +131,12 @@ def main() -> None:
                                                    Path(d) / f"r{i}.sqlite"))
                 totals[kind][0] += t
                 totals[kind][1] += n
-                print(f"pass {i + 1} {kind:<6}: {args.requests} requests in {t:.1f} s ({n / t:.1f} tok/s)")
+                print(f"pass {i + 1} {kind:<6} set {tag}: {args.requests} requests in {t:.1f} s ({n / t:.1f} tok/s)")
         finally:
             server.stop()
-    rps = {k: 2 * args.requests / v[0] for k, v in totals.items()}
+    own = asyncio.run(runner_cost(Path(tempfile.mkdtemp()) / "cost.sqlite", 2000))
+    print(f"runner's own cost: {own * 1000:.3f} ms per request (instant engine, 2,000 requests)")
+    rps = {k: 2 * args.rounds * args.requests / v[0] for k, v in totals.items()}
     tps = {k: v[1] / v[0] for k, v in totals.items()}
     print(f"throughput ratio runner/plain: requests {rps['runner'] / rps['plain']:.3f}, "
           f"tokens {tps['runner'] / tps['plain']:.3f} (target >= 0.95)")

@@ -70,7 +70,9 @@ class VllmEngine:
     async def _once(self, endpoint: Endpoint, request: GenerationRequest) -> GenerationResult:
         s = request.sampling
         kwargs: dict[str, Any] = {"model": self.served_name, "messages": openai_messages(request),
-                                  "temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens}
+                                  "temperature": s.temperature, "max_tokens": s.max_tokens}
+        if s.top_p < 1.0:  # 1.0 is vLLM's default: sent only when it changes sampling
+            kwargs["top_p"] = s.top_p
         if s.seed is not None:
             kwargs["seed"] = s.seed
         extra = structured_outputs(request)
