@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import socket
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,6 @@ import json
 
 import pytest
 
-from dualjudge.inference.types import Sampling
 from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.probes import build_padding_request, padding_effect, run_order_probe
 from dualjudge.protocol.systems import STRATEGIES, Item, run_system

@@ -82,14 +82,14 @@ def main() -> None:
         reqs = [GenerationRequest((Message("user", f"Which sign is this? {i}", image),), Sampling(0.0, 128, 0), pattern)
                 for i in range(batch * 2)]
 
-        async def go():  # type: ignore[no-untyped-def]
+        async def go(engine):  # type: ignore[no-untyped-def]
             await engine.generate(reqs[0])  # warm-up
             t0 = time.perf_counter()
             res = await asyncio.gather(*[engine.generate(r) for r in reqs])
             await engine.close()
             return res, time.perf_counter() - t0
 
-        results, elapsed = asyncio.run(go())
+        results, elapsed = asyncio.run(go(engine))
         tokens = sum(r.completion_tokens for r in results)
         print(f"{batch:>5} {len(reqs):>8} {tokens:>7} {elapsed:8.1f} {tokens / elapsed:8.1f} "
               f"{torch.cuda.max_memory_allocated() / 2**30:9.2f}")

@@ -10,7 +10,6 @@ model is loaded only if work remains. Rerunning on the same directory does only 
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
