@@ -96,12 +96,14 @@ def no_left_turn(p: Painter) -> None:
 def no_u_turn(p: Painter) -> None:
     red_ring(p)
     with p.element("arrow", "black", "a black arrow shaped like an upside-down horseshoe, its head pointing down on the right"):
-        p.arc(0.44, 0.375, 0.165, 180, 360, 0.085, "black")
-        p.band([(0.3175, 0.37), (0.3175, 0.785)], 0.085, "black")
-        p.polygon([(0.275, 0.79), (0.3175, 0.745), (0.36, 0.79)], "white", erase=True)
-        p.band([(0.5625, 0.37), (0.5625, 0.70)], 0.085, "black")
-        p.arrow_head((0.5625, 0.785), 90, 0.10, 0.13, "black")
-    diagonal_bar(p, rising=False, angle=27)
+        cx, top, r, w = 0.4825, 0.21, 0.1925, 0.095
+        left, right = cx - r + w / 2, cx + r - w / 2
+        p.arc(cx, top + r, r, 180, 360, w, "black")
+        p.band([(left, top + r - 0.005), (left, 0.78)], w, "black")
+        p.polygon([(left - w / 2, 0.785), (left, 0.735), (left + w / 2, 0.785)], "white", erase=True)
+        p.band([(right, top + r - 0.005), (right, 0.72)], w, "black")
+        p.polygon([(right - w / 2, 0.72), (right + w / 2, 0.72), (right, 0.77)], "black")
+    diagonal_bar(p, rising=False, angle=30)
 
 
 @design("632")
@@ -187,33 +189,38 @@ def keep_left(p: Painter) -> None:
         p.polygon([(0.19, 0.81), (0.19, 0.50), (0.50, 0.81)], "white")
 
 
-def _circling_arrows(p: Painter, cx: float, cy: float, r: float, width: float, colour: str, label: str) -> None:
+def _circling_arrows(p: Painter, cx: float, cy: float, r: float, width: float, colour: str, label: str,
+                     first: float = -70, span: float = 80, head: tuple[float, float] | None = None,
+                     tip_deg: float = 18) -> None:
+    """Three arcs of radius r (mid-line), each with an arrow head at its clockwise end, `tip_deg` further on."""
+    length, head_width = head or (width * 1.5, width * 2.2)
     with p.element("arrows", colour, label):
         for k in range(3):
-            start = -70 + 120 * k
-            end = start + 80
+            start = first + 120 * k
+            end = start + span
             p.arc(cx, cy, r + width / 2, start, end, width, colour)
             a = math.radians(end)
-            tip_angle = a + math.radians(18)
+            tip_angle = a + math.radians(tip_deg)
             tip = (cx + r * math.cos(tip_angle), cy + r * math.sin(tip_angle))
-            p.arrow_head(tip, math.degrees(a) + 90 + 8, width * 1.5, width * 2.2, colour)
+            p.arrow_head(tip, math.degrees(a) + 90 + 8, length, head_width, colour)
 
 
 @design("611.1")
 def mini_roundabout(p: Painter) -> None:
     blue_disc(p)
-    _circling_arrows(p, 0.5, 0.5, 0.27, 0.095, "white", "three white curved arrows chasing each other clockwise in a circle")
+    _circling_arrows(p, 0.5, 0.5, 0.31, 0.08, "white", "three white curved arrows chasing each other clockwise in a circle",
+                     first=-60, span=70, head=(0.13, 0.22), tip_deg=21.6)
 
 
 @design("615")
 def give_way_to_oncoming(p: Painter) -> None:
     red_ring(p)
     with p.element("arrow", "red", "a small red arrow pointing up, on the left"):
-        p.band([(0.295, 0.60), (0.295, 0.28)], 0.06, "red")
-        p.arrow_head((0.295, 0.185), 270, 0.12, 0.145, "red")
+        p.band([(0.329, 0.597), (0.329, 0.29)], 0.068, "red")
+        p.arrow_head((0.329, 0.185), 270, 0.12, 0.16, "red")
     with p.element("arrow", "black", "a large black arrow pointing down, on the right"):
-        p.band([(0.60, 0.21), (0.60, 0.64)], 0.088, "black")
-        p.arrow_head((0.60, 0.83), 90, 0.20, 0.30, "black")
+        p.band([(0.628, 0.238), (0.628, 0.63)], 0.102, "black")
+        p.arrow_head((0.628, 0.828), 90, 0.21, 0.297, "black")
 
 
 # -- information ---------------------------------------------------------------------------------
