@@ -67,6 +67,13 @@ def build_padding_request(response: str, sampling: Sampling = PADDING_SAMPLING) 
     return GenerationRequest((Message("system", system), Message("user", user)), sampling, None, (prompt.sha256,))
 
 
+def padding_change(kind: str, before: float, after: float) -> tuple[float, bool]:
+    """Score shift (padded minus original) and whether the verdict flipped: for the quality judge,
+    crossing the 'good' line (> 7); for the equivalence judge, a changed decision."""
+    flipped = (before > 7) != (after > 7) if kind == "quality" else before != after
+    return after - before, flipped
+
+
 @dataclass(frozen=True)
 class PaddingResult:
     original: Outcome
@@ -78,21 +85,17 @@ class PaddingResult:
         return self.original.status == "ok" and self.padded.status == "ok"
 
     @property
+    def kind(self) -> str:
+        return "quality" if isinstance(self.original.verdict, QualityVerdict) else "equivalence"
+
+    @property
     def score_shift(self) -> float | None:
         """Padded minus original overall score (quality judge) or equivalence (0/1)."""
-        if not self.complete:
-            return None
-        return _value(self.padded) - _value(self.original)
+        return padding_change(self.kind, _value(self.original), _value(self.padded))[0] if self.complete else None
 
     @property
     def flipped(self) -> bool | None:
-        """Quality: crossed the 'good' line (> 7); equivalence: the decision changed."""
-        if not self.complete:
-            return None
-        a, b = _value(self.original), _value(self.padded)
-        if isinstance(self.original.verdict, QualityVerdict):
-            return (a > 7) != (b > 7)
-        return a != b
+        return padding_change(self.kind, _value(self.original), _value(self.padded))[1] if self.complete else None
 
 
 def _value(o: Outcome) -> float:

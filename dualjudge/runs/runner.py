@@ -23,7 +23,7 @@ from dualjudge.inference.cards import get_card
 from dualjudge.inference.engines import EngineSettings, model_identity, open_engine
 from dualjudge.inference.types import Image, Sampling
 from dualjudge.protocol.judges import VERDICTS, build_judge_request
-from dualjudge.protocol.probes import build_padding_request, build_pairwise_request, order_result
+from dualjudge.protocol.probes import build_padding_request, build_pairwise_request, order_result, padding_change
 from dualjudge.protocol.systems import Item, run_system
 from dualjudge.protocol.verdicts import EquivalenceVerdict, PairwiseVerdict, QualityVerdict, interpret
 from dualjudge.runs import plan
@@ -302,13 +302,11 @@ class Runner:
                 after = outcome.verdict.overall
             elif isinstance(outcome.verdict, EquivalenceVerdict):
                 after = float(outcome.verdict.equivalent)
-            flipped = None
-            if after is not None:
-                flipped = int((before > 7) != (after > 7)) if kind == "quality" else int(before != after)
+            shift, flipped = padding_change(kind, before, after) if after is not None else (None, None)
             self.store.record("padding_probe", {
                 "variant_id": key[0], "repeat": key[1], "system_model": key[2], "strategy": key[3],
                 "judge_model": judge, "kind": kind, "status": outcome.status, "original": before, "padded": after,
-                "shift": None if after is None else after - before, "flipped": flipped, "attempts": 1,
+                "shift": shift, "flipped": None if flipped is None else int(flipped), "attempts": 1,
                 "error": outcome.detail})
 
         return Step(f"padding judged: {judge}", tasks, work)
