@@ -8,7 +8,6 @@ judges); per-judge results are under `judges`.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.probes import probes_near
 from dualjudge.analysis.self_preference import Lineage, self_preference
 from dualjudge.analysis.table import read_table
+from dualjudge.files import write_text
 
 N_RESAMPLES = 2000
 
@@ -44,9 +44,7 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
 
 
 def write_json(data: dict[str, Any], path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=_jsonable))
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_jsonable))
 
 
 def _jsonable(o: object) -> object:

@@ -36,8 +36,14 @@ def make_tiny_llava(out: Path, seed: int = 0) -> Path:
     from safetensors.torch import load_file, save_file
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import (
-        CLIPImageProcessor, CLIPVisionConfig, GenerationConfig, LlamaConfig, LlavaConfig,
-        LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast,
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        GenerationConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
     )
 
     bpe = Tokenizer(models.BPE())

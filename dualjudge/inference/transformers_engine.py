@@ -40,8 +40,8 @@ class TransformersEngine:
 
     def __init__(self, card: ModelCard, weights: LocalWeights, *, device: str | None = None, max_batch: int = 32,
                  grammar_backend: str = "xgrammar") -> None:
-        import torch
         import outlines
+        import torch
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
 
         if grammar_backend not in GRAMMAR_BACKENDS:

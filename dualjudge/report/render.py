@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import html
-import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from dualjudge.analysis.self_preference import Lineage, family_matrix
+from dualjudge.files import write_text
 from dualjudge.report import figures as fig
 
 
@@ -128,10 +128,10 @@ def render_report(frame: pd.DataFrame, summary: dict[str, Any], out: Path, linea
                   figures: bool = True) -> None:
     made = _figures(frame, summary, out, lineage) if figures else []
     md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made])
-    _atomic(out / "report.md", md)
+    write_text(out / "report.md", md)
     embedded = markdown(summary, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
                                   for c, p in made])
-    _atomic(out / "report.html", _html(embedded))
+    write_text(out / "report.html", _html(embedded))
 
 
 def _html(md: str) -> str:
@@ -144,12 +144,6 @@ def _html(md: str) -> str:
             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
             "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
             + body + "</body></html>")
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 __all__ = ["render_report", "markdown", "html"]

@@ -7,12 +7,12 @@ from the model cards (vendor lineage in *_family, text-backbone lineage in *_bas
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from dualjudge.files import replacing
 from dualjudge.inference.cards import all_cards
 from dualjudge.runs.store import Store
 
@@ -62,10 +62,10 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
 
 def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
     pq, csv = out / "verdicts.parquet", out / "verdicts.csv"
-    frame.to_parquet(out / ".verdicts.parquet.tmp", index=False)
-    frame.to_csv(out / ".verdicts.csv.tmp", index=False, lineterminator="\n")
-    os.replace(out / ".verdicts.parquet.tmp", pq)
-    os.replace(out / ".verdicts.csv.tmp", csv)
+    with replacing(pq) as tmp:
+        frame.to_parquet(tmp, index=False)
+    with replacing(csv) as tmp:
+        frame.to_csv(tmp, index=False, lineterminator="\n")
     return pq, csv
 
 
@@ -76,6 +76,5 @@ def write_probe_tables(store: Store, out: Path) -> None:
         if frame.empty:
             continue
         frame.insert(1, "sign_code", frame["variant_id"].str.rsplit("_v", n=1).str[0])
-        tmp = out / f".{name}.tmp"
-        frame.to_csv(tmp, index=False, lineterminator="\n")
-        os.replace(tmp, out / name)
+        with replacing(out / name) as tmp:
+            frame.to_csv(tmp, index=False, lineterminator="\n")

@@ -11,7 +11,7 @@ import pandas as pd
 from dualjudge.config import RunConfig
 from dualjudge.runs.export import verdict_table, write_probe_tables, write_table
 from dualjudge.runs.manifest import build_manifest, write_manifest
-from dualjudge.runs.runner import RunReport, Runner, load_variants
+from dualjudge.runs.runner import Runner, RunReport, load_variants
 from dualjudge.runs.stages import Progress
 from dualjudge.runs.store import Store
 

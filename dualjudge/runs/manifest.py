@@ -18,6 +18,7 @@ from typing import Any
 
 from dualjudge import __version__
 from dualjudge.config import RunConfig
+from dualjudge.files import write_text
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.weights import locate
 from dualjudge.paths import project_root
@@ -89,8 +90,4 @@ def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = 
 
 
 def write_manifest(manifest: dict[str, Any], out: Path) -> Path:
-    path = out / "manifest.json"
-    tmp = out / ".manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
-    return path
+    return write_text(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from dualjudge.testbed import shapes
 from dualjudge.testbed.painter import Painter
-from dualjudge.testbed.shapes import C, R, RING, blue_disc, blue_rectangle, diagonal_bar, red_ring, warning_triangle
+from dualjudge.testbed.shapes import RING, C, R, blue_disc, blue_rectangle, diagonal_bar, red_ring, warning_triangle
 from dualjudge.testbed.silhouettes import car_front, car_rear, lorry, motorcycle
 
 Design = Callable[[Painter], None]

@@ -19,10 +19,19 @@ from pathlib import Path
 import pandas as pd
 
 from dualjudge.errors import DualjudgeError
+from dualjudge.files import replacing
 from dualjudge.testbed.artwork import find_artwork, load_artwork
 from dualjudge.testbed.catalogue import Catalogue, Sign, default_catalogue
 from dualjudge.testbed.occlusion import (
-    CONTROL_MODE, MODES, OCCLUDER_GREY, VISIBILITIES, Box, check_mode, check_visibility, occlude, occluder_box,
+    CONTROL_MODE,
+    MODES,
+    OCCLUDER_GREY,
+    VISIBILITIES,
+    Box,
+    check_mode,
+    check_visibility,
+    occlude,
+    occluder_box,
     variant_seed,
 )
 from dualjudge.testbed.render import DEFAULT_SIZE, cached_render
@@ -146,11 +155,10 @@ def _row(spec: VariantSpec, box: Box | None, rel: str, sha: str, text: str) -> V
 
 def _write_manifest(frame: pd.DataFrame, out: Path) -> None:
     """Write both manifest files through temporary names, so readers never see a partial file."""
-    tmp_csv, tmp_pq = out / f".{MANIFEST_CSV}.tmp", out / f".{MANIFEST_PARQUET}.tmp"
-    frame.to_csv(tmp_csv, index=False, lineterminator="\n")
-    frame.to_parquet(tmp_pq, index=False)
-    os.replace(tmp_pq, out / MANIFEST_PARQUET)
-    os.replace(tmp_csv, out / MANIFEST_CSV)
+    with replacing(out / MANIFEST_PARQUET) as tmp:
+        frame.to_parquet(tmp, index=False)
+    with replacing(out / MANIFEST_CSV) as tmp:
+        frame.to_csv(tmp, index=False, lineterminator="\n")
 
 
 def load_manifest(directory: Path) -> pd.DataFrame:
