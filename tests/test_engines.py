@@ -194,17 +194,16 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
     server = VllmServer(card, tiny, log_dir=tmp_path)
     server.start()
     restarted = VllmServer(card, tiny, log_dir=tmp_path / "second")
-    requests = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.0, 400, 0)) for i in range(12)]
+    requests = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.0, 1500, 0)) for i in range(16)]
 
     async def scenario():
         engine = VllmEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
                             backoff_s=0.2, concurrency=4)
-
-        async def killer():
-            await asyncio.sleep(1.5)
-            os.killpg(server.process.pid, signal.SIGKILL)
-
-        first, _ = await asyncio.gather(asyncio.gather(*[engine.generate(r) for r in requests]), killer())
+        tasks = [asyncio.create_task(engine.generate(r)) for r in requests]
+        # kill the server once the first answers are back and the rest are still queued or in flight
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        os.killpg(server.process.pid, signal.SIGKILL)
+        first = await asyncio.gather(*tasks)
         await asyncio.to_thread(server.process.wait)
         failed = [i for i, r in enumerate(first) if not r.ok]
         # a new server on the same port and key: the engine's retries of the failed requests now succeed
