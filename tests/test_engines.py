@@ -55,19 +55,15 @@ def tiny() -> LocalWeights:
 
 @pytest.fixture(scope="module")
 def smollm2_server(smollm2, tmp_path_factory):
-    server = VllmServer(get_card("smollm2-135m-instruct"), smollm2, log_dir=tmp_path_factory.mktemp("logs"))
-    server.start()
-    yield server
-    server.stop()
+    with VllmServer(get_card("smollm2-135m-instruct"), smollm2, log_dir=tmp_path_factory.mktemp("logs")) as server:
+        yield server
     assert server.process is None
 
 
 @pytest.fixture(scope="module")
 def tiny_server(tiny, tmp_path_factory):
-    server = VllmServer(get_card("tiny-llava"), tiny, log_dir=tmp_path_factory.mktemp("logs"))
-    server.start()
-    yield server
-    server.stop()
+    with VllmServer(get_card("tiny-llava"), tiny, log_dir=tmp_path_factory.mktemp("logs")) as server:
+        yield server
 
 
 def _judge_and_system_requests() -> tuple[list[GenerationRequest], list[GenerationRequest]]:

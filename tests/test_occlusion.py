@@ -4,7 +4,13 @@ from PIL import Image
 
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import (
-    AREA_TOLERANCE, MODES, OCCLUDER_GREY, VISIBILITIES, occlude, occluder_box, variant_seed,
+    AREA_TOLERANCE,
+    MODES,
+    OCCLUDER_GREY,
+    VISIBILITIES,
+    occlude,
+    occluder_box,
+    variant_seed,
 )
 
 CODES = default_catalogue().codes

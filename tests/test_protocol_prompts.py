@@ -4,12 +4,12 @@ import shutil
 import pytest
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.protocol.prompts import load_prompt, prompt_hashes, prompts_dir
-from dualjudge.protocol.systems import STEPS, Item, build_step_request
+from dualjudge.inference.types import Image, Sampling
 from dualjudge.protocol.judges import build_judge_request
 from dualjudge.protocol.probes import build_padding_request, build_pairwise_request
+from dualjudge.protocol.prompts import load_prompt, prompt_hashes, prompts_dir
+from dualjudge.protocol.systems import STEPS, Item, build_step_request
 from dualjudge.protocol.vocabulary import SIGN_TYPES
-from dualjudge.inference.types import Image, Sampling
 from dualjudge.testbed.catalogue import default_catalogue
 
 SIGN = default_catalogue().sign("670V30")

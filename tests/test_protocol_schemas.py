@@ -5,7 +5,13 @@ import pytest
 
 from dualjudge.inference.types import GenerationResult
 from dualjudge.protocol import (
-    SIGN_TYPES, EquivalenceVerdict, PairwiseVerdict, QualityVerdict, interpret, parse_sign_type, sign_type_pattern,
+    SIGN_TYPES,
+    EquivalenceVerdict,
+    PairwiseVerdict,
+    QualityVerdict,
+    interpret,
+    parse_sign_type,
+    sign_type_pattern,
 )
 
 

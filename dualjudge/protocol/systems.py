@@ -45,10 +45,6 @@ class Call:
     request: GenerationRequest
     result: GenerationResult
 
-    @property
-    def prompt_sha256(self) -> str:
-        return self.request.prompt_hashes[0]
-
 
 @dataclass(frozen=True)
 class SystemAnswer:

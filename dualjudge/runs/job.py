@@ -11,7 +11,7 @@ import pandas as pd
 from dualjudge.config import RunConfig
 from dualjudge.runs.export import verdict_table, write_probe_tables, write_table
 from dualjudge.runs.manifest import build_manifest, write_manifest
-from dualjudge.runs.runner import Runner, RunReport, load_variants
+from dualjudge.runs.runner import STORE_FILE, Runner, RunReport, load_variants
 from dualjudge.runs.stages import Progress
 from dualjudge.runs.store import Store
 
@@ -49,8 +49,7 @@ def run_job(config: RunConfig, out: Path, progress: Progress | None = None) -> J
             "last_session": {"session": runner.session, "requests_sent": report.sessions_requests,
                              "cache_hits": report.cache_hits, "models_loaded": report.models_loaded,
                              "failures": report.failures},
-            "counts": c, "cache_file": str(runner.store.cache_schema == "shared" and config.engine.cache or
-                                           out / "results.sqlite")}), out)
+            "counts": c, "cache_file": config.engine.cache or str(out / STORE_FILE)}), out)
         return JobResult(out, report, table, c)
     finally:
         runner.store.close()

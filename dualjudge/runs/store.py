@@ -17,7 +17,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,8 @@ CREATE TABLE IF NOT EXISTS {schema}.cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, text TEXT NOT NULL, finish_reason TEXT,
     prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, constraint_kind TEXT, created REAL NOT NULL);
 """
-FINAL = ("ok", "parse_failure")
+FINAL = ("ok", "parse_failure")  # outcome states that are never redone or overwritten
+_FINAL_SQL = ", ".join(f"'{s}'" for s in FINAL)
 TABLE_KEYS = {
     "answers": ("variant_id", "repeat", "system_model", "strategy"),
     "verdicts": ("variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"),
@@ -71,13 +71,6 @@ TABLE_KEYS = {
     "padding_texts": ("variant_id", "repeat", "system_model", "strategy"),
     "padding_probe": ("variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"),
 }
-
-
-@dataclass
-class CacheStats:
-    hits: int = 0
-    misses: int = 0
-    stored: int = 0
 
 
 class Store:
@@ -95,7 +88,6 @@ class Store:
             self.db.execute("PRAGMA shared.journal_mode=WAL")
             self.cache_schema = "shared"
         self.db.executescript(CACHE_SCHEMA.format(schema=self.cache_schema))
-        self.stats = CacheStats()
 
     def close(self) -> None:
         self.db.close()
@@ -114,9 +106,7 @@ class Store:
         row = self.db.execute(f"SELECT text, finish_reason, prompt_tokens, completion_tokens, latency_s, "
                               f"constraint_kind FROM {self.cache_schema}.cache WHERE key = ?", (key,)).fetchone()
         if row is None:
-            self.stats.misses += 1
             return None
-        self.stats.hits += 1
         return GenerationResult(row[0], row[1], row[2], row[3], row[4], row[5], None, 0)
 
     def cache_put(self, key: str, model: str, result: GenerationResult) -> None:
@@ -124,7 +114,6 @@ class Store:
         self.db.execute(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
                         (key, model, result.text, result.finish_reason, result.prompt_tokens,
                          result.completion_tokens, result.latency_s, result.constraint, time.time()))
-        self.stats.stored += 1
 
     def cache_put_many(self, rows: Iterable[tuple[str, str, GenerationResult]]) -> int:
         """Bulk insert in one transaction (imports and benchmarks)."""
@@ -153,7 +142,7 @@ class Store:
     def done_keys(self, table: str) -> set[tuple[Any, ...]]:
         """Primary keys of rows in a final state (ok or parse_failure): work that is not redone."""
         cols = ", ".join(TABLE_KEYS[table])
-        return {tuple(r) for r in self.db.execute(f"SELECT {cols} FROM {table} WHERE status IN ('ok', 'parse_failure')")}
+        return {tuple(r) for r in self.db.execute(f"SELECT {cols} FROM {table} WHERE status IN ({_FINAL_SQL})")}
 
     def record(self, table: str, row: dict[str, Any]) -> None:
         """Insert a result; an existing error row is replaced (attempts add up), a final row never is."""
@@ -163,15 +152,13 @@ class Store:
         updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys and c != "attempts")
         sql = (f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
                f"ON CONFLICT({', '.join(keys)}) DO UPDATE SET {updates}, attempts = {table}.attempts + excluded.attempts "
-               f"WHERE {table}.status NOT IN ('ok', 'parse_failure')")
+               f"WHERE {table}.status NOT IN ({_FINAL_SQL})")
         self.db.execute(sql, [row[c] for c in cols])
 
     def rows(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> Iterator[sqlite3.Row]:
-        self.db.row_factory = sqlite3.Row
-        try:
-            yield from self.db.execute(f"SELECT * FROM {table} {where}", params)
-        finally:
-            self.db.row_factory = None
+        cursor = self.db.cursor()
+        cursor.row_factory = sqlite3.Row  # on this cursor only: other queries keep plain tuples
+        yield from cursor.execute(f"SELECT * FROM {table} {where}", params)
 
     def counts(self, table: str) -> dict[str, int]:
         return {s: n for s, n in self.db.execute(f"SELECT status, COUNT(*) FROM {table} GROUP BY status")}

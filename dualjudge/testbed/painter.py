@@ -151,9 +151,6 @@ class Painter:
         box = (cx - r, cy - r, cx + r, cy + r)
         self._shape("ellipse", box, colour, erase, box)
 
-    def ellipse(self, box: Box, colour: str, erase: bool = False) -> None:
-        self._shape("ellipse", box, colour, erase, box)
-
     def polygon(self, pts: Sequence[Point], colour: str, erase: bool = False) -> None:
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
         self._shape("polygon", list(pts), colour, erase, (min(xs), min(ys), max(xs), max(ys)))
