@@ -1,6 +1,8 @@
 """Run configuration: a TOML file validated with pydantic.
 
-Unknown keys and bad values are one-line errors that name the key and the file. The part of the
+The configuration is strict: unknown keys, values of the wrong type (`repeats = true`,
+`temperature = "0.7"`), empty lists and repeated entries are one-line errors that name the key and the
+file; nothing is coerced or silently deduplicated. The part of the
 configuration that decides results (everything but engine plumbing) has a fingerprint; a run
 directory refuses to resume under a configuration with a different fingerprint.
 """
@@ -10,17 +12,39 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SecretStr, Strict, ValidationError, field_validator,
+                      model_validator)
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import get_card
 from dualjudge.protocol.judges import JudgeKind
 from dualjudge.protocol.systems import Strategy
 from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.occlusion import MODES, VISIBILITIES
+from dualjudge.testbed.occlusion import MODES, VISIBILITIES, check_visibility
 from dualjudge.tomlfile import first_error, read_toml
+
+T = TypeVar("T")
+
+
+def _distinct(values: tuple[T, ...]) -> tuple[T, ...]:
+    """A list setting names each entry once and is never empty (a repeated judge would double every n)."""
+    if not values:
+        raise ValueError("must not be empty")
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{v!r} is listed twice")
+        seen.add(v)
+    return values
+
+
+Int = Annotated[int, Strict()]
+Float = Annotated[float, Strict()]  # an integer is a valid float; a string or a boolean is not
+Bool = Annotated[bool, Strict()]
+Str = Annotated[str, Strict()]
+Distinct = AfterValidator(_distinct)
 
 
 class _Section(BaseModel):
@@ -28,18 +52,18 @@ class _Section(BaseModel):
 
 
 class RunSection(_Section):
-    name: str = Field(default="run", pattern=r"^[A-Za-z0-9_.-]+$")
-    seed: int = Field(default=0, ge=0)
+    name: Str = Field(default="run", pattern=r"^[A-Za-z0-9_.-]+$")
+    seed: Int = Field(default=0, ge=0, le=2**63 - 1)
 
 
 class TestbedSection(_Section):
-    signs: Literal["all"] | tuple[str, ...] = "all"
-    visibilities: tuple[float, ...] = VISIBILITIES
-    modes: tuple[Literal["random_block", "bottom_up"], ...] = MODES
-    repeats: int = Field(default=3, ge=1, le=100)
+    signs: Literal["all"] | Annotated[tuple[Str, ...], Distinct] = "all"
+    visibilities: Annotated[tuple[Float, ...], Distinct] = VISIBILITIES
+    modes: Annotated[tuple[Literal["random_block", "bottom_up"], ...], Distinct] = MODES
+    repeats: Int = Field(default=3, ge=1, le=100)
     modality: Literal["image", "text"] = "image"
-    size: int = Field(default=512, ge=32, le=2048)
-    images: str | None = None  # folder of official artwork to use instead of renders
+    size: Int = Field(default=512, ge=32, le=2048)
+    images: Str | None = None  # folder of official artwork to use instead of renders
 
     @field_validator("signs")
     @classmethod
@@ -55,8 +79,10 @@ class TestbedSection(_Section):
     @classmethod
     def _levels(cls, v: tuple[float, ...]) -> tuple[float, ...]:
         for x in v:
-            if not 0 < x <= 1:
-                raise ValueError(f"visibility {x} is outside (0, 1]")
+            try:
+                check_visibility(x)
+            except DualjudgeError as e:
+                raise ValueError(str(e)) from None
         return v
 
     def codes(self) -> tuple[str, ...] | None:
@@ -64,39 +90,39 @@ class TestbedSection(_Section):
 
 
 class SystemsSection(_Section):
-    models: tuple[str, ...] = Field(min_length=1)
-    strategies: tuple[Strategy, ...] = ("sa", "cot", "coi", "ma")
+    models: Annotated[tuple[Str, ...], Distinct]
+    strategies: Annotated[tuple[Strategy, ...], Distinct] = ("sa", "cot", "coi", "ma")
     sign_type: Literal["constrained", "parsed"] = "constrained"
-    temperature: float = Field(default=0.7, ge=0, le=2)
-    top_p: float = Field(default=1.0, gt=0, le=1)
-    max_tokens: int = Field(default=768, ge=64, le=8192)
+    temperature: Float = Field(default=0.7, ge=0, le=2)
+    top_p: Float = Field(default=1.0, gt=0, le=1)
+    max_tokens: Int = Field(default=768, ge=64, le=8192)
 
 
 class JudgesSection(_Section):
-    models: tuple[str, ...] = Field(min_length=1)
-    kinds: tuple[JudgeKind, ...] = ("quality", "equivalence")
-    temperature: float = Field(default=0.0, ge=0, le=2)
-    max_tokens: int = Field(default=384, ge=64, le=4096)
+    models: Annotated[tuple[Str, ...], Distinct]
+    kinds: Annotated[tuple[JudgeKind, ...], Distinct] = ("quality", "equivalence")
+    temperature: Float = Field(default=0.0, ge=0, le=2)
+    max_tokens: Int = Field(default=384, ge=64, le=4096)
 
 
 class ProbesSection(_Section):
-    order: bool = False
-    order_pairs: int = Field(default=50, ge=1)
-    padding: bool = False
-    padding_samples: int = Field(default=50, ge=1)
-    padding_max_tokens: int = Field(default=512, ge=64, le=4096)
+    order: Bool = False
+    order_pairs: Int = Field(default=50, ge=1)
+    padding: Bool = False
+    padding_samples: Int = Field(default=50, ge=1)
+    padding_max_tokens: Int = Field(default=512, ge=64, le=4096)
 
 
 class EngineSection(_Section):
     backend: Literal["vllm", "transformers"] = "vllm"
-    concurrency: int = Field(default=32, ge=1, le=1024)
+    concurrency: Int = Field(default=32, ge=1, le=1024)
     structured_backend: Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"] = "xgrammar"
     grammar_backend: Literal["xgrammar", "llguidance", "outlines_core"] = "xgrammar"
-    startup_timeout_s: float = Field(default=900.0, gt=0)
-    retries: int = Field(default=4, ge=0, le=20)
-    api_key: str = "EMPTY"
-    cache: str | None = None  # a shared response cache file, reused across runs
-    endpoints: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    startup_timeout_s: Float = Field(default=900.0, gt=0)
+    retries: Int = Field(default=4, ge=0, le=20)
+    api_key: SecretStr = SecretStr("EMPTY")  # for attached endpoints; never written to the store or manifest
+    cache: Str | None = None  # a shared response cache file, reused across runs
+    endpoints: dict[Str, Annotated[tuple[Str, ...], Distinct]] = Field(default_factory=dict)
 
 
 class RunConfig(_Section):

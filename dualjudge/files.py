@@ -1,11 +1,19 @@
-"""Writing result files atomically: readers see the old file or the new one, never half of one."""
+"""Writing result files atomically, and checking output paths before any work starts.
+
+Readers see the old file or the new one, never half of one. An output folder or file named by the
+user is checked up front (not a file where a folder is wanted, not under a file, writable), so a
+long run never fails at its end for a reason that was visible at its start.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from dualjudge.errors import DualjudgeError
 
 
 @contextmanager
@@ -23,3 +31,58 @@ def write_text(path: Path, text: str) -> Path:
     with replacing(path) as tmp:
         tmp.write_text(text)
     return path
+
+
+def _existing_ancestor(path: Path) -> Path:
+    anc = path
+    while not anc.exists() and anc != anc.parent:
+        if anc.is_symlink():  # a dangling link: creating under it fails
+            raise DualjudgeError(f"{path}: {anc} is a broken symbolic link")
+        anc = anc.parent
+    return anc
+
+
+def check_output_dir(path: Path, option: str = "--out", outputs: Iterable[str] = ()) -> Path:
+    """Make sure `path` is (or can become) a writable folder, and that none of the files the command
+    will write there (`outputs`, relative names) is a folder. Creates the folder; writes nothing else."""
+    if path.exists() and not path.is_dir():
+        raise DualjudgeError(f"{path}: {option} is an existing file, not a folder; choose a folder")
+    anc = _existing_ancestor(path)
+    if not anc.is_dir():
+        raise DualjudgeError(f"{path}: {option} lies under {anc}, which is a file, not a folder")
+    created = not path.exists()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".dualjudge-write-check-"):
+            pass
+    except OSError as e:
+        if created:
+            _remove_created(path, anc)
+        raise DualjudgeError(f"{path}: {option} is not writable ({e.strerror or e}); choose another folder") from None
+    for name in outputs:
+        target = path / name
+        if target.is_dir():
+            raise DualjudgeError(f"{target}: is a folder where dualjudge writes a file; move it away or use another "
+                                 f"{option}")
+    return path
+
+
+def check_output_file(path: Path, option: str = "--out") -> Path:
+    """Make sure a file can be written at `path` (its folder is created; nothing else is written)."""
+    if path.is_dir():
+        raise DualjudgeError(f"{path}: {option} is a folder; name a file")
+    check_output_dir(path.parent, f"the folder of {option}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise DualjudgeError(f"{path}: {option} is not writable")
+    return path
+
+
+def _remove_created(path: Path, stop: Path) -> None:
+    """Remove the empty folders a failed check created, up to (not including) `stop`."""
+    p = path
+    while p != stop and p != p.parent:
+        try:
+            p.rmdir()
+        except OSError:
+            return
+        p = p.parent

@@ -119,6 +119,8 @@ def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]
         return None, "same_family does not vary (every judge-generator pair is same-family, or none is)"
     if d["judge"].nunique() < 2 or d["generator"].nunique() < 2:
         return None, "needs at least two judges and two generators"
+    if d["sign"].nunique() < 2:
+        return None, "sign-clustered errors need at least two signs"
     terms = ["C(judge)", "C(generator)", "same_family"]
     # self and family coincide unless some family has several models judged as generators
     self_separable = d["is_self"].nunique() == 2 and not (d["is_self"] == d["same_family"]).all()

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dualjudge.errors import DualjudgeError
+from dualjudge.testbed.occlusion import visibility_label
 
 REQUIRED = ("run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
             "system_family", "predicted_category", "format_ok", "judge_model", "judge_family", "accuracy",
@@ -90,7 +91,7 @@ def validate(frame: pd.DataFrame, where: str = "verdict table") -> pd.DataFrame:
     ok_q = frame["quality_status"] == "ok"
     if frame.loc[ok_q, "overall"].isna().any():
         raise DualjudgeError(f"{where}: rows with quality_status ok need an overall score")
-    frame["visibility"] = frame["visibility"].round(1)
+    frame["visibility"] = frame["visibility"].round(6)  # float noise only: 0.55 stays 0.55
     frame["sign_code"] = frame["sign_code"].astype(str)
     return frame.reset_index(drop=True)
 
@@ -104,5 +105,8 @@ def _is_number(v: object) -> bool:
 
 
 def vis_key(v: float) -> str:
-    """Visibility keys are written with one decimal ("1.0", "0.8")."""
-    return f"{float(v):.1f}"
+    """Visibility keys as the testbed writes them ("1.0", "0.8", "0.55"); other values as they are."""
+    try:
+        return visibility_label(float(v))
+    except DualjudgeError:
+        return f"{float(v):g}"

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import sys
+import traceback
 
 import typer
+
+try:  # typer >= 0.20 vendors click; older releases use the click package
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from dualjudge.cli.common import err_console
 from dualjudge.errors import DualjudgeError
@@ -24,13 +30,44 @@ app.add_typer(analysis.stats_app, name="stats")
 app.add_typer(analysis.human_app, name="human")
 
 
+def _one_line(message: str) -> None:
+    err_console.print(f"error: {' '.join(message.split())}", highlight=False, markup=False, soft_wrap=True)
+
+
 def main() -> None:
-    """Entry point: user errors print one line and exit 2, never a traceback."""
+    """Entry point. User errors (bad options, bad input, unusable paths) print one line and exit 2;
+    an unexpected exception keeps its traceback and says it is a bug."""
     try:
-        app()
+        code = app(standalone_mode=False)  # returns the code of a typer.Exit instead of exiting
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except DualjudgeError as e:
-        err_console.print(f"error: {e}", highlight=False, markup=False, soft_wrap=True)
+        _one_line(str(e))
         sys.exit(2)
+    except click_errors.NoArgsIsHelpError as e:
+        err_console.print(e.ctx.get_help() if e.ctx else str(e), highlight=False, markup=False)
+        sys.exit(2)
+    except click_errors.UsageError as e:
+        command = e.ctx.command_path if e.ctx else "dualjudge"
+        _one_line(f"{command}: {e.format_message()} (see {command} --help)")
+        sys.exit(2)
+    except click_errors.Abort:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except click_errors.Exit as e:
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except OSError as e:
+        if e.filename is None:
+            raise
+        _one_line(f"{e.filename}: {e.strerror or e}")  # a file or folder the user named
+        sys.exit(2)
+    except Exception:
+        traceback.print_exc()
+        _one_line("this is a bug in dualjudge, not in your input; please report it with the traceback above")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

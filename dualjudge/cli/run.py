@@ -62,6 +62,13 @@ class RichProgress:
             self.bar.stop()
 
 
+def _fmt2(x: object) -> str:
+    """Two decimals, or "-" for a cell with no value (None, NaN or pandas' NA)."""
+    import pandas as pd
+
+    return "-" if pd.isna(x) else f"{float(x):.2f}"  # type: ignore[arg-type]
+
+
 def _summary_table(frame) -> Table:  # type: ignore[no-untyped-def]
     from dualjudge.runs.job import summary
 
@@ -69,9 +76,8 @@ def _summary_table(frame) -> Table:  # type: ignore[no-untyped-def]
     for col in ("system model", "system", "judge", "n", "mean overall", "equivalence", "format ok"):
         t.add_column(col, no_wrap=True)
     for r in summary(frame).itertuples():
-        fmt = lambda x: "-" if x != x or x is None else f"{x:.2f}"  # noqa: E731
-        t.add_row(r.system_model, r.system, r.judge_model, str(r.n), fmt(r.mean_overall), fmt(r.equivalence_rate),
-                  fmt(r.format_compliance))
+        t.add_row(r.system_model, r.system, r.judge_model, str(r.n), _fmt2(r.mean_overall), _fmt2(r.equivalence_rate),
+                  _fmt2(r.format_compliance))
     return t
 
 

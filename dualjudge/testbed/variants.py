@@ -33,6 +33,7 @@ from dualjudge.testbed.occlusion import (
     occlude,
     occluder_box,
     variant_seed,
+    visibility_label,
 )
 from dualjudge.testbed.render import DEFAULT_SIZE, cached_render
 from dualjudge.testbed.scene import scene_text
@@ -53,7 +54,7 @@ class VariantSpec:
 
     @property
     def variant_id(self) -> str:
-        return f"{self.sign.code}_v{self.visibility:.1f}_{self.mode}"
+        return f"{self.sign.code}_v{visibility_label(self.visibility)}_{self.mode}"
 
 
 @dataclass(frozen=True)
