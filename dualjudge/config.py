@@ -102,7 +102,8 @@ class JudgesSection(_Section):
     models: Annotated[tuple[Str, ...], Distinct]
     kinds: Annotated[tuple[JudgeKind, ...], Distinct] = ("quality", "equivalence")
     temperature: Float = Field(default=0.0, ge=0, le=2)
-    max_tokens: Int = Field(default=384, ge=64, le=4096)
+    # at least 128: the verdict's reasoning is bounded to what max_tokens leaves (protocol/verdicts.py)
+    max_tokens: Int = Field(default=384, ge=128, le=4096)
 
 
 class ProbesSection(_Section):

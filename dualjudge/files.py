@@ -42,9 +42,10 @@ def _existing_ancestor(path: Path) -> Path:
     return anc
 
 
-def check_output_dir(path: Path, option: str = "--out", outputs: Iterable[str] = ()) -> Path:
-    """Make sure `path` is (or can become) a writable folder, and that none of the files the command
-    will write there (`outputs`, relative names) is a folder. Creates the folder; writes nothing else."""
+def check_output_dir(path: Path, option: str = "--out", outputs: Iterable[str] = (), folders: Iterable[str] = ()) -> Path:
+    """Make sure `path` is (or can become) a writable folder, that none of the files the command will
+    write there (`outputs`, relative names) is a folder and none of its subfolders (`folders`) is a
+    file. Creates the folder; writes nothing else."""
     if path.exists() and not path.is_dir():
         raise DualjudgeError(f"{path}: {option} is an existing file, not a folder; choose a folder")
     anc = _existing_ancestor(path)
@@ -63,6 +64,11 @@ def check_output_dir(path: Path, option: str = "--out", outputs: Iterable[str] =
         target = path / name
         if target.is_dir():
             raise DualjudgeError(f"{target}: is a folder where dualjudge writes a file; move it away or use another "
+                                 f"{option}")
+    for name in folders:
+        target = path / name
+        if target.exists() and not target.is_dir():
+            raise DualjudgeError(f"{target}: is a file where dualjudge writes a folder; move it away or use another "
                                  f"{option}")
     return path
 

@@ -12,10 +12,16 @@ from dualjudge.errors import DualjudgeError
 
 
 def read_toml(path: Path, what: str = "file") -> dict[str, Any]:
+    if path.is_dir():
+        raise DualjudgeError(f"{path}: is a folder; name the {what} itself")
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DualjudgeError(f"{path}: {what} not found") from None
+    except UnicodeDecodeError as e:
+        raise DualjudgeError(f"{path}: the {what} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except OSError as e:
+        raise DualjudgeError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
     except tomllib.TOMLDecodeError as e:
         raise DualjudgeError(f"{path}: invalid TOML ({e})") from None
 

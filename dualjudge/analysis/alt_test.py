@@ -58,8 +58,21 @@ def _score(pred: float, others: np.ndarray, metric: Metric) -> float:
     return -float(np.sqrt(np.mean((others - pred) ** 2)))
 
 
+def check_options(epsilon: float, q: float, metric: str, min_items: int) -> None:
+    """The test's options, each checked by name: a bad one would silently turn the verdict."""
+    if not (np.isfinite(epsilon) and 0 <= epsilon < 1):
+        raise DualjudgeError(f"--epsilon must lie in [0, 1) (0.2 experts, 0.15 skilled, 0.1 crowd), got {epsilon}")
+    if not (np.isfinite(q) and 0 < q < 1):
+        raise DualjudgeError(f"--q (the Benjamini-Yekutieli level) must lie in (0, 1), got {q}")
+    if metric not in ("accuracy", "neg_rmse"):
+        raise DualjudgeError(f"--metric must be accuracy or neg_rmse, not {metric!r}")
+    if min_items < 1:
+        raise DualjudgeError(f"--min-items must be at least 1, got {min_items}")
+
+
 def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float = 0.05,
              metric: Metric = "accuracy", min_items: int = MIN_ITEMS) -> AltTestResult:
+    check_options(epsilon, q, metric, min_items)
     check_label_table(long)
     annotators = sorted(set(long["annotator"].astype(str)))
     if candidate not in annotators:

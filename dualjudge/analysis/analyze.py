@@ -18,7 +18,8 @@ from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.probes import probes_near
 from dualjudge.analysis.self_preference import Lineage, self_preference
 from dualjudge.analysis.table import read_table
-from dualjudge.files import write_text
+from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
+from dualjudge.files import check_output_dir, write_text
 
 N_RESAMPLES = 2000
 
@@ -57,13 +58,13 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
             n_resamples: int = N_RESAMPLES, figures: bool = True) -> dict[str, Any]:
     from dualjudge.report.render import render_report
 
+    check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
     t0 = time.perf_counter()
     frame = read_table(table)
     summary = summarize(frame, lineage, seed, n_resamples)
     probes = probes_near(table, seed, n_resamples)
     if probes:
         summary["probes"] = probes
-    out.mkdir(parents=True, exist_ok=True)
     summary["table"] = str(table)
     summary["analysis_seconds"] = round(time.perf_counter() - t0, 2)
     write_json(summary, out / "summary.json")

@@ -22,12 +22,14 @@ from scipy import stats
 
 from dualjudge.analysis.agreement import kappa
 from dualjudge.analysis.dual_judge import both_rows
-from dualjudge.analysis.table import read_table
+from dualjudge.analysis.table import read_csv, read_table
 from dualjudge.errors import DualjudgeError
+from dualjudge.files import check_output_file, replacing, write_text
 from dualjudge.testbed.catalogue import default_catalogue
 
 SAMPLE_KEY = "human_sample.json"
 ANNOTATION_COLUMNS = ("annotator", "accuracy", "completeness", "relevance", "equivalent")
+IDENTITY_COLUMNS = ("item_id", "repeat", "system", "system_model")  # checked against the key on import
 RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
 
@@ -68,7 +70,12 @@ def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFra
     return sample
 
 
-def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0) -> pd.DataFrame:
+def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replace_key: bool = False) -> pd.DataFrame:
+    """Write the blinded sample to `out_csv` and its key (which sample is which response) to the run
+    directory. A different key already there is never replaced silently: annotations may refer to it."""
+    if n < 1:
+        raise DualjudgeError(f"--n must be at least 1, got {n}")
+    check_output_file(out_csv)
     frame = read_table(table)
     if "response" not in frame.columns:
         raise DualjudgeError(f"{table}: the table has no response column; export from a dualjudge run")
@@ -83,22 +90,56 @@ def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0) -> pd.
                      "description": sign.description if sign else "", "response": r.response,
                      **{c: "" for c in ANNOTATION_COLUMNS}})
     out = pd.DataFrame(rows)
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    out.to_csv(out_csv, index=False, lineterminator="\n")
     key = {row["sample_id"]: {**{c: row[c] for c in ("item_id", "system", "system_model")}, "repeat": row["repeat"],
                               "stratum": s} for row, s in zip(rows, sample["stratum"])}
-    (table.parent / SAMPLE_KEY).write_text(json.dumps({"table": table.name, "seed": seed, "samples": key}, indent=1))
+    key_path = table.parent / SAMPLE_KEY
+    new_key = {"table": table.name, "seed": seed, "n": n, "samples": key}
+    if key_path.exists() and not replace_key:
+        old = _read_key(key_path)
+        if old.get("samples") != key:
+            raise DualjudgeError(f"{key_path}: a different sample (seed {old.get('seed')}, {len(old.get('samples', {}))} "
+                                 f"samples) was exported before and annotations may refer to it; import those first, "
+                                 f"or pass --replace-key to replace it")
+    with replacing(out_csv) as tmp:
+        out.to_csv(tmp, index=False, lineterminator="\n")
+    write_text(key_path, json.dumps(new_key, indent=1))
     return out
 
 
-def _validate(ann: pd.DataFrame, known: set[str], where: str) -> pd.DataFrame:
-    missing = [c for c in ("sample_id", *ANNOTATION_COLUMNS) if c not in ann.columns]
+def _read_key(path: Path) -> dict[str, Any]:
+    try:
+        key = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise DualjudgeError(f"{path}: the sample key is damaged ({type(e).__name__}); export the sample again "
+                             f"with `dualjudge human export --replace-key`") from None
+    samples = key.get("samples") if isinstance(key, dict) else None
+    if not isinstance(samples, dict) or not isinstance(key.get("table"), str) or not all(
+            isinstance(v, dict) and {"item_id", "repeat", "system", "system_model"} <= set(v) for v in samples.values()):
+        raise DualjudgeError(f"{path}: not a dualjudge sample key; export the sample again with "
+                             f"`dualjudge human export --replace-key`")
+    return key
+
+
+def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str) -> pd.DataFrame:
+    missing = [c for c in ("sample_id", *IDENTITY_COLUMNS, *ANNOTATION_COLUMNS) if c not in ann.columns]
     if missing:
-        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)}")
+        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)} (annotate the CSV that "
+                             f"`dualjudge human export` wrote, keeping its columns)")
     ann = ann[ann[["accuracy", "completeness", "relevance", "equivalent"]].notna().any(axis=1)].copy()
-    unknown = sorted(set(ann["sample_id"].astype(str)) - known)
+    blank = ann["sample_id"].isna() | (ann["sample_id"].astype(str).str.strip() == "")
+    if blank.any():
+        raise DualjudgeError(f"{where}: an annotated row has no sample_id")
+    unknown = sorted(set(ann["sample_id"].astype(str)) - set(samples))
     if unknown:
-        raise DualjudgeError(f"{where}: unknown sample ids {', '.join(unknown[:5])}")
+        raise DualjudgeError(f"{where}: unknown sample ids {', '.join(unknown[:5])}; were these annotations made for "
+                             f"another export?")
+    for row in ann.itertuples(index=False):
+        expected = samples[str(row.sample_id)]
+        for col in IDENTITY_COLUMNS:
+            got, want = getattr(row, col), expected[col]
+            if str(got).strip() != str(want) and not (col == "repeat" and _same_number(got, want)):
+                raise DualjudgeError(f"{where}: sample {row.sample_id} has {col} {got!r} but the sample key says "
+                                     f"{want!r}; these annotations belong to another export, so nothing was imported")
     if ann["annotator"].isna().any():
         raise DualjudgeError(f"{where}: every annotated row needs an annotator")
     dup = ann.duplicated(["sample_id", "annotator"])
@@ -124,12 +165,10 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
     key_path = run_dir / SAMPLE_KEY
     if not key_path.is_file():
         raise DualjudgeError(f"{run_dir}: no {SAMPLE_KEY}; run `dualjudge human export` first")
-    key = json.loads(key_path.read_text())
-    try:
-        ann = pd.read_csv(annotations, dtype={"sample_id": str, "annotator": str})
-    except (OSError, ValueError) as e:
-        raise DualjudgeError(f"{annotations}: unreadable CSV ({e})") from None
-    ann = _validate(ann, set(key["samples"]), str(annotations))
+    key = _read_key(key_path)
+    ann = read_csv(annotations, {"sample_id": str, "annotator": str, "item_id": str, "system": str,
+                                 "system_model": str}, "annotation file")
+    ann = _validate(ann, key["samples"], str(annotations))
     if ann.empty:
         raise DualjudgeError(f"{annotations}: no annotated rows")
     table = read_table(run_dir / key["table"])
@@ -159,8 +198,15 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
         entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
                                          "mean_judge_minus_human": float(diff.mean()) if len(diff) else None}
         result["judges"][str(judge)] = entry
-    (run_dir / "human_check.json").write_text(json.dumps(result, indent=2))
+    write_text(run_dir / "human_check.json", json.dumps(result, indent=2))
     return result
+
+
+def _same_number(a: object, b: object) -> bool:
+    try:
+        return float(a) == float(b)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
 
 
 def _correlations(x: pd.Series, y: pd.Series) -> dict[str, Any]:

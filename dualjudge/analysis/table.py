@@ -23,23 +23,46 @@ REQUIRED = ("run_id", "item_id", "sign_code", "category", "visibility", "mode", 
 NUMERIC = ("visibility", "repeat", "accuracy", "completeness", "relevance", "overall")
 TEXT = ("run_id", "item_id", "sign_code", "category", "mode", "system", "system_model", "system_family",
         "judge_model", "judge_family", "quality_status", "equivalence_status")
+# every row needs these: they say which answer and which judge a verdict belongs to
+IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family", "judge_model", "judge_family")
+ROW_KEY = ["run_id", "item_id", "repeat", "system", "system_model", "judge_model"]  # one row per response x judge
 STATUSES = {"ok", "parse_failure", "error", "not_run", "skipped"}
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}
 
 
-def read_table(path: Path) -> pd.DataFrame:
+def read_csv(path: Path, dtype: dict[str, type], what: str) -> pd.DataFrame:
+    """A CSV the user named, or a one-line error saying why it cannot be read."""
+    if path.is_dir():
+        raise DualjudgeError(f"{path}: is a folder, not a {what}")
     if not path.is_file():
-        raise DualjudgeError(f"{path}: verdict table not found")
+        raise DualjudgeError(f"{path}: {what} not found")
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
+        return pd.read_csv(path, dtype=dtype, keep_default_na=True)  # type: ignore[arg-type]
+    except (ValueError, OSError, UnicodeDecodeError) as e:
+        raise DualjudgeError(f"{path}: unreadable {what} ({type(e).__name__}: {_first_line(e)})") from None
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv"):
+        raise DualjudgeError(f"{path}: unsupported table format (use .csv or .parquet)")
+    if suffix == ".csv":
+        frame = read_csv(path, {"sign_code": str, "item_id": str}, "verdict table")
+    else:
+        if path.is_dir():
+            raise DualjudgeError(f"{path}: is a folder, not a verdict table")
+        if not path.is_file():
+            raise DualjudgeError(f"{path}: verdict table not found")
+        try:
             frame = pd.read_parquet(path)
-        elif path.suffix.lower() == ".csv":
-            frame = pd.read_csv(path, dtype={"sign_code": str, "item_id": str}, keep_default_na=True)
-        else:
-            raise DualjudgeError(f"{path}: unsupported table format (use .csv or .parquet)")
-    except (ValueError, OSError) as e:
-        raise DualjudgeError(f"{path}: unreadable table ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+        except Exception as e:  # pyarrow raises its own error types for damaged files
+            raise DualjudgeError(f"{path}: unreadable table ({type(e).__name__}: {_first_line(e)})") from None
     return validate(frame, str(path))
 
 
@@ -91,6 +114,21 @@ def validate(frame: pd.DataFrame, where: str = "verdict table") -> pd.DataFrame:
     ok_q = frame["quality_status"] == "ok"
     if frame.loc[ok_q, "overall"].isna().any():
         raise DualjudgeError(f"{where}: rows with quality_status ok need an overall score")
+    ok_e = frame["equivalence_status"] == "ok"
+    if frame.loc[ok_e, "equivalent"].isna().any():
+        raise DualjudgeError(f"{where}: rows with equivalence_status ok need an equivalent value")
+    for name in IDENTIFYING:
+        blank = (frame[name].isna() | (frame[name].str.strip() == "")).fillna(True).astype(bool)
+        if blank.any():
+            raise DualjudgeError(f"{where}: column {name} is blank in row {int(blank.to_numpy().argmax()) + 1}; "
+                                 f"every row needs a {name}")
+    dup = frame.duplicated(ROW_KEY, keep=False)
+    if dup.any():
+        first = frame[dup].iloc[0]
+        kind = "identical" if frame[dup].duplicated(keep=False).all() else "conflicting"
+        raise DualjudgeError(f"{where}: {int(dup.sum())} rows share a key ({kind} duplicates), e.g. item "
+                             f"{first['item_id']}, repeat {first['repeat']}, system {first['system']}, "
+                             f"{first['system_model']}, judge {first['judge_model']}; each response x judge once")
     frame["visibility"] = frame["visibility"].round(6)  # float noise only: 0.55 stays 0.55
     frame["sign_code"] = frame["sign_code"].astype(str)
     return frame.reset_index(drop=True)

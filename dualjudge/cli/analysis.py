@@ -10,6 +10,8 @@ import typer
 
 from dualjudge.cli.common import console
 
+MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000  # fewer resamples give no usable interval
+
 stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
                         no_args_is_help=True)
 human_app = typer.Typer(help="The human check: a blinded sample to annotate, and its comparison with the judges.",
@@ -20,8 +22,8 @@ def analyze(
     table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet), from a run or made elsewhere.")],
     out: Annotated[Path, typer.Option(help="Folder for summary.json, report.md, report.html, figures/.")] = Path("analysis"),
     lineage: Annotated[str, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
 ) -> None:
     """Tables 1-3, self-preference with CIs, agreement and probes; writes the report."""
     from dualjudge.analysis.analyze import analyze as run_analysis
@@ -45,10 +47,9 @@ def _read_long(path: Path):  # type: ignore[no-untyped-def]
 
     from dualjudge.errors import DualjudgeError
 
-    try:
-        return pd.read_csv(path, dtype={"item": str, "annotator": str})
-    except (OSError, ValueError) as e:
-        raise DualjudgeError(f"{path}: unreadable CSV ({type(e).__name__})") from None
+    from dualjudge.analysis.table import read_csv
+
+    return read_csv(path, {"item": str, "annotator": str}, "label table")
 
 
 @stats_app.command("alpha")
@@ -81,11 +82,9 @@ def stats_alt_test(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The alternative annotator test (Calderon et al. 2025): omega, rho, pass/fail, per-annotator results."""
-    from dualjudge.analysis.alt_test import alt_test
-    from dualjudge.errors import DualjudgeError
+    from dualjudge.analysis.alt_test import alt_test, check_options
 
-    if metric not in ("accuracy", "neg_rmse"):
-        raise DualjudgeError(f"--metric must be accuracy or neg_rmse, not {metric!r}")
+    check_options(epsilon, q, metric, min_items)
     res = alt_test(_read_long(file), candidate, epsilon, q, metric, min_items)  # type: ignore[arg-type]
     if as_json:
         d = res.as_dict()
@@ -102,13 +101,15 @@ def stats_alt_test(
 def human_export(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (with verdicts.parquet).")],
     out: Annotated[Path, typer.Option(help="CSV to write for the annotators.")] = Path("sample.csv"),
-    n: Annotated[int, typer.Option(help="Sample size.")] = 49,
-    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    n: Annotated[int, typer.Option(help="Sample size.", min=1, max=100_000)] = 49,
+    seed: Annotated[int, typer.Option(help="Sampling seed.", min=0, max=2**63 - 1)] = 0,
+    replace_key: Annotated[bool, typer.Option(help="Replace an earlier, different sample key (its annotations "
+                                                   "will no longer import).")] = False,
 ) -> None:
     """A stratified, blinded sample (no judge scores) to annotate."""
     from dualjudge.analysis.human import export_sample
 
-    sample = export_sample(run_dir / "verdicts.parquet", out, n, seed)
+    sample = export_sample(run_dir / "verdicts.parquet", out, n, seed, replace_key)
     console.print(f"wrote {len(sample)} samples to {out}; fill annotator, accuracy, completeness, relevance (0-10) "
                   f"and equivalent (0/1), one row per sample and annotator")
 

@@ -17,8 +17,8 @@ DEFAULT_TESTBED = Path("testbed")
 @app.command("build")
 def data_build(
     out: Annotated[Path, typer.Option(help="Output folder for images and the manifest.")] = DEFAULT_TESTBED,
-    size: Annotated[int, typer.Option(help="Image size in pixels (square).")] = 512,
-    seed: Annotated[int, typer.Option(help="Global seed for the random occluders.")] = 0,
+    size: Annotated[int, typer.Option(help="Image size in pixels (square).", min=32, max=2048)] = 512,
+    seed: Annotated[int, typer.Option(help="Global seed for the random occluders.", min=0, max=2**63 - 1)] = 0,
     signs: Annotated[Optional[str], typer.Option(help="Comma-separated TSRGD codes (default: all 30).")] = None,
     visibilities: Annotated[Optional[str], typer.Option(help="Comma-separated levels, e.g. 1.0,0.5,0.1.")] = None,
     modes: Annotated[Optional[str], typer.Option(help="Comma-separated: random_block,bottom_up.")] = None,

@@ -78,9 +78,9 @@ def make_tiny(
 @app.command("serve")
 def serve(
     name: Annotated[str, typer.Argument(help="Model card name.")],
-    port: Annotated[Optional[int], typer.Option(help="Port on 127.0.0.1 (default: a free one).")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Port on 127.0.0.1 (default: a free one).", min=1, max=65535)] = None,
     structured_backend: Annotated[str, typer.Option(help="vLLM structured-outputs backend.")] = "xgrammar",
-    seed: Annotated[int, typer.Option(help="Server seed.")] = 0,
+    seed: Annotated[int, typer.Option(help="Server seed.", min=0, max=2**63 - 1)] = 0,
     log_dir: Annotated[Path, typer.Option(help="Where the server log goes.")] = Path("logs"),
 ) -> None:
     """Start the vLLM server for a card and keep it in the foreground until Ctrl-C."""

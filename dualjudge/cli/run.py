@@ -110,6 +110,8 @@ def run(
                      " (everything was already done in this run directory)"))
     if failures:
         console.print(f"failures by kind: {failures}")
+    for judge, kinds in sorted(result.report.verdict_failures.items()):
+        console.print(f"verdicts of {judge} not ok, by kind: {kinds}")
     console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")
     if all(get_card(m).parameters_b < 1 for m in cfg.all_models()):
         console.print(SMALL_MODELS_NOTE)
@@ -130,13 +132,18 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
             c = store.counts(table)
             t.add_row(table, str(c.get("ok", 0)), str(c.get("parse_failure", 0)), str(c.get("error", 0)))
         console.print(t)
-        for table in ("answers", "verdicts"):
-            kinds = store.error_kinds(table)
-            if kinds:
-                console.print(f"{table} not ok, by kind: {kinds}")
+        kinds = store.error_kinds("answers")
+        if kinds:
+            console.print(f"answers not ok, by kind: {kinds}")
+        for judge, kinds in sorted(store.error_kinds_by("verdicts", "judge_model").items()):
+            console.print(f"verdicts of {judge} not ok, by kind: {kinds}")
         manifest = run_dir / "manifest.json"
-        if manifest.is_file():
-            last = json.loads(manifest.read_text()).get("last_session", {})
+        try:
+            last = json.loads(manifest.read_text()).get("last_session", {}) if manifest.is_file() else None
+        except (ValueError, OSError, AttributeError):
+            last = None
+            console.print(f"{manifest} is unreadable; it is rewritten at the end of the next run")
+        if last is not None:
             console.print(f"last session: {last.get('requests_sent', 0)} requests sent, "
                           f"{last.get('cache_hits', 0)} answered from cache")
         console.print(f"response cache: {store.cache_size()} entries")
@@ -146,19 +153,12 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 
 def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
     """Write verdicts.parquet and verdicts.csv from the run's store."""
-    import json
-
-    from dualjudge.config import RunConfig
-    from dualjudge.errors import DualjudgeError
-    from dualjudge.runs.job import export_run
+    from dualjudge.runs.job import export_run, stored_config
     from dualjudge.runs.runner import load_run_store
 
     store = load_run_store(run_dir)
     try:
-        raw = store.get_meta("config")
-        if raw is None:
-            raise DualjudgeError(f"{run_dir}: the store has no configuration recorded")
-        table = export_run(RunConfig(**json.loads(raw)), run_dir, store)
+        table = export_run(stored_config(store, run_dir), run_dir, store)
     finally:
         store.close()
     console.print(f"wrote {len(table)} rows to {run_dir}/verdicts.parquet and verdicts.csv")

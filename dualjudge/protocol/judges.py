@@ -10,13 +10,13 @@ from typing import Literal
 
 from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
 from dualjudge.protocol.prompts import load_prompt
-from dualjudge.protocol.verdicts import EquivalenceVerdict, Outcome, PairwiseVerdict, QualityVerdict, interpret
+from dualjudge.protocol.verdicts import JUDGE_DEFAULT_MAX_TOKENS, EquivalenceVerdict, Outcome, PairwiseVerdict, QualityVerdict, interpret
 from dualjudge.testbed.catalogue import Sign
 
 JudgeKind = Literal["quality", "equivalence"]
 JUDGE_KINDS: tuple[JudgeKind, ...] = ("quality", "equivalence")
 VERDICTS = {"quality": QualityVerdict, "equivalence": EquivalenceVerdict, "pairwise": PairwiseVerdict}
-DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=384, seed=0)
+DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
 
 
 def build_judge_request(kind: JudgeKind, sign: Sign, response: str,
@@ -24,7 +24,7 @@ def build_judge_request(kind: JudgeKind, sign: Sign, response: str,
     prompt = load_prompt(f"judge_{kind}")
     system, user = prompt.render(caption=sign.caption, description=sign.description, response=response)
     return GenerationRequest((Message("system", system), Message("user", user)), sampling,
-                             VERDICTS[kind].constraint(), (prompt.sha256,))
+                             VERDICTS[kind].constraint(sampling.max_tokens), (prompt.sha256,))
 
 
 async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,

@@ -24,7 +24,7 @@ def build_pairwise_request(sign: Sign, first: str, second: str,
     prompt = load_prompt("judge_pairwise")
     system, user = prompt.render(caption=sign.caption, description=sign.description, response_a=first, response_b=second)
     return GenerationRequest((Message("system", system), Message("user", user)), sampling,
-                             PairwiseVerdict.constraint(), (prompt.sha256,))
+                             PairwiseVerdict.constraint(sampling.max_tokens), (prompt.sha256,))
 
 
 @dataclass(frozen=True)

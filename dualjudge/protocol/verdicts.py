@@ -3,6 +3,11 @@
 `reasoning` comes first in every schema, so under constrained decoding the model writes its
 justification before it commits to scores or a decision. `overall` is computed here as the mean of
 the three sub-scores and is never asked of the model.
+
+The reasoning is bounded by the request's max_tokens: the schema allows at most
+`max_tokens - (the longest rest of the verdict)` characters of printable ASCII without quotes or
+backslashes, and each such character costs at most one token, so a constrained verdict always closes
+before max_tokens (the pattern carries the bound: xgrammar ignores maxLength beside a pattern).
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dualjudge.inference.types import Constraint, GenerationResult
 
-REASONING_MAX = 400  # characters: bounded so a constrained verdict always fits its token budget
+REASONING_MAX = 400  # characters, whatever the token budget
+REASONING_MIN = 32  # a budget that leaves less reasoning than this is refused
+SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII but '"' and '\': one token at most, never an escape
+JUDGE_DEFAULT_MAX_TOKENS = 384
 
 
 class _Verdict(BaseModel):
@@ -23,8 +31,26 @@ class _Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     @classmethod
-    def constraint(cls) -> Constraint:
-        return Constraint.json_schema(cls.model_json_schema())
+    def widest(cls) -> _Verdict:
+        """The longest verdict with empty reasoning: what the budget must leave room for."""
+        raise NotImplementedError
+
+    @classmethod
+    def reasoning_chars(cls, max_tokens: int) -> int:
+        rest = len(json.dumps(cls.widest().model_dump(), separators=(", ", ": "))) + 1  # + end of sequence
+        budget = min(REASONING_MAX, max_tokens - rest)
+        if budget < REASONING_MIN:
+            raise ValueError(f"max_tokens {max_tokens} leaves no room for a {cls.__name__}'s reasoning; "
+                             f"use at least {rest + REASONING_MIN}")
+        return budget
+
+    @classmethod
+    def constraint(cls, max_tokens: int = JUDGE_DEFAULT_MAX_TOKENS) -> Constraint:
+        schema = cls.model_json_schema()
+        reasoning = schema["properties"]["reasoning"]
+        reasoning.pop("maxLength", None)
+        reasoning["pattern"] = f"^{SAFE_CHAR}{{0,{cls.reasoning_chars(max_tokens)}}}$"
+        return Constraint.json_schema(schema)
 
 
 class QualityVerdict(_Verdict):
@@ -37,15 +63,27 @@ class QualityVerdict(_Verdict):
     def overall(self) -> float:
         return (self.accuracy + self.completeness + self.relevance) / 3
 
+    @classmethod
+    def widest(cls) -> QualityVerdict:
+        return cls(reasoning="", accuracy=10, completeness=10, relevance=10)
+
 
 class EquivalenceVerdict(_Verdict):
     reasoning: str = Field(max_length=REASONING_MAX, description="Short justification, written first.")
     equivalent: bool = Field(description="True only if the response states the same rule as the gold description.")
 
+    @classmethod
+    def widest(cls) -> EquivalenceVerdict:
+        return cls(reasoning="", equivalent=False)
+
 
 class PairwiseVerdict(_Verdict):
     reasoning: str = Field(max_length=REASONING_MAX, description="Short justification, written first.")
     winner: Literal["A", "B"] = Field(description="The better response.")
+
+    @classmethod
+    def widest(cls) -> PairwiseVerdict:
+        return cls(reasoning="", winner="A")
 
 
 Status = Literal["ok", "parse_failure", "error"]
@@ -66,8 +104,10 @@ def interpret(model: type[_Verdict], result: GenerationResult) -> Outcome:
     try:
         data = json.loads(result.text or "", strict=False)  # tolerate raw control characters in strings
     except json.JSONDecodeError as e:
-        why = "output truncated at max_tokens" if result.finish_reason == "length" else "engine ignored the JSON constraint"
-        return Outcome("parse_failure", detail=f"not JSON ({why}): {e.msg} at char {e.pos}")
+        if result.finish_reason == "length":
+            return Outcome("parse_failure", detail=f"truncated: the verdict reached max_tokens before it closed "
+                                                   f"({e.msg} at char {e.pos})")
+        return Outcome("parse_failure", detail=f"not JSON (engine ignored the JSON constraint): {e.msg} at char {e.pos}")
     try:
         return Outcome("ok", verdict=model.model_validate(data))
     except ValidationError as e:

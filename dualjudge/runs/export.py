@@ -16,6 +16,7 @@ from dualjudge.files import replacing
 from dualjudge.inference.cards import all_cards
 from dualjudge.runs.store import Store
 
+RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_padding.csv", "manifest.json")
 COLUMNS = ["run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
            "system_family", "system_base_llm", "predicted_category", "format_ok", "judge_model", "judge_family",
            "judge_base_llm", "accuracy", "completeness", "relevance", "overall", "equivalent", "quality_status",

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from dualjudge.config import RunConfig
-from dualjudge.runs.export import verdict_table, write_probe_tables, write_table
+from dualjudge.errors import DualjudgeError
+from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
+from dualjudge.files import check_output_dir
+from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
+from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
 from dualjudge.runs.runner import STORE_FILE, Runner, RunReport, load_variants
 from dualjudge.runs.stages import Progress
@@ -28,7 +33,21 @@ def counts(store: Store) -> dict[str, dict[str, int]]:
     return {t: store.counts(t) for t in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe")}
 
 
+def stored_config(store: Store, out: Path) -> RunConfig:
+    """The configuration a run directory was made with, as its store recorded it."""
+    raw = store.get_meta("config")
+    if raw is None:
+        raise DualjudgeError(f"{out}: the store has no configuration recorded; rerun `dualjudge run` on it")
+    try:
+        return RunConfig(**json.loads(raw))
+    except (ValueError, TypeError) as e:  # not JSON, or JSON that is not a configuration
+        first = str(e).splitlines()[0]
+        raise DualjudgeError(f"{out}: the configuration recorded in {store.path.name} is damaged ({first}); "
+                             f"rerun `dualjudge run CONFIG --out {out}` to export again") from None
+
+
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
+    check_output_dir(out, "run directory", RUN_FILES)
     table = verdict_table(store, load_variants(out), config.run.name, config.judges.models, config.judges.kinds)
     write_table(table, out)
     write_probe_tables(store, out)
@@ -36,6 +55,13 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
 
 
 def run_job(config: RunConfig, out: Path, progress: Progress | None = None) -> JobResult:
+    """The whole run under the directory's lock; the output folder is checked before any work."""
+    check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES), ("logs", "testbed", *ANALYSIS_FOLDERS))
+    with run_lock(out):
+        return _run_locked(config, out, progress)
+
+
+def _run_locked(config: RunConfig, out: Path, progress: Progress | None) -> JobResult:
     runner = Runner(config, out, progress)
     try:
         report = asyncio.run(runner.run())
@@ -48,7 +74,7 @@ def run_job(config: RunConfig, out: Path, progress: Progress | None = None) -> J
         write_manifest(build_manifest(config, out, {
             "last_session": {"session": runner.session, "requests_sent": report.sessions_requests,
                              "cache_hits": report.cache_hits, "models_loaded": report.models_loaded,
-                             "failures": report.failures},
+                             "failures": report.failures, "verdict_failures_by_judge": report.verdict_failures},
             "counts": c, "cache_file": config.engine.cache or str(out / STORE_FILE)}), out)
         return JobResult(out, report, table, c)
     finally:

@@ -52,6 +52,7 @@ class RunReport:
     cache_hits: int = 0
     models_loaded: list[str] = field(default_factory=list)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
+    verdict_failures: dict[str, dict[str, int]] = field(default_factory=dict)  # per judge model, by kind
 
 
 class Runner:
@@ -116,6 +117,7 @@ class Runner:
             kinds = self.store.error_kinds(table)
             if kinds:
                 self.report.failures[table] = kinds
+        self.report.verdict_failures = self.store.error_kinds_by("verdicts", "judge_model")
         return self.report
 
     def _answers(self, model: str | None = None) -> list[dict[str, Any]]:
@@ -313,9 +315,10 @@ class Runner:
 
 
 def load_run_store(out: Path) -> Store:
-    if not (out / STORE_FILE).is_file():
+    """A run's store opened read-only (status, export): nothing in it is ever changed."""
+    if not (out / STORE_FILE).exists():
         raise DualjudgeError(f"{out}: no {STORE_FILE}; is this a run directory?")
-    return Store(out / STORE_FILE)
+    return Store(out / STORE_FILE, readonly=True)
 
 
 def load_variants(out: Path) -> dict[str, dict[str, Any]]:

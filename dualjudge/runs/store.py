@@ -9,6 +9,10 @@ Tables:
 Every work row keeps its outcome state (ok / parse_failure / error), attempt count and error text.
 A row in a final state (ok, parse_failure) is never overwritten; an error row is retried and its
 attempt count grows. Each result is committed as it arrives, so a kill loses only requests in flight.
+
+Opening checks the file before anything is written: a folder, an empty file, a file that is not
+SQLite, a truncated database or one with another schema is refused with one line, and left as it
+is. `readonly=True` (status, export) opens with SQLite's read-only mode and never writes.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import GenerationResult
 
 SCHEMA = """
@@ -73,21 +79,100 @@ TABLE_KEYS = {
 }
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+UNUSABLE_HINT = "use another --out, or delete it (responses can be restored from a shared engine.cache)"
+
+
+def _expected_columns() -> dict[str, list[str]]:
+    db = sqlite3.connect(":memory:")
+    db.executescript(SCHEMA + CACHE_SCHEMA.format(schema="main"))
+    tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    out = {t: [row[1] for row in db.execute(f"PRAGMA table_info({t})")] for t in tables}
+    db.close()
+    return out
+
+
+EXPECTED_COLUMNS = _expected_columns()
+
+
+def check_sqlite_file(path: Path, what: str, hint: str = UNUSABLE_HINT) -> bool:
+    """Refuse a path that cannot be a SQLite database: a folder, an empty file, another format, a
+    truncated file. Returns whether the file exists (a missing one is created later)."""
+    if path.is_dir():
+        raise DualjudgeError(f"{path}: is a folder, not a {what}; {hint}")
+    if not path.exists():
+        return False
+    try:
+        with path.open("rb") as f:
+            header = f.read(100)
+        size = path.stat().st_size
+    except OSError as e:
+        raise DualjudgeError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
+    if size == 0:
+        raise DualjudgeError(f"{path}: is empty (0 bytes), not a usable {what}; {hint}")
+    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
+        raise DualjudgeError(f"{path}: is not a SQLite database, so not a usable {what}; {hint}")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if pages and size < pages * page_size:
+        raise DualjudgeError(f"{path}: is truncated ({size} of {pages * page_size} bytes), not a usable {what}; {hint}")
+    return True
+
+
+def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wanted: tuple[str, ...]) -> None:
+    """An existing database must hold this project's tables (with their columns), or nothing at all."""
+    try:
+        tables = {name for (name,) in db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return
+        ours = [t for t in wanted if t in tables]
+        if not ours:
+            raise DualjudgeError(f"{path}: holds other tables ({', '.join(sorted(tables)[:5])}), not a {what}; "
+                                 f"{UNUSABLE_HINT}")
+        for table in ours:
+            have = {row[1] for row in db.execute(f"PRAGMA {schema}.table_info({table})")}
+            missing = [c for c in EXPECTED_COLUMNS[table] if c not in have]
+            if missing:
+                raise DualjudgeError(f"{path}: table {table} lacks columns {', '.join(missing)}, so this is not a "
+                                     f"usable {what}; {UNUSABLE_HINT}")
+    except sqlite3.DatabaseError as e:
+        raise DualjudgeError(f"{path}: is damaged or not a SQLite database ({e}), not a usable {what}; "
+                             f"{UNUSABLE_HINT}") from None
+
+
 class Store:
-    def __init__(self, path: Path, shared_cache: Path | None = None) -> None:
+    def __init__(self, path: Path, shared_cache: Path | None = None, *, readonly: bool = False) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process kills, fsync at checkpoints
-        self.db.executescript(SCHEMA)
-        self.cache_schema = "main"
-        if shared_cache is not None and shared_cache.resolve() != path.resolve():
-            shared_cache.parent.mkdir(parents=True, exist_ok=True)
-            self.db.execute("ATTACH DATABASE ? AS shared", (str(shared_cache),))
-            self.db.execute("PRAGMA shared.journal_mode=WAL")
-            self.cache_schema = "shared"
-        self.db.executescript(CACHE_SCHEMA.format(schema=self.cache_schema))
+        self.readonly = readonly
+        existed = check_sqlite_file(path, "dualjudge store")
+        if readonly and not existed:
+            raise DualjudgeError(f"{path}: not found; is this a run directory?")
+        if readonly:
+            uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            _check_schema(self.db, "main", path, "dualjudge store", tuple(EXPECTED_COLUMNS))
+            self.cache_schema = "main"
+            if readonly:
+                return
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process kills, fsync at checkpoints
+            self.db.executescript(SCHEMA)
+            if shared_cache is not None and shared_cache.resolve() != path.resolve():
+                check_sqlite_file(shared_cache, "response cache", "point engine.cache at another file")
+                shared_cache.parent.mkdir(parents=True, exist_ok=True)
+                self.db.execute("ATTACH DATABASE ? AS shared", (str(shared_cache),))
+                _check_schema(self.db, "shared", shared_cache, "response cache", ("cache",))
+                self.db.execute("PRAGMA shared.journal_mode=WAL")
+                self.cache_schema = "shared"
+            self.db.executescript(CACHE_SCHEMA.format(schema=self.cache_schema))
+        except BaseException:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -132,7 +217,13 @@ class Store:
                         (session, key, model, int(result.ok), result.attempts, result.latency_s,
                          result.completion_tokens, time.time()))
 
+    def has_table(self, table: str, schema: str = "main") -> bool:
+        return self.db.execute(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
+                               (table,)).fetchone() is not None
+
     def cache_size(self) -> int:
+        if not self.has_table("cache", self.cache_schema):
+            return 0
         return int(self.db.execute(f"SELECT COUNT(*) FROM {self.cache_schema}.cache").fetchone()[0])
 
     def transaction(self) -> _Transaction:
@@ -156,19 +247,35 @@ class Store:
         self.db.execute(sql, [row[c] for c in cols])
 
     def rows(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> Iterator[sqlite3.Row]:
+        if self.readonly and not self.has_table(table):
+            return  # a read-only view of an older or partial store: the table has no rows yet
         cursor = self.db.cursor()
         cursor.row_factory = sqlite3.Row  # on this cursor only: other queries keep plain tuples
         yield from cursor.execute(f"SELECT * FROM {table} {where}", params)
 
     def counts(self, table: str) -> dict[str, int]:
+        if self.readonly and not self.has_table(table):
+            return {}
         return {s: n for s, n in self.db.execute(f"SELECT status, COUNT(*) FROM {table} GROUP BY status")}
 
     def error_kinds(self, table: str) -> dict[str, int]:
-        """Failures grouped by the first words of their error text."""
+        """Failures grouped by kind: the first words of their error text ("truncated", "not JSON ...")."""
         out: dict[str, int] = {}
-        for (err,) in self.db.execute(f"SELECT error FROM {table} WHERE status != 'ok'"):
+        for by_group in self.error_kinds_by(table, None).values():
+            for kind, n in by_group.items():
+                out[kind] = out.get(kind, 0) + n
+        return out
+
+    def error_kinds_by(self, table: str, column: str | None) -> dict[str, dict[str, int]]:
+        """Failure kinds per value of `column` (e.g. per judge model); one group "" without a column."""
+        out: dict[str, dict[str, int]] = {}
+        if self.readonly and not self.has_table(table):
+            return out
+        group = column or "''"
+        for value, err in self.db.execute(f"SELECT {group}, error FROM {table} WHERE status != 'ok'"):
             kind = (err or "unknown").split(":")[0][:60]
-            out[kind] = out.get(kind, 0) + 1
+            counts = out.setdefault(str(value), {})
+            counts[kind] = counts.get(kind, 0) + 1
         return out
 
 

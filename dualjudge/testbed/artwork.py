@@ -18,15 +18,18 @@ SUFFIXES = (".png", ".svg")
 
 def find_artwork(folder: Path, code: str) -> Path:
     """The file for `code` in `folder`; the path must stay inside the folder."""
-    root = folder.resolve()
-    if not root.is_dir():
-        raise DualjudgeError(f"{folder}: artwork folder not found")
-    for suffix in SUFFIXES:
-        candidate = (root / f"{code}{suffix}").resolve()
-        if candidate.parent != root:
-            raise DualjudgeError(f"{root / (code + suffix)}: path escapes the artwork folder {root}")
-        if candidate.is_file():
-            return candidate
+    try:
+        root = folder.resolve()
+        if not root.is_dir():
+            raise DualjudgeError(f"{folder}: artwork folder not found")
+        for suffix in SUFFIXES:
+            candidate = (root / f"{code}{suffix}").resolve()
+            if candidate.parent != root:
+                raise DualjudgeError(f"{root / (code + suffix)}: path escapes the artwork folder {root}")
+            if candidate.is_file():
+                return candidate
+    except (OSError, RuntimeError) as e:  # a symbolic-link loop, an unreadable folder
+        raise DualjudgeError(f"{folder}: cannot read artwork for sign {code} ({e})") from None
     raise DualjudgeError(f"{root / (code + '.png')}: no artwork for sign {code} (expected {code}.png or {code}.svg)")
 
 
@@ -57,6 +60,8 @@ def load_artwork(path: Path, size: int) -> Image.Image:
                 img = opened.copy()
         except (UnidentifiedImageError, OSError) as e:
             raise DualjudgeError(f"{path}: unreadable image ({e})") from None
+        except Image.DecompressionBombError as e:
+            raise DualjudgeError(f"{path}: refused, the image is implausibly large ({e})") from None
     return fit_square(img, size)
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 from PIL import Image, ImageDraw
 
+from dualjudge.errors import DualjudgeError
+from dualjudge.files import check_output_file, replacing
 from dualjudge.testbed.occlusion import visibility_label
 from dualjudge.testbed.painter import font_path
 from dualjudge.testbed.variants import load_manifest
@@ -17,6 +19,7 @@ HEADER_H = 34
 
 
 def contact_sheet(testbed_dir: Path, out_file: Path) -> Path:
+    check_output_file(out_file)
     frame = load_manifest(testbed_dir)
     columns = list(dict.fromkeys(zip(frame["visibility"], frame["mode"])))
     columns.sort(key=lambda vm: (-vm[0], vm[1] != "none", vm[1]))
@@ -38,9 +41,12 @@ def contact_sheet(testbed_dir: Path, out_file: Path) -> Path:
             rel = index.get((code, v, mode))
             if rel is None or pd.isna(rel):
                 continue
-            with Image.open(testbed_dir / rel) as img:
-                thumb = img.convert("RGB").resize((THUMB - 4, THUMB - 4), Image.Resampling.LANCZOS)
+            try:
+                with Image.open(testbed_dir / rel) as img:
+                    thumb = img.convert("RGB").resize((THUMB - 4, THUMB - 4), Image.Resampling.LANCZOS)
+            except (OSError, Image.DecompressionBombError) as e:
+                raise DualjudgeError(f"{testbed_dir / rel}: unreadable variant image ({e})") from None
             sheet.paste(thumb, (LABEL_W + j * THUMB + 2, y + 2))
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    sheet.save(out_file)
+    with replacing(out_file) as tmp:
+        sheet.save(tmp, format="PNG")
     return out_file

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.files import replacing
+from dualjudge.files import check_output_dir, replacing
 from dualjudge.testbed.artwork import find_artwork, load_artwork
 from dualjudge.testbed.catalogue import Catalogue, Sign, default_catalogue
 from dualjudge.testbed.occlusion import (
@@ -38,6 +38,7 @@ from dualjudge.testbed.occlusion import (
 from dualjudge.testbed.render import DEFAULT_SIZE, cached_render
 from dualjudge.testbed.scene import scene_text
 
+STAGING_PREFIX = ".dualjudge-build-"
 MANIFEST_CSV = "variants.csv"
 MANIFEST_PARQUET = "variants.parquet"
 IMAGES = "images"
@@ -118,8 +119,9 @@ def build_variants(out: Path, size: int = DEFAULT_SIZE, seed: int = 0, codes: Se
         base = load_artwork(artwork[code], size) if images_dir else rendered.image
         bases[code] = (base, rendered.elements)
 
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".dualjudge-build-", dir=out))
+    check_output_dir(out, "--out", (MANIFEST_CSV, MANIFEST_PARQUET), (IMAGES,))
+    remove_stale_staging(out)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
     try:
         rows = []
         for i, spec in enumerate(specs):
@@ -144,6 +146,24 @@ def build_variants(out: Path, size: int = DEFAULT_SIZE, seed: int = 0, codes: Se
     return frame
 
 
+def remove_stale_staging(out: Path) -> None:
+    """Remove the staging folders of builds that were killed (their process is gone)."""
+    for folder in out.glob(f"{STAGING_PREFIX}*"):
+        pid = folder.name.removeprefix(STAGING_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _process_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _row(spec: VariantSpec, box: Box | None, rel: str, sha: str, text: str) -> Variant:
     return Variant(
         variant_id=spec.variant_id, sign_code=spec.sign.code, group=spec.sign.group, category=spec.sign.category,
@@ -163,10 +183,32 @@ def _write_manifest(frame: pd.DataFrame, out: Path) -> None:
 
 
 def load_manifest(directory: Path) -> pd.DataFrame:
-    """Read a built testbed's manifest (Parquet preferred, CSV otherwise)."""
+    """Read a built testbed's manifest (Parquet preferred, CSV otherwise), checked: every column is
+    there and every image it names exists inside the testbed folder (a manifest never makes dualjudge
+    read a file outside its folder)."""
     pq, csv = directory / MANIFEST_PARQUET, directory / MANIFEST_CSV
-    if pq.is_file():
-        return pd.read_parquet(pq)
-    if csv.is_file():
-        return pd.read_csv(csv, dtype={"sign_code": str})
-    raise DualjudgeError(f"{directory}: no {MANIFEST_PARQUET} or {MANIFEST_CSV}; run `dualjudge data build` first")
+    source = pq if pq.is_file() else csv if csv.is_file() else None
+    if source is None:
+        raise DualjudgeError(f"{directory}: no {MANIFEST_PARQUET} or {MANIFEST_CSV}; run `dualjudge data build` first")
+    try:
+        frame = pd.read_parquet(source) if source == pq else pd.read_csv(source, dtype={"sign_code": str})
+    except Exception as e:  # pandas and pyarrow raise many types for a damaged file
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise DualjudgeError(f"{source}: unreadable testbed manifest ({type(e).__name__}: {first}); rebuild it with "
+                             f"`dualjudge data build`") from None
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise DualjudgeError(f"{source}: not a testbed manifest (missing columns {', '.join(missing)}); rebuild it "
+                             f"with `dualjudge data build`")
+    root = directory.resolve()
+    for rel in frame["image_path"]:
+        if not isinstance(rel, str) or not rel:
+            raise DualjudgeError(f"{source}: a row has no image_path; rebuild the testbed")
+        path = (directory / rel).resolve()
+        if not path.is_relative_to(root):
+            raise DualjudgeError(f"{source}: image_path {rel!r} points outside the testbed folder {directory}; "
+                                 f"refusing to read it")
+        if not path.is_file():
+            raise DualjudgeError(f"{directory / rel}: image named by the testbed manifest is missing; rebuild the "
+                                 f"testbed with `dualjudge data build`")
+    return frame
