@@ -45,20 +45,19 @@ def _existing_ancestor(path: Path) -> Path:
 def check_output_dir(path: Path, option: str = "--out", outputs: Iterable[str] = (), folders: Iterable[str] = ()) -> Path:
     """Make sure `path` is (or can become) a writable folder, that none of the files the command will
     write there (`outputs`, relative names) is a folder and none of its subfolders (`folders`) is a
-    file. Creates the folder; writes nothing else."""
+    file. Nothing is created or left behind; the writer creates the folder when it writes."""
     if path.exists() and not path.is_dir():
         raise DualjudgeError(f"{path}: {option} is an existing file, not a folder; choose a folder")
     anc = _existing_ancestor(path)
     if not anc.is_dir():
         raise DualjudgeError(f"{path}: {option} lies under {anc}, which is a file, not a folder")
-    created = not path.exists()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".dualjudge-write-check-"):
-            pass
+    try:  # a real write where the first file would go: catches read-only filesystems, which access() misses
+        if anc == path:
+            with tempfile.NamedTemporaryFile(dir=path, prefix=".dualjudge-write-check-"):
+                pass
+        else:
+            os.rmdir(tempfile.mkdtemp(dir=anc, prefix=".dualjudge-write-check-"))
     except OSError as e:
-        if created:
-            _remove_created(path, anc)
         raise DualjudgeError(f"{path}: {option} is not writable ({e.strerror or e}); choose another folder") from None
     for name in outputs:
         target = path / name
@@ -74,21 +73,13 @@ def check_output_dir(path: Path, option: str = "--out", outputs: Iterable[str] =
 
 
 def check_output_file(path: Path, option: str = "--out") -> Path:
-    """Make sure a file can be written at `path` (its folder is created; nothing else is written)."""
+    """Make sure a file can be written at `path` (nothing is created)."""
     if path.is_dir():
         raise DualjudgeError(f"{path}: {option} is a folder; name a file")
+    anc = _existing_ancestor(path.parent)
+    if not anc.is_dir():
+        raise DualjudgeError(f"{path}: {option} lies under {anc}, which is a file, not a folder")
     check_output_dir(path.parent, f"the folder of {option}")
     if path.exists() and not os.access(path, os.W_OK):
         raise DualjudgeError(f"{path}: {option} is not writable")
     return path
-
-
-def _remove_created(path: Path, stop: Path) -> None:
-    """Remove the empty folders a failed check created, up to (not including) `stop`."""
-    p = path
-    while p != stop and p != p.parent:
-        try:
-            p.rmdir()
-        except OSError:
-            return
-        p = p.parent

@@ -22,9 +22,27 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def reset_signals() -> None:
+    """In a child before exec: default SIGINT/SIGTERM. A test runner started in the background
+    (`make test &`) has SIGINT ignored, and children inherit that, so Ctrl-C tests would hang."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _cli(*args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kw)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=reset_signals, **kw)
+
+
+@pytest.fixture()
+def children():
+    """Processes a test starts; killed (with their vLLM servers) whatever the test's outcome."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def _count(db: Path, sql: str) -> int:
@@ -53,7 +71,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path):
+def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, children):
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
     config = tmp_path / "smoke.toml"
     config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 2"))
@@ -61,6 +79,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path):
     db = out / "results.sqlite"
 
     proc = _cli("run", str(config), "--out", str(out))
+    children.append(proc)
     deadline = time.time() + 600
     while _count(db, "SELECT COUNT(*) FROM answers") < 3:
         assert proc.poll() is None, proc.stdout.read()
@@ -79,6 +98,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path):
     assert not [p for p in _server_pids(out / "logs") if _alive(p)]
 
     proc = _cli("run", str(config), "--out", str(out))
+    children.append(proc)
     output, _ = proc.communicate(timeout=1800)
     assert proc.returncode == 0, output
     with sqlite3.connect(db) as con:
@@ -103,6 +123,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path):
     # a third run answers everything from the store, loads no model, and is quick
     t0 = time.time()
     proc = _cli("run", str(config), "--out", str(out))
+    children.append(proc)
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, output
     assert "models loaded: none" in output and "requests sent: 0" in output
@@ -112,12 +133,13 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path):
     assert code.returncode == 0 and "answers" in code.stdout and "response cache" in code.stdout
 
 
-def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, children):
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
     config = tmp_path / "smoke.toml"
     config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 1"))
     out = tmp_path / "run"
     proc = _cli("run", str(config), "--out", str(out))
+    children.append(proc)
     deadline = time.time() + 600
     while _count(out / "results.sqlite", "SELECT COUNT(*) FROM answers") < 1:
         assert proc.poll() is None and time.time() < deadline
@@ -131,9 +153,10 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert _count(out / "results.sqlite", "SELECT COUNT(*) FROM answers WHERE status = 'ok'") >= 1
 
 
-def test_models_serve_keeps_a_server_in_the_foreground(tmp_path):
+def test_models_serve_keeps_a_server_in_the_foreground(tmp_path, children):
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
     proc = _cli("models", "serve", "smollm2-135m-instruct", "--log-dir", str(tmp_path))
+    children.append(proc)
     deadline = time.time() + 600
     line = ""
     while "serving smollm2-135m-instruct at" not in line:

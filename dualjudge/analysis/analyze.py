@@ -67,6 +67,7 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
         summary["probes"] = probes
     summary["table"] = str(table)
     summary["analysis_seconds"] = round(time.perf_counter() - t0, 2)
+    out.mkdir(parents=True, exist_ok=True)
     write_json(summary, out / "summary.json")
     render_report(frame, summary, out, lineage, figures=figures)
     return summary

@@ -100,6 +100,7 @@ def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replac
             raise DualjudgeError(f"{key_path}: a different sample (seed {old.get('seed')}, {len(old.get('samples', {}))} "
                                  f"samples) was exported before and annotations may refer to it; import those first, "
                                  f"or pass --replace-key to replace it")
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
     with replacing(out_csv) as tmp:
         out.to_csv(tmp, index=False, lineterminator="\n")
     write_text(key_path, json.dumps(new_key, indent=1))

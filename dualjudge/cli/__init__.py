@@ -51,10 +51,10 @@ def main() -> None:
         command = e.ctx.command_path if e.ctx else "dualjudge"
         _one_line(f"{command}: {e.format_message()} (see {command} --help)")
         sys.exit(2)
-    except click_errors.Abort:
+    except typer.Abort:
         err_console.print("interrupted")
         sys.exit(130)
-    except click_errors.Exit as e:
+    except typer.Exit as e:
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -18,7 +18,7 @@ from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
 from dualjudge.runs.runner import STORE_FILE, Runner, RunReport, load_variants
 from dualjudge.runs.stages import Progress
-from dualjudge.runs.store import Store
+from dualjudge.runs.store import Store, check_store_files
 
 
 @dataclass
@@ -57,6 +57,8 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
 def run_job(config: RunConfig, out: Path, progress: Progress | None = None) -> JobResult:
     """The whole run under the directory's lock; the output folder is checked before any work."""
     check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES), ("logs", "testbed", *ANALYSIS_FOLDERS))
+    check_store_files(out / STORE_FILE, Path(config.engine.cache).expanduser() if config.engine.cache else None)
+    out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
         return _run_locked(config, out, progress)
 

@@ -141,6 +141,18 @@ def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wa
                              f"{UNUSABLE_HINT}") from None
 
 
+def check_store_files(path: Path, shared_cache: Path | None = None) -> None:
+    """Check a run's store and its shared cache without writing anything (before a run takes its lock)."""
+    if check_sqlite_file(path, "dualjudge store"):
+        Store(path, readonly=True).close()
+    if shared_cache is not None and check_sqlite_file(shared_cache, "response cache", "point engine.cache at another file"):
+        db = sqlite3.connect(f"file:{urllib.parse.quote(str(shared_cache.resolve()))}?mode=ro", uri=True)
+        try:
+            _check_schema(db, "main", shared_cache, "response cache", ("cache",))
+        finally:
+            db.close()
+
+
 class Store:
     def __init__(self, path: Path, shared_cache: Path | None = None, *, readonly: bool = False) -> None:
         self.path = path

@@ -47,6 +47,7 @@ def contact_sheet(testbed_dir: Path, out_file: Path) -> Path:
             except (OSError, Image.DecompressionBombError) as e:
                 raise DualjudgeError(f"{testbed_dir / rel}: unreadable variant image ({e})") from None
             sheet.paste(thumb, (LABEL_W + j * THUMB + 2, y + 2))
+    out_file.parent.mkdir(parents=True, exist_ok=True)
     with replacing(out_file) as tmp:
         sheet.save(tmp, format="PNG")
     return out_file

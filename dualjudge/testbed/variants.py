@@ -120,6 +120,7 @@ def build_variants(out: Path, size: int = DEFAULT_SIZE, seed: int = 0, codes: Se
         bases[code] = (base, rendered.elements)
 
     check_output_dir(out, "--out", (MANIFEST_CSV, MANIFEST_PARQUET), (IMAGES,))
+    out.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(out)
     staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
     try:
