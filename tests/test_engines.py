@@ -221,3 +221,29 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
         if not r.ok:
             assert r.error and r.attempts == 2
     assert all(r.ok for r in again)
+
+
+def test_a_dead_api_server_leaves_no_process_behind_and_its_key_is_in_no_command_line(tiny, tmp_path):
+    from dualjudge.inference.vllm_server import group_members
+
+    server = VllmServer(get_card("tiny-llava"), tiny, log_dir=tmp_path)
+    try:
+        server.start()
+        pgid = server.process.pid
+        members = group_members(pgid)
+        assert len(members) >= 2, members  # the API server and its engine core
+        # every local user can read command lines (ps): the key must be in none of them
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+                except OSError:
+                    continue
+                assert server.api_key not in cmdline, f"API key visible in the command line of pid {pid}"
+        assert server.api_key not in server.log_path.read_text(errors="replace")
+        os.kill(pgid, signal.SIGKILL)  # the API server alone dies, as when the OOM killer picks it
+        server.process.wait()
+        server.stop(timeout=30)
+        assert group_members(pgid) == []  # its engine core and workers went with it
+    finally:
+        server.stop()
