@@ -18,16 +18,20 @@ def sim() -> pd.DataFrame:
     return simulate(items_per_sign=7, repeats=2, seed=1)
 
 
+def _by_judge(result: dict) -> dict:
+    return {e["judge"]: e for e in result["judges"]}
+
+
 def test_planted_self_preference_is_recovered_across_simulations():
     planted = Planted()
     covered, estimates = [], {j: [] for j in planted.judges}
     for seed in range(8):
         frame = simulate(planted, items_per_sign=7, repeats=2, seed=seed)
-        result = self_preference(frame, n_resamples=500, seed=seed)["overall"]
+        result = self_preference(frame, n_resamples=300, seed=seed, outcomes=("overall",))["overall"]
         assert result["estimable"] and result["reason"] is None
-        for judge, est in result["per_judge"].items():
+        for judge, est in _by_judge(result).items():
             estimates[judge].append(est["estimate"])
-            covered.append(est["ci"][0] <= planted.family_bonus[judge] <= est["ci"][1])
+            covered.append(est["ci_low"] <= planted.family_bonus[judge] <= est["ci_high"])
         pooled = result["pooled"]["same_family"]
         covered.append(pooled["ci"][0] <= np.mean(list(planted.family_bonus.values())) + 0.02 <= pooled["ci"][1] + 0.05)
     assert np.mean(covered) >= 0.8
@@ -37,26 +41,35 @@ def test_planted_self_preference_is_recovered_across_simulations():
 
 def test_no_planted_effect_gives_intervals_around_zero():
     planted = Planted(family_bonus={"qwen-j": 0.0, "google-j": 0.0, "meta-j": 0.0, "mistral-j": 0.0})
-    result = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=3), n_resamples=500)["overall"]
-    lows = [v["ci"][0] for v in result["per_judge"].values()]
-    highs = [v["ci"][1] for v in result["per_judge"].values()]
-    assert sum(lo <= 0 <= hi for lo, hi in zip(lows, highs)) >= 3
+    result = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=3), n_resamples=300,
+                             outcomes=("overall",))["overall"]
+    entries = result["judges"]
+    assert sum(e["ci_low"] <= 0 <= e["ci_high"] for e in entries) >= 3
+    assert all(e["p_adjusted"] >= e["p"] for e in entries)
     assert result["pooled"]["same_family"]["ci"][0] <= 0.05
 
 
 def test_self_and_family_are_separated_when_a_family_has_two_models():
     planted = Planted(self_bonus=0.5)
-    pooled = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=5), n_resamples=200)["overall"]["pooled"]
+    result = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=5), n_resamples=200,
+                             outcomes=("overall",))["overall"]
+    pooled = result["pooled"]
     assert "self" in pooled and pooled["self"]["ci"][0] <= 0.5 <= pooled["self"]["ci"][1] + 0.1
     assert pooled["self"]["estimate"] > 0.25
+    qwen = _by_judge(result)["qwen-j"]  # family qwen has two generators: qwen-j itself and qwen-small
+    assert qwen["self"]["ci_low"] <= 0.30 + 0.5 <= qwen["self"]["ci_high"]
+    assert qwen["family_other"]["ci_low"] <= 0.30 <= qwen["family_other"]["ci_high"]
+    assert qwen["self"]["estimate"] > qwen["family_other"]["estimate"]
+    assert _by_judge(result)["meta-j"]["self"] is None  # one generator model in the family: pooled
 
 
 def test_two_families_per_judge_index_not_estimable_but_pooled_is(sim):
     two = sim[sim["judge_family"].isin(["qwen", "google"]) & sim["system_family"].isin(["qwen", "google"])]
     result = self_preference(two, n_resamples=200)["overall"]
-    assert result["per_judge"] == {}
-    assert "needs at least 3 families" in result["reason"]
-    assert result["pooled"] is not None and result["estimable"]
+    assert all(e["estimate"] is None and "no chain of neutral judgements" in e["reason"] for e in result["judges"])
+    assert {e["judge"] for e in result["judges"]} == {"qwen-j", "google-j"}  # listed, not dropped
+    assert not result["estimable"] and "no chain of neutral judgements" in result["reason"]
+    assert result["pooled"] is not None
 
 
 def test_one_judge_is_not_estimable_and_says_why(sim):
@@ -64,16 +77,17 @@ def test_one_judge_is_not_estimable_and_says_why(sim):
     result = self_preference(one, n_resamples=100)
     for outcome in ("overall", "equivalent"):
         assert result[outcome]["estimable"] is False
-        assert "needs at least two judges" in result[outcome]["reason"]
+        assert "from two judges" in result[outcome]["reason"]
 
 
 def test_base_llm_lineage_option(sim):
     frame = sim.copy()
     frame.loc[frame["system_model"] == "mistral-j", "system_base_llm"] = "qwen"
-    by_vendor = self_preference(frame, "family", n_resamples=100)["overall"]["per_judge"]
-    by_backbone = self_preference(frame, "base_llm", n_resamples=100)["overall"]["per_judge"]
-    assert by_vendor["qwen-j"]["pairs"] != by_backbone["qwen-j"]["pairs"]
-    with pytest.raises(ValueError, match="base_llm"):
+    by_vendor = _by_judge(self_preference(frame, "family", n_resamples=100, outcomes=("overall",))["overall"])
+    by_backbone = _by_judge(self_preference(frame, "base_llm", n_resamples=100, outcomes=("overall",))["overall"])
+    assert by_vendor["qwen-j"]["estimate"] != by_backbone["qwen-j"]["estimate"]
+    assert by_backbone["mistral-j"]["estimate"] is None  # no mistral-backbone generator is left
+    with pytest.raises(DualjudgeError, match="base_llm"):
         self_preference(sim.drop(columns=["judge_base_llm"]), "base_llm")
 
 
@@ -139,8 +153,9 @@ def test_summary_json_contract(tmp_path, sim):
             assert set(v) >= {"n_high", "count", "marginal_rate", "conditional_rate"}
     for outcome in ("overall", "equivalent"):
         sp = written["self_preference"][outcome]
-        assert set(sp) >= {"estimable", "reason", "per_judge", "pooled"}
-        assert set(next(iter(sp["per_judge"].values()))) >= {"estimate", "ci"}
+        assert set(sp) >= {"estimable", "reason", "judges", "pooled", "interaction", "missing", "warnings"}
+        assert set(sp["judges"][0]) >= {"judge", "family", "identified", "estimate", "ci_low", "ci_high", "p",
+                                        "p_adjusted", "self", "family_other", "reason", "sensitivity"}
         assert set(sp["pooled"]["same_family"]) >= {"estimate", "se", "ci"}
     assert written["agreement"]["alpha_overall"]["level"] == "interval"
     assert written["agreement"]["alpha_equivalent"]["level"] == "nominal"

@@ -18,6 +18,7 @@ from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.probes import probes_near
 from dualjudge.analysis.self_preference import Lineage, self_preference
 from dualjudge.analysis.table import read_table
+from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.files import check_output_dir, write_text
 
@@ -40,7 +41,8 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         "judges": judges,
         "self_preference": self_preference(frame, lineage, seed, n_resamples),
         "agreement": agreement.between_judges(frame),
-        "bootstrap": {"resamples": n_resamples, "seed": seed, "cluster": "sign_code", "ci": "percentile 95%"},
+        "bootstrap": {"resamples": n_resamples, "seed": seed, "cluster": "sign_code",
+                      "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"}},
     }
 
 

@@ -9,9 +9,11 @@ matrix products instead of 2,000 passes over the rows.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 N_RESAMPLES = 2000
 CI_LEVEL = 0.95
@@ -29,6 +31,42 @@ def percentile_ci(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float, f
         return None
     lo, hi = np.percentile(finite, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
     return float(lo), float(hi)
+
+
+T_INTERVAL = ("sign-cluster bootstrap (refit per resample): standard error scaled by G/(G-1), "
+              "95% t interval on G-1 degrees of freedom (G = signs)")
+MIN_RELIABLE_SIGNS = 10  # below this, the report warns that intervals are unreliable
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its bootstrap standard error, t interval and two-sided p-value."""
+
+    estimate: float
+    se: float
+    low: float
+    high: float
+    p: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"estimate": self.estimate, "se": self.se, "ci_low": self.low, "ci_high": self.high, "p": self.p}
+
+
+def t_interval(point: float, draws: np.ndarray, n_clusters: int, level: float = CI_LEVEL) -> Interval | None:
+    """A t interval from cluster-bootstrap draws of a statistic.
+
+    Percentile intervals undercover with few clusters (0.83 at 5 signs, 0.72 at 3 in this project's
+    simulations). Here the bootstrap gives only the standard error, inflated by G/(G-1) (the bootstrap
+    variance of a mean of G cluster totals is (G-1)/G of the unbiased one), and the interval uses the t
+    distribution on G-1 degrees of freedom, as cluster-robust (CR1) inference does.
+    """
+    finite = draws[np.isfinite(draws)]
+    if n_clusters < 2 or not np.isfinite(point) or len(finite) < max(10, 0.9 * len(draws)):
+        return None
+    se = float(np.std(finite, ddof=1) * np.sqrt(n_clusters / (n_clusters - 1)))
+    crit = float(stats.t.ppf((1 + level) / 2, n_clusters - 1))
+    p = float(2 * stats.t.sf(abs(point) / se, n_clusters - 1)) if se > 0 else (0.0 if point else 1.0)
+    return Interval(float(point), se, float(point - crit * se), float(point + crit * se), p)
 
 
 def per_sign_sums(frame: pd.DataFrame, columns: dict[str, pd.Series], signs: list[str]) -> np.ndarray:

@@ -1,183 +1,334 @@
-"""Cross-family self-preference: does a judge score outputs of its own family higher?
+"""Cross-family self-preference: does a judge score its own family's answers higher than their quality
+warrants?
 
-A raw "judge favours its own family" number is confounded: a stronger generator earns higher scores
-from every judge and a lenient judge scores everyone higher. Both estimators here remove those main
-effects by looking only at the judge x generator interaction:
+The headline is the calibrated index (calibration.py): per judge, the own-family effect in a model
+with judge leniency, judge scale and one latent quality per answer, so scale use and verdicts missing
+on weak answers do not masquerade as self-preference. Where a judge's family has several generator
+models, the own-model (`self`) and same-family-other-model (`family_other`) effects are separated and
+`estimate` is their average over the judge's own-family answers. Outcomes: `overall` (0-10) and
+`equivalent` (0/1, as a linear probability model: effects are in probability points).
 
-- per judge j, the pair-matched difference-in-differences against neutral judges:
-  SP_j = mean over (g in fam(j), h not in fam(j)) of
-         [(y_jg - y_jh) - mean over judges k with fam(k) not in {fam(g), fam(h)} of (y_kg - y_kh)],
-  where y_jg is judge j's mean score for generator g. The neutral judges k favour neither g nor h,
-  so their own self-preference cannot leak into the baseline. 95 % CI: sign-level cluster bootstrap.
-- pooled: score ~ C(judge) + C(generator) + same_family (+ self, where a family has several
-  models) by OLS with sign-clustered standard errors (statsmodels).
-When the design cannot identify an estimate, the result says so and why instead of a number.
+Intervals: sign-cluster bootstrap refitting the whole model per resample, t on G-1 df (bootstrap.py).
+p-values are adjusted across judges and outcomes by Benjamini-Yekutieli (the judges' estimates share
+answers, so they are dependent). Beside it, a sensitivity panel per judge: the answer-matched
+fixed-effects model with every scale fixed at 1, the pair-matched difference-in-differences (did.py)
+and the pooled OLS (pooled.py). Also: the judge x generator-family matrix of calibrated residuals
+(double-centred), which shows favouritism toward another family that no per-judge baseline can
+remove; and missing verdicts by judge x generator family, where missingness bias comes from.
 """
 
 from __future__ import annotations
 
-from itertools import product
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import statsmodels.formula.api as smf
+from statsmodels.stats.multitest import multipletests
 
-from dualjudge.analysis.bootstrap import N_RESAMPLES, percentile_ci, resample_counts
+from dualjudge.analysis import calibration
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, N_RESAMPLES, T_INTERVAL, Interval, resample_counts, t_interval
+from dualjudge.analysis.did import per_judge_did
+from dualjudge.analysis.pooled import pooled_model
+from dualjudge.errors import DualjudgeError
 
 Lineage = Literal["family", "base_llm"]
-OUTCOMES = {"overall": ("overall", "quality_status"), "equivalent": ("equivalent", "equivalence_status")}
+Outcome = Literal["overall", "equivalent"]
+OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", "quality_status"),
+                                        "equivalent": ("equivalent", "equivalence_status")}
+ANSWER = ["run_id", "item_id", "repeat", "system", "system_model"]
+METHOD = ("judge calibration with answer fixed effects: score = leniency[judge] + scale[judge] x quality[answer] "
+          "+ self[judge] x own_model + family_other[judge] x same_family_other_model, fitted by precision-weighted "
+          "alternating least squares; the equivalent outcome as a linear probability model")
+ADJUSTMENT = "Benjamini-Yekutieli across judges and outcomes"
+MISSING_GAP = 0.05  # a judge whose missing-verdict rates differ by more than this across families is flagged
+MAX_CELLS = 5_000_000  # bootstrap fits run in batches of at most this many (resample x judge x answer) cells
+TERMS = ("self", "family_other")
 
 
-def _lineage_columns(frame: pd.DataFrame, lineage: Lineage) -> tuple[pd.Series, pd.Series]:
+@dataclass(frozen=True)
+class Grid:
+    """One outcome of a verdict table as a judge x answer grid, with the labels the report needs."""
+
+    design: calibration.Design
+    judges: list[str]
+    judge_family: dict[str, str]
+    families: list[str]  # generator families
+    answer_family: np.ndarray  # (A,) index into families
+    signs: list[str]
+    long: pd.DataFrame  # y, judge, generator, jfam, gfam, sign: the rows the alternatives use
+
+
+def lineage_columns(frame: pd.DataFrame, lineage: Lineage) -> tuple[pd.Series, pd.Series]:
     if lineage == "family":
         return frame["judge_family"].astype(str), frame["system_family"].astype(str)
     if "judge_base_llm" not in frame.columns or "system_base_llm" not in frame.columns:
-        raise ValueError("the table has no judge_base_llm / system_base_llm columns; use lineage 'family'")
+        raise DualjudgeError("the table has no judge_base_llm / system_base_llm columns; use --lineage family")
     return frame["judge_base_llm"].astype(str), frame["system_base_llm"].astype(str)
 
 
-def _scored(frame: pd.DataFrame, outcome: str, lineage: Lineage) -> pd.DataFrame:
+def _one_label(frame: pd.DataFrame, model: str, family: pd.Series, what: str) -> dict[str, str]:
+    labels = pd.DataFrame({"m": frame[model].astype(str), "f": family}).drop_duplicates()
+    clash = labels[labels["m"].duplicated(keep=False)]
+    if len(clash):
+        m = clash["m"].iloc[0]
+        raise DualjudgeError(f"{what} {m} has several families in the table ({', '.join(sorted(clash[clash['m'] == m]['f']))})")
+    return dict(zip(labels["m"], labels["f"]))
+
+
+def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     value, status = OUTCOMES[outcome]
-    rows = frame[frame[status] == "ok"].copy()
-    jf, gf = _lineage_columns(rows, lineage)
-    return pd.DataFrame({"y": rows[value].astype("float64").to_numpy(), "judge": rows["judge_model"].astype(str).to_numpy(),
-                         "generator": rows["system_model"].astype(str).to_numpy(), "jfam": jf.to_numpy(),
-                         "gfam": gf.to_numpy(), "sign": rows["sign_code"].astype(str).to_numpy()})
+    jf, gf = lineage_columns(frame, lineage)
+    judge_family = _one_label(frame, "judge_model", jf, "judge")
+    gen_family = _one_label(frame, "system_model", gf, "system model")
+    rows = frame[frame[status] == "ok"]
+    key = rows[ANSWER[0]].astype(str)
+    for col in ANSWER[1:]:
+        key = key + "\x1f" + rows[col].astype(str)
+    rows = rows.assign(_answer=key.to_numpy())
+    rated_twice = rows.groupby("_answer")["judge_model"].transform("nunique") >= 2
+    rows = rows[rated_twice.to_numpy()]  # an answer one judge rated says nothing about any judge
+    judges = sorted(judge_family)
+    a_codes, answers = pd.factorize(rows["_answer"], sort=True)
+    j_codes = rows["judge_model"].astype(str).map({j: i for i, j in enumerate(judges)}).to_numpy(dtype=np.int64)
+    y = np.zeros((len(judges), len(answers)))
+    present = np.zeros_like(y, dtype=bool)
+    y[j_codes, a_codes] = rows[value].astype("float64").to_numpy()
+    present[j_codes, a_codes] = True
+    per_answer = rows.assign(_code=a_codes).drop_duplicates("_code").sort_values("_code")
+    generators = per_answer["system_model"].astype(str).to_numpy()
+    families = sorted(set(gen_family.values()))
+    answer_family = np.array([families.index(gen_family[g]) for g in generators], dtype=int)
+    signs, cluster = np.unique(per_answer["sign_code"].astype(str).to_numpy(), return_inverse=True)
+    jfam = np.array([judge_family[j] for j in judges])
+    afam = np.array([gen_family[g] for g in generators])
+    own_model = np.array(judges)[:, None] == generators[None, :]
+    same_family = jfam[:, None] == afam[None, :]
+    terms = np.stack([own_model, same_family & ~own_model]).astype(np.float64)
+    design = calibration.Design(y, present, terms, cluster.astype(int), len(signs))
+    long = pd.DataFrame({"y": rows[value].astype("float64").to_numpy(), "judge": rows["judge_model"].astype(str).to_numpy(),
+                         "generator": rows["system_model"].astype(str).to_numpy(),
+                         "jfam": rows["judge_model"].astype(str).map(judge_family).to_numpy(),
+                         "gfam": rows["system_model"].astype(str).map(gen_family).to_numpy(),
+                         "sign": rows["sign_code"].astype(str).to_numpy()})
+    return Grid(design, judges, judge_family, families, answer_family, list(signs), long)
 
 
-def _did_terms(judges: list[str], gens: list[str], jfam: dict[str, str], gfam: dict[str, str]
-               ) -> tuple[dict[str, list[tuple[str, str, list[str]]]], dict[str, str]]:
-    """For each judge, its (g, h, neutral judges) triples; and a reason when it has none."""
-    terms: dict[str, list[tuple[str, str, list[str]]]] = {}
-    reasons: dict[str, str] = {}
-    for j in judges:
-        own = [g for g in gens if gfam[g] == jfam[j]]
-        other = [h for h in gens if gfam[h] != jfam[j]]
-        if not own:
-            reasons[j] = f"no generator of the judge's family ({jfam[j]})"
-            continue
-        if not other:
-            reasons[j] = "no generator of another family"
-            continue
-        triples = []
-        for g, h in product(own, other):
-            neutral = [k for k in judges if jfam[k] not in (gfam[g], gfam[h])]
-            if neutral:
-                triples.append((g, h, neutral))
-        if triples:
-            terms[j] = triples
-        else:
-            reasons[j] = "no judge is neutral to both families compared"
-    return terms, reasons
+def identification(grid: Grid) -> dict[str, str]:
+    d = grid.design
+    rated = d.present.any(axis=0)
+    cells = {(grid.judges[j], grid.families[f]) for j in range(d.n_judges) for f in range(len(grid.families))
+             if (d.present[j] & (grid.answer_family == f) & rated).any()}
+    own_rows = {grid.judges[j]: int((d.terms[:, j].sum(axis=0) * d.present[j]).sum()) for j in range(d.n_judges)}
+    return calibration.unidentified(grid.judges, grid.judge_family, cells, own_rows)
 
 
-def per_judge_index(data: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> tuple[dict[str, Any], dict[str, str]]:
-    judges = sorted(data["judge"].unique())
-    gens = sorted(data["generator"].unique())
-    jfam = dict(zip(data["judge"], data["jfam"]))
-    gfam = dict(zip(data["generator"], data["gfam"]))
-    terms, reasons = _did_terms(judges, gens, jfam, gfam)
-    if not terms:
-        return {}, reasons
-    signs = sorted(data["sign"].unique())
-    cell_index = {(j, g): i for i, (j, g) in enumerate(product(judges, gens))}
-    # per-sign sums and counts of y for every (judge, generator) cell
-    codes = data["judge"].map({j: i for i, j in enumerate(judges)}).to_numpy() * len(gens) + \
-        data["generator"].map({g: i for i, g in enumerate(gens)}).to_numpy()
-    sign_codes = data["sign"].map({s: i for i, s in enumerate(signs)}).to_numpy()
-    n_cells = len(judges) * len(gens)
-    sums = np.zeros((len(signs), n_cells))
-    counts = np.zeros((len(signs), n_cells))
-    np.add.at(sums, (sign_codes, codes), data["y"].to_numpy())
-    np.add.at(counts, (sign_codes, codes), 1.0)
-    weights = np.vstack([np.ones(len(signs)), resample_counts(len(signs), n_resamples, seed)])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        means = (weights @ sums) / (weights @ counts)  # (1 + B, cells)
+# -- the calibrated index and its bootstrap ------------------------------------------------------------
+@dataclass
+class Draws:
+    """Per-judge statistics of the full fit (index 0) and of every bootstrap refit (1..B)."""
 
-    def y(j: str, g: str) -> np.ndarray:
-        return means[:, cell_index[(j, g)]]
-
-    out: dict[str, Any] = {}
-    for j, triples in terms.items():
-        parts = []
-        for g, h, neutral in triples:
-            baseline = np.mean([y(k, g) - y(k, h) for k in neutral], axis=0)
-            parts.append((y(j, g) - y(j, h)) - baseline)
-        values = np.mean(parts, axis=0)
-        ci = percentile_ci(values[1:])
-        out[j] = {"estimate": float(values[0]) if np.isfinite(values[0]) else None,
-                  "ci": list(ci) if ci else None, "pairs": len(triples)}
-    return out, reasons
+    estimate: np.ndarray  # (1+B, J): own-family effect, averaged over the judge's own-family answers
+    terms: np.ndarray  # (1+B, J, K): self, family_other
+    counts: np.ndarray  # (1+B, J, K): own-family verdicts per term
+    matrix: np.ndarray  # (1+B, J, F): mean calibrated residual by generator family (effects included)
 
 
-def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]:
-    """score ~ C(judge) + C(generator) + same_family (+ self) with sign-clustered errors."""
-    d = data.assign(same_family=(data["jfam"] == data["gfam"]).astype(float),
-                    is_self=(data["judge"] == data["generator"]).astype(float))
-    if d["same_family"].nunique() < 2:
-        return None, "same_family does not vary (every judge-generator pair is same-family, or none is)"
-    if d["judge"].nunique() < 2 or d["generator"].nunique() < 2:
-        return None, "needs at least two judges and two generators"
-    if d["sign"].nunique() < 2:
-        return None, "sign-clustered errors need at least two signs"
-    terms = ["C(judge)", "C(generator)", "same_family"]
-    # self and family coincide unless some family has several models judged as generators
-    self_separable = d["is_self"].nunique() == 2 and not (d["is_self"] == d["same_family"]).all()
-    if self_separable:
-        terms.append("is_self")
-    formula = "y ~ " + " + ".join(terms)
-    try:
-        fit = smf.ols(formula, data=d).fit(cov_type="cluster", cov_kwds={"groups": pd.factorize(d["sign"])[0]})
-    except (np.linalg.LinAlgError, ValueError) as e:
-        return None, f"the model could not be fitted ({e})"
-    if fit.df_model < len(fit.params) - 1 or not np.isfinite(fit.bse.get("same_family", np.nan)):
-        return None, "same_family is collinear with the judge and generator effects"
-    out: dict[str, Any] = {"formula": formula, "n": int(fit.nobs), "clusters": int(d["sign"].nunique())}
-    for name in ("same_family", "is_self") if self_separable else ("same_family",):
-        lo, hi = fit.conf_int().loc[name]
-        out["self" if name == "is_self" else name] = {"estimate": float(fit.params[name]), "se": float(fit.bse[name]),
-                                                      "ci": [float(lo), float(hi)], "p": float(fit.pvalues[name])}
-    return out, None
+def _statistics(d: calibration.Design, f: calibration.Fit, counts: np.ndarray, grid: Grid) -> Draws:
+    per_term = d.judge_sums(counts, d.terms).transpose(0, 2, 1)  # (B, J, K) own-family verdicts per term
+    fam = np.eye(len(grid.families))[grid.answer_family].T[:, None, :]  # (F, 1, A)
+    weight = d.judge_sums(counts, np.broadcast_to(fam, (len(grid.families), *d.y.shape))).transpose(0, 2, 1)
+    # sum over a family's answers of (y - leniency - scale x quality), by judge: (B, J, F)
+    y_sum = d.judge_sums(counts, fam * d.y).transpose(0, 2, 1)
+    q_sum = d.judge_sums(counts * f.quality, np.broadcast_to(fam, (len(grid.families), *d.y.shape))).transpose(0, 2, 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = np.nansum(f.effects * per_term, axis=2) / per_term.sum(axis=2)
+        matrix = (y_sum - f.leniency[:, :, None] * weight - f.scale[:, :, None] * q_sum) / weight
+    return Draws(estimate, f.effects, per_term, matrix)
 
 
-def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
-                    n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
-    result: dict[str, Any] = {"lineage": lineage}
-    for outcome in OUTCOMES:
-        data = _scored(frame, outcome, lineage)
-        families = set(data["jfam"]) | set(data["gfam"])
-        entry: dict[str, Any] = {"estimable": False, "reason": None, "per_judge": {}, "pooled": None}
-        if data.empty:
-            entry["reason"] = f"no {outcome} verdicts"
-            result[outcome] = entry
-            continue
-        reasons = []
-        if len(families) < 3:
-            reasons.append(f"per-judge index: needs at least 3 families, the design has {len(families)} "
-                           f"({', '.join(sorted(families))}), so no judge is neutral to both families compared")
-        else:
-            per_judge, why = per_judge_index(data, seed, n_resamples)
-            entry["per_judge"] = per_judge
-            if why:
-                entry["per_judge_not_estimable"] = why
-            if not per_judge:
-                reasons.append("per-judge index: " + "; ".join(f"{j}: {r}" for j, r in why.items()))
-        pooled, why_pooled = pooled_model(data)
-        entry["pooled"] = pooled
-        if why_pooled:
-            reasons.append(f"pooled model: {why_pooled}")
-        entry["estimable"] = bool(entry["per_judge"]) or pooled is not None
-        entry["reason"] = "; ".join(reasons) or None
-        result[outcome] = entry
+def bootstrap_fits(grid: Grid, scale_free: bool, n_resamples: int, seed: int) -> Draws:
+    """The full fit and `n_resamples` sign-cluster bootstrap refits (warm-started), batched."""
+    d = grid.design
+    full = calibration.fit(d, scale_free=scale_free)
+    parts = [_statistics(d, full, d.counts(), grid)]
+    sign_counts = resample_counts(d.n_clusters, n_resamples, seed)
+    batch = max(1, MAX_CELLS // max(1, d.n_judges * d.n_answers))
+    for start in range(0, n_resamples, batch):
+        counts = d.counts(sign_counts[start:start + batch])
+        refit = calibration.fit(d, counts, scale_free=scale_free, start=full, tol=1e-6)
+        parts.append(_statistics(d, refit, counts, grid))
+    return Draws(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("estimate", "terms", "counts", "matrix")))
+
+
+def _interval(values: np.ndarray, n_signs: int) -> Interval | None:
+    return t_interval(values[0], values[1:], n_signs) if np.isfinite(values[0]) else None
+
+
+def _as_dict(iv: Interval | None) -> dict[str, float] | None:
+    return iv.as_dict() if iv else None
+
+
+def calibrated_index(grid: Grid, reasons: dict[str, str], n_resamples: int, seed: int,
+                     scale_free: bool = True) -> tuple[dict[str, dict[str, Any]], Draws]:
+    draws = bootstrap_fits(grid, scale_free, n_resamples, seed)
+    g = grid.design.n_clusters
+    out: dict[str, dict[str, Any]] = {}
+    for j, judge in enumerate(grid.judges):
+        entry: dict[str, Any] = {"judge": judge, "family": grid.judge_family[judge], "identified": judge not in reasons,
+                                 "reason": reasons.get(judge)}
+        if judge not in reasons:
+            iv = _interval(draws.estimate[:, j], g)
+            n = draws.counts[0, j]
+            entry.update(interval=iv, n_own={t: int(n[k]) for k, t in enumerate(TERMS)})
+            separated = bool((n > 0).all())
+            for k, t in enumerate(TERMS):
+                entry[t] = _as_dict(_interval(draws.terms[:, j, k], g)) if separated else None
+            if iv is None:
+                entry.update(identified=False, reason="the bootstrap could not form an interval (too few signs or "
+                                                      "own-family answers)")
+        out[judge] = entry
+    return out, draws
+
+
+def interaction_matrix(grid: Grid, draws: Draws) -> dict[str, Any]:
+    """Mean calibrated residual (verdict minus leniency + scale x quality; own-family effects left in)
+    per judge x generator family, and its double-centred form (row and column means removed), each
+    cell with a bootstrap t interval."""
+    m = draws.matrix
+    centred = m - np.nanmean(m, axis=2, keepdims=True) - np.nanmean(m, axis=1, keepdims=True) + \
+        np.nanmean(m, axis=(1, 2), keepdims=True)
+    g = grid.design.n_clusters
+
+    def cells(values: np.ndarray) -> list[list[dict[str, float] | None]]:
+        return [[_as_dict(_interval(values[:, j, f], g)) for f in range(values.shape[2])]
+                for j in range(values.shape[1])]
+
+    return {"judges": grid.judges, "families": grid.families, "residual": cells(m), "double_centred": cells(centred)}
+
+
+# -- missing verdicts ------------------------------------------------------------------------------------
+def missing_by_family(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> dict[str, Any]:
+    _, status = OUTCOMES[outcome]
+    _, gf = lineage_columns(frame, lineage)
+    asked = frame.assign(_gf=gf)[frame[status] != "skipped"]
+    table: dict[str, dict[str, dict[str, float | int]]] = {}
+    warnings = []
+    for judge, g in asked.groupby("judge_model", sort=True):
+        cells = {}
+        for fam, h in g.groupby("_gf", sort=True):
+            missing = int((h[status] != "ok").sum())
+            cells[str(fam)] = {"missing": missing, "total": int(len(h)), "rate": missing / len(h)}
+        table[str(judge)] = cells
+        rates = [c["rate"] for c in cells.values()]
+        if len(rates) >= 2 and max(rates) - min(rates) > MISSING_GAP:
+            worst = max(cells, key=lambda f: cells[f]["rate"])
+            warnings.append(f"{judge}: missing {outcome} verdicts range from {min(rates):.0%} to {max(rates):.0%} "
+                            f"across generator families (highest for {worst}); a gap like this is where "
+                            f"missingness bias comes from")
+    return {"by_judge_family": table, "warnings": warnings}
+
+
+# -- the whole analysis ----------------------------------------------------------------------------------
+def _disagreement(a: dict[str, float] | None, b: dict[str, float] | None) -> bool | None:
+    if not a or not b:
+        return None
+    return bool(a["ci_high"] < b["ci_low"] or b["ci_high"] < a["ci_low"])
+
+
+def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int,
+                     seed: int) -> dict[str, Any]:
+    result: dict[str, Any] = {"estimable": False, "reason": None, "judges": [], "warnings": []}
+    grid = build_grid(frame, outcome, lineage)
+    result["missing"] = missing_by_family(frame, outcome, lineage)
+    result["warnings"] += result["missing"]["warnings"]
+    if grid.design.n_answers == 0:
+        result["reason"] = f"no answer has {outcome} verdicts from two judges"
+        return result
+    g = grid.design.n_clusters
+    result["n_signs"] = g
+    if g < 2:
+        result["reason"] = "sign-cluster intervals need at least two signs"
+        return result
+    if g < MIN_RELIABLE_SIGNS:
+        result["warnings"].append(f"only {g} signs: the sign-cluster intervals are unreliable below "
+                                  f"{MIN_RELIABLE_SIGNS} signs (coverage falls short of 95%)")
+    reasons = identification(grid)
+    calibrated, draws = calibrated_index(grid, reasons, n_resamples, seed)
+    matched, _ = calibrated_index(grid, reasons, n_resamples, seed, scale_free=False)
+    did, did_reasons = per_judge_did(grid.long, n_resamples, seed)
+    for judge, entry in calibrated.items():
+        iv = entry.pop("interval", None)
+        entry.update({"estimate": iv.estimate if iv else None, "se": iv.se if iv else None,
+                      "ci_low": iv.low if iv else None, "ci_high": iv.high if iv else None, "p": iv.p if iv else None,
+                      "p_adjusted": None})
+        m_iv = matched[judge].get("interval")
+        panel = {"calibrated": _as_dict(iv), "answer_matched": _as_dict(m_iv), "did": _as_dict(did.get(judge)),
+                 "did_reason": did_reasons.get(judge)}
+        panel["disagree"] = [name for name in ("answer_matched", "did")
+                             if _disagreement(panel["calibrated"], panel[name])]
+        entry["sensitivity"] = panel
+        result["judges"].append(entry)
+    result["interaction"] = interaction_matrix(grid, draws)
+    pooled, why = pooled_model(grid.long)
+    result["pooled"] = pooled
+    if why:
+        result["pooled_reason"] = why
+    result["estimable"] = any(e["estimate"] is not None for e in result["judges"])
+    if not result["estimable"]:
+        result["reason"] = "; ".join(f"{e['judge']}: {e['reason']}" for e in result["judges"])
     return result
 
 
-def family_matrix(frame: pd.DataFrame, lineage: Lineage = "family") -> dict[str, pd.DataFrame]:
-    """Judge family x system family: mean overall and equivalence rate (for the heatmaps)."""
-    jf, gf = _lineage_columns(frame, lineage)
-    d = frame.assign(_jf=jf, _gf=gf)
-    q = d[d["quality_status"] == "ok"]
-    e = d[d["equivalence_status"] == "ok"].assign(_eq=lambda x: x["equivalent"].astype("float64"))
-    return {"overall": q.pivot_table(index="_jf", columns="_gf", values="overall", aggfunc="mean"),
-            "equivalent": e.pivot_table(index="_jf", columns="_gf", values="_eq", aggfunc="mean")}
+def adjust(results: dict[str, dict[str, Any]]) -> None:
+    """Benjamini-Yekutieli adjusted p-values across every identified judge and outcome, in place."""
+    entries = [e for r in results.values() for e in r.get("judges", []) if e.get("p") is not None]
+    if not entries:
+        return
+    adjusted = multipletests([e["p"] for e in entries], method="fdr_by")[1]
+    for e, p in zip(entries, adjusted):
+        e["p_adjusted"] = float(p)
+
+
+def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
+                    n_resamples: int = N_RESAMPLES, outcomes: tuple[Outcome, ...] = ("overall", "equivalent")
+                    ) -> dict[str, Any]:
+    result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": T_INTERVAL, "adjustment": ADJUSTMENT,
+                              "resamples": n_resamples, "seed": seed}
+    per_outcome = {o: outcome_analysis(frame, o, lineage, n_resamples, seed) for o in outcomes}
+    adjust(per_outcome)
+    result.update(per_outcome)
+    return result
+
+
+def sentence(entry: dict[str, Any], outcome: Outcome) -> str:
+    """One plain sentence per judge for the report."""
+    judge = entry["judge"]
+    if entry["estimate"] is None:
+        return f"{judge}: not estimable ({entry['reason']})."
+    est, lo, hi = entry["estimate"], entry["ci_low"], entry["ci_high"]
+    if outcome == "overall":
+        size = f"{abs(est):.2f} points"
+        unit = lambda v: f"{v:.2f}"  # noqa: E731
+        verb = "scores"
+    else:
+        size = f"{abs(est) * 100:.1f} percentage points"
+        unit = lambda v: f"{v * 100:.1f}"  # noqa: E731
+        verb = "rates"
+    if outcome == "overall":
+        claim = f"{verb} its own family's answers {size} {'higher' if est >= 0 else 'lower'}"
+    else:
+        claim = f"{verb} its own family's answers equivalent {size} {'more' if est >= 0 else 'less'} often"
+    text = (f"{judge} {claim} than their quality warrants (95% CI {unit(lo)} to {unit(hi)}; "
+            f"p = {format_p(entry['p'])}, adjusted {format_p(entry['p_adjusted'])})")
+    if lo <= 0 <= hi:
+        text += "; the interval includes zero"
+    return text + "."
+
+
+def format_p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    if p < 1e-4:
+        return f"{p:.1e}"
+    return f"{p:.4f}" if p < 0.01 else f"{p:.3f}"

@@ -1,5 +1,5 @@
 """The report's figures (matplotlib, Agg): degradation by visibility, the joint distribution of the
-two judges, Type II rates by visibility, and the judge-family x system-family heatmaps."""
+two judges, Type II rates by visibility, and the heatmap of calibrated residuals (judge x generator family)."""
 
 from __future__ import annotations
 
@@ -78,21 +78,23 @@ def type2_figure(by_visibility: dict[str, dict[str, float | None]], path: Path, 
     return _save(fig, path)
 
 
-def heatmap_figure(matrices: dict[str, pd.DataFrame], path: Path, title: str) -> Path:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, (name, m) in zip(axes, matrices.items()):
-        vmax = 10 if name == "overall" else 1
-        im = ax.imshow(m.to_numpy(dtype=float), vmin=0, vmax=vmax, cmap="viridis")
-        ax.set_xticks(range(len(m.columns)), m.columns, rotation=45, ha="right")
-        ax.set_yticks(range(len(m.index)), m.index)
-        ax.set_xlabel("system family")
-        ax.set_ylabel("judge family")
-        ax.set_title("mean overall" if name == "overall" else "equivalence rate")
+def heatmap_figure(matrices: dict[str, dict], path: Path, title: str) -> Path:
+    """Calibrated residuals (judge x generator family, from the self-preference analysis), one panel per
+    outcome, on a diverging scale centred at 0."""
+    fig, axes = plt.subplots(1, len(matrices), figsize=(5.4 * len(matrices), 4), squeeze=False)
+    for ax, (name, inter) in zip(axes[0], matrices.items()):
+        m = np.array([[np.nan if c is None else c["estimate"] for c in row] for row in inter["residual"]], dtype=float)
+        limit = float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 1.0
+        im = ax.imshow(m, vmin=-limit, vmax=limit, cmap="RdBu_r")
+        ax.set_xticks(range(len(inter["families"])), inter["families"], rotation=45, ha="right")
+        ax.set_yticks(range(len(inter["judges"])), inter["judges"])
+        ax.set_xlabel("generator family")
+        ax.set_ylabel("judge")
+        ax.set_title("overall (points)" if name == "overall" else "equivalent (probability)")
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
-                v = m.iat[i, j]
-                if pd.notna(v):
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="w", fontsize=8)
+                if np.isfinite(m[i, j]):
+                    ax.text(j, i, f"{m[i, j]:+.2f}", ha="center", va="center", fontsize=8)
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle(title)
     return _save(fig, path)

@@ -9,27 +9,11 @@ from typing import Any
 
 import pandas as pd
 
-from dualjudge.analysis.self_preference import Lineage, family_matrix
+from dualjudge.analysis.self_preference import Lineage
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
-
-
-def _f(x: Any, digits: int = 2) -> str:
-    if x is None or (isinstance(x, float) and x != x):
-        return "-"
-    if isinstance(x, (int,)) and not isinstance(x, bool):
-        return str(x)
-    return f"{float(x):.{digits}f}"
-
-
-def _ci(ci: Any) -> str:
-    return "-" if not ci else f"[{_f(ci[0])}, {_f(ci[1])}]"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+from dualjudge.report.self_preference import section as self_preference_section
+from dualjudge.report.tables import ci, num, table
 
 
 def _figures(frame: pd.DataFrame, summary: dict[str, Any], out: Path, lineage: Lineage) -> list[tuple[str, Path]]:
@@ -45,77 +29,63 @@ def _figures(frame: pd.DataFrame, summary: dict[str, Any], out: Path, lineage: L
         if s["type2_by_visibility"]:
             made.append((f"Type II rate by visibility: {judge}",
                          fig.type2_figure(s["type2_by_visibility"], d / f"type2_{safe}.png", f"Type II ({judge})")))
-    matrices = family_matrix(frame, lineage)
-    if not matrices["overall"].empty:
-        made.append(("Judge family x system family", fig.heatmap_figure(
-            matrices, d / "family_heatmap.png", f"Judge x system ({lineage})")))
+    sp = summary["self_preference"]
+    matrices = {o: sp[o]["interaction"] for o in ("overall", "equivalent") if sp.get(o, {}).get("interaction")}
+    if matrices:
+        made.append(("Judge x generator family after calibration: mean of (verdict - leniency - scale x answer quality), "
+                     "own-family effects included; not raw means", fig.heatmap_figure(
+                         matrices, d / "family_heatmap.png", f"Calibrated residuals, judge x generator family ({lineage})")))
     return made
 
 
 def markdown(summary: dict[str, Any], images: list[tuple[str, str]]) -> str:
     parts = ["# dualjudge report", "",
              f"Rows: {summary['n_rows']}; runs: {', '.join(summary.get('runs', [])) or '-'}. "
-             f"CIs: sign-level cluster bootstrap, {summary['bootstrap']['resamples']} resamples.", "",
+             f"CIs: sign-level cluster bootstrap, {summary['bootstrap']['resamples']} resamples: percentile intervals, "
+             f"except self-preference (its section says how its intervals are made).", "",
              "## Systems (all judges pooled)", ""]
-    parts.append(_table(["system", "n", "mean overall", "equivalence rate", "format compliance"],
-                        [[k, str(v["n"]), _f(v["mean_overall"]), _f(v["equivalence_rate"]), _f(v["format_compliance"])]
+    parts.append(table(["system", "n", "mean overall", "equivalence rate", "format compliance"],
+                        [[k, str(v["n"]), num(v["mean_overall"]), num(v["equivalence_rate"]), num(v["format_compliance"])]
                          for k, v in summary["systems"].items()]))
     parts += ["", "## Paired t-tests against SA (per-cell means; and on per-sign means)", ""]
-    parts.append(_table(["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],
-                        [[k, _f(v["delta_overall"]), _f(v["t"]), _f(v["p"], 4), str(v["n_cells"]),
-                          _f(v["sign_clustered"]["delta_overall"]), _f(v["sign_clustered"]["t"]),
-                          _f(v["sign_clustered"]["p"], 4)] for k, v in summary["paired_tests"].items()]))
+    parts.append(table(["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],
+                        [[k, num(v["delta_overall"]), num(v["t"]), num(v["p"], 4), str(v["n_cells"]),
+                          num(v["sign_clustered"]["delta_overall"]), num(v["sign_clustered"]["t"]),
+                          num(v["sign_clustered"]["p"], 4)] for k, v in summary["paired_tests"].items()]))
     parts += ["", "## Per judge model", ""]
     rows = []
     for j, s in summary["judges"].items():
-        rows.append([j, str(s["n_rows"]), _f(s["point_biserial_r"]), _ci(s["point_biserial_ci"]),
-                     f"{s['type1']['count']} ({_f(s['type1']['rate'])})", f"{s['type2']['count']} ({_f(s['type2']['rate'])})",
-                     _f(s["within_judge_agreement"]["kappa"])])
-    parts.append(_table(["judge", "rows", "point-biserial r", "95% CI", "Type I", "Type II", "kappa(>7, equiv.)"], rows))
+        rows.append([j, str(s["n_rows"]), num(s["point_biserial_r"]), ci(s["point_biserial_ci"]),
+                     f"{s['type1']['count']} ({num(s['type1']['rate'])})", f"{s['type2']['count']} ({num(s['type2']['rate'])})",
+                     num(s["within_judge_agreement"]["kappa"])])
+    parts.append(table(["judge", "rows", "point-biserial r", "95% CI", "Type I", "Type II", "kappa(>7, equiv.)"], rows))
     for j, s in summary["judges"].items():
         parts += ["", f"### Type II by visibility: {j}", ""]
-        parts.append(_table(["visibility", "answers", "> 7", "Type II", "marginal", "conditional"],
-                            [[v, str(x["n"]), str(x["n_high"]), str(x["count"]), _f(x["marginal_rate"]),
-                              _f(x["conditional_rate"])] for v, x in s["type2_by_visibility"].items()]))
-    sp = summary["self_preference"]
-    parts += ["", f"## Cross-family self-preference (lineage: {sp['lineage']})", ""]
-    for outcome in ("overall", "equivalent"):
-        e = sp[outcome]
-        state = ("estimable" if e["per_judge"] and e["pooled"] else
-                 "partly estimable" if e["estimable"] else "not estimable")
-        parts.append(f"**{outcome}**: {state}" + (f". Not estimable here: {e['reason']}" if e["reason"] else ""))
-        if e["per_judge"]:
-            parts += ["", _table(["judge", "difference-in-differences", "95% CI"],
-                                 [[j, _f(v["estimate"], 3), _ci(v["ci"])] for j, v in e["per_judge"].items()])]
-        if e["pooled"]:
-            p = e["pooled"]
-            line = (f"Pooled `{p['formula']}`: same_family {_f(p['same_family']['estimate'], 3)} "
-                    f"(SE {_f(p['same_family']['se'], 3)}, 95% CI {_ci(p['same_family']['ci'])})")
-            if "self" in p:
-                line += f"; self {_f(p['self']['estimate'], 3)} (95% CI {_ci(p['self']['ci'])})"
-            parts += ["", line]
-        parts.append("")
+        parts.append(table(["visibility", "answers", "> 7", "Type II", "marginal", "conditional"],
+                            [[v, str(x["n"]), str(x["n_high"]), str(x["count"]), num(x["marginal_rate"]),
+                              num(x["conditional_rate"])] for v, x in s["type2_by_visibility"].items()]))
+    parts += [""] + self_preference_section(summary["self_preference"])
     ag = summary["agreement"]
     parts += ["## Agreement between judge models", ""]
     if "reason" in ag:
         parts.append(ag["reason"])
     else:
-        parts.append(f"Krippendorff's alpha, overall ({ag['alpha_overall']['level']}): {_f(ag['alpha_overall']['alpha'])}; "
-                     f"equivalent ({ag['alpha_equivalent']['level']}): {_f(ag['alpha_equivalent']['alpha'])}")
-        parts += ["", _table(["judges", "kappa (equivalent)", "raw agreement", "n"],
-                             [[k, _f(v["kappa_equivalent"]), _f(v["raw_agreement"]), str(v["n"])]
+        parts.append(f"Krippendorff's alpha, overall ({ag['alpha_overall']['level']}): {num(ag['alpha_overall']['alpha'])}; "
+                     f"equivalent ({ag['alpha_equivalent']['level']}): {num(ag['alpha_equivalent']['alpha'])}")
+        parts += ["", table(["judges", "kappa (equivalent)", "raw agreement", "n"],
+                             [[k, num(v["kappa_equivalent"]), num(v["raw_agreement"]), str(v["n"])]
                               for k, v in ag["pairwise"].items()])]
     probes = summary.get("probes", {})
     if probes:
         parts += ["", "## Judge probes", ""]
         if "order" in probes:
             o = probes["order"]["overall"]
-            parts.append(f"Order probe: flip rate {_f(o['estimate'])} (95% CI {_ci(o['ci'])}, {o['n']} pairs).")
+            parts.append(f"Order probe: flip rate {num(o['estimate'])} (95% CI {ci(o['ci'])}, {o['n']} pairs).")
         for kind, p in probes.get("padding", {}).items():
             if isinstance(p, dict):
-                parts.append(f"Padding probe ({kind}): mean shift {_f(p['shift']['estimate'])} "
-                             f"(95% CI {_ci(p['shift']['ci'])}); flip rate {_f(p['flip_rate']['estimate'])} "
-                             f"(95% CI {_ci(p['flip_rate']['ci'])}), n = {p['shift']['n']}.")
+                parts.append(f"Padding probe ({kind}): mean shift {num(p['shift']['estimate'])} "
+                             f"(95% CI {ci(p['shift']['ci'])}); flip rate {num(p['flip_rate']['estimate'])} "
+                             f"(95% CI {ci(p['flip_rate']['ci'])}), n = {p['shift']['n']}.")
     if "human" in summary:
         parts += ["", "## Human check", "", f"See human_check.json ({summary['human'].get('n_samples', 0)} samples)."]
     parts += ["", "## Figures", ""]

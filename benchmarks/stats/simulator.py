@@ -1,0 +1,226 @@
+"""A verdict-table simulator with planted self-preference, written apart from the estimator's code.
+
+Each answer (sign x variant x generator x repeat) has a true quality Q. Judge j's verdict on it is
+
+    latent = leniency[j] + slope[j] * Q + bonus[j](answer) + N(0, noise[j]^2)
+    accuracy, completeness, relevance = clip(round(latent + N(0, 0.5^2)), 0, 10); overall = their mean
+    equivalent = [latent + N(0, 1) > threshold[j]]
+
+bonus is the planted self-preference: `self_effect[j]` on the judge's own model's answers,
+`family_effect[j]` on other models of its family, and `favour[(j, family)]` toward another family.
+Verdicts go missing by the scenario's mechanism (at random, on weak answers, on chosen signs).
+
+The truth an estimator must recover is the planted effect on the observed scale: for each of the
+judge's own-family answers, the expected verdict with the bonus minus without it (exact, through
+the normal CDF, so clipping at 0 and 10 and the rounding are accounted for), averaged over the
+answers the judge actually rated. Without clipping this equals the planted bonus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+SUB_NOISE = 0.5
+STRATEGIES = ("sa", "cot")
+VISIBILITIES = (1.0, 0.8, 0.7, 0.5, 0.3, 0.2, 0.1)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    judges: dict[str, str]  # judge model -> family
+    generators: dict[str, str]  # generator model -> family
+    quality: dict[str, float]  # generator mean quality (added to a base of 6)
+    leniency: dict[str, float] = field(default_factory=dict)
+    slope: dict[str, float] = field(default_factory=dict)
+    noise: dict[str, float] = field(default_factory=dict)
+    self_effect: dict[str, float] = field(default_factory=dict)
+    family_effect: dict[str, float] = field(default_factory=dict)
+    favour: dict[tuple[str, str], float] = field(default_factory=dict)  # (judge, other family) -> bonus
+    base: float = 6.0
+    family_by_sign: float = 0.0  # sd of a generator-family x sign quality interaction
+    missing: str = "none"  # none | random | weak_own | weak_signs
+    missing_rate: float = 0.0
+    n_signs: int = 30
+    items_per_sign: int = 13
+    repeats: int = 1
+    identified: bool = True  # False: the model's assumptions fail here, so bias is expected and shown
+    note: str = ""
+
+    def with_signs(self, n: int) -> Scenario:
+        return replace(self, name=f"{self.name}, {n} signs", n_signs=n)
+
+
+def _expected_score(mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """E[clip(round(mu + N(0, sd^2)), 0, 10)], exactly."""
+    edges = np.arange(0.5, 10.0, 1.0)  # 0.5 .. 9.5
+    above = norm.sf((edges[None, :] - mu[:, None]) / sd[:, None])  # P(X >= k + 0.5), k = 0..9
+    return above.sum(axis=1)  # sum over k of P(score > k) = E[score] for a score in 0..10
+
+
+def _expected_equivalent(mu: np.ndarray, threshold: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    return norm.sf((threshold - mu) / sd)
+
+
+def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str, dict[str, float | None]]]]:
+    """A verdict table and, per outcome and judge, the truth: own-family effect, self, family_other."""
+    rng = np.random.default_rng(seed)
+    judges = list(sc.judges)
+    gens = list(sc.generators)
+    families = sorted(set(sc.generators.values()))
+    sign_effect = rng.normal(0, 0.8, sc.n_signs)
+    fam_sign = rng.normal(0, sc.family_by_sign, (len(families), sc.n_signs)) if sc.family_by_sign else \
+        np.zeros((len(families), sc.n_signs))
+    threshold = {j: sc.leniency.get(j, 0.0) + sc.slope.get(j, 1.0) * sc.base for j in judges}
+    rows = []
+    for s in range(sc.n_signs):
+        for i in range(sc.items_per_sign):
+            item_effect = rng.normal(0, 0.5)
+            vis = VISIBILITIES[i % len(VISIBILITIES)]
+            for g in gens:
+                fam_index = families.index(sc.generators[g])
+                for strategy in STRATEGIES:
+                    for r in range(sc.repeats):
+                        q = (sc.base + sc.quality[g] + sign_effect[s] + fam_sign[fam_index, s] + item_effect
+                             + 1.5 * (vis - 0.6) + rng.normal(0, 0.5))
+                        rows.append((s, i, vis, g, strategy, r, q))
+    answers = pd.DataFrame(rows, columns=["s", "i", "vis", "g", "strategy", "r", "q"])
+    out = []
+    for j in judges:
+        jf = sc.judges[j]
+        lam, slope, sd = sc.leniency.get(j, 0.0), sc.slope.get(j, 1.0), sc.noise.get(j, 1.0)
+        gfam = answers["g"].map(sc.generators)
+        own_model = (answers["g"] == j).to_numpy()
+        own_family = (gfam == jf).to_numpy() & ~own_model
+        favour = gfam.map(lambda f: sc.favour.get((j, f), 0.0)).to_numpy()
+        bonus = np.where(own_model, sc.self_effect.get(j, 0.0), 0.0) + \
+            np.where(own_family, sc.family_effect.get(j, 0.0), 0.0) + favour
+        mu0 = lam + slope * answers["q"].to_numpy()
+        latent = mu0 + bonus + rng.normal(0, sd, len(answers))
+        subs = np.clip(np.rint(latent[:, None] + rng.normal(0, SUB_NOISE, (len(answers), 3))), 0, 10)
+        equivalent = latent + rng.normal(0, 1.0, len(answers)) > threshold[j]
+        present = _present(sc, j, answers, own_model | own_family, rng)
+        frame = answers.assign(judge=j, judge_family=jf, acc=subs[:, 0], comp=subs[:, 1], rel=subs[:, 2],
+                               overall=subs.mean(axis=1), equivalent=equivalent, present=present,
+                               own_model=own_model, own_family=own_family,
+                               e_overall_with=_expected_score(mu0 + bonus, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
+                               e_overall_without=_expected_score(mu0 + favour, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
+                               e_eq_with=_expected_equivalent(mu0 + bonus, threshold[j], np.hypot(sd, 1.0)),
+                               e_eq_without=_expected_equivalent(mu0 + favour, threshold[j], np.hypot(sd, 1.0)))
+        out.append(frame)
+    long = pd.concat(out, ignore_index=True)
+    truth = _truth(long, judges)
+    return _table(long, sc), truth
+
+
+def _present(sc: Scenario, judge: str, answers: pd.DataFrame, own: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    n = len(answers)
+    if sc.missing == "random":
+        return rng.random(n) >= sc.missing_rate
+    if sc.missing == "weak_own":  # fails on its own family's weaker answers
+        weak = answers["q"].to_numpy() < np.median(answers["q"])
+        return ~(own & weak & (rng.random(n) < sc.missing_rate))
+    if sc.missing == "weak_signs":  # fails on its own family's answers in the signs where that family is weakest
+        q_by_sign = answers[own].groupby("s")["q"].mean()
+        worst = set(q_by_sign.nsmallest(max(1, len(q_by_sign) // 3)).index)
+        in_worst = answers["s"].isin(worst).to_numpy()
+        return ~(own & in_worst & (rng.random(n) < sc.missing_rate))
+    return np.ones(n, dtype=bool)
+
+
+def _truth(long: pd.DataFrame, judges: list[str]) -> dict[str, dict[str, dict[str, float | None]]]:
+    truth: dict[str, dict[str, dict[str, float | None]]] = {"overall": {}, "equivalent": {}}
+    rated = long[long["present"]]
+    for outcome, (w, wo) in {"overall": ("e_overall_with", "e_overall_without"),
+                             "equivalent": ("e_eq_with", "e_eq_without")}.items():
+        for j in judges:
+            g = rated[rated["judge"] == j]
+            delta = g[w] - g[wo]
+            own = g["own_model"] | g["own_family"]
+            truth[outcome][j] = {
+                "estimate": float(delta[own].mean()) if own.any() else None,
+                "self": float(delta[g["own_model"]].mean()) if g["own_model"].any() else None,
+                "family_other": float(delta[g["own_family"]].mean()) if g["own_family"].any() else None,
+            }
+    return truth
+
+
+def _table(long: pd.DataFrame, sc: Scenario) -> pd.DataFrame:
+    """The verdict-table contract (DESIGN.md); missing verdicts have status parse_failure."""
+    status = np.where(long["present"], "ok", "parse_failure")
+    present = long["present"].to_numpy()
+    frame = pd.DataFrame({
+        "run_id": "sim", "item_id": [f"S{s:02d}_i{i}" for s, i in zip(long["s"], long["i"])],
+        "sign_code": [f"S{s:02d}" for s in long["s"]], "category": "cat", "visibility": long["vis"],
+        "mode": np.where(long["vis"] == 1.0, "none", "bottom_up"), "repeat": long["r"], "system": long["strategy"],
+        "system_model": long["g"], "system_family": long["g"].map(sc.generators), "predicted_category": "cat",
+        "format_ok": True, "judge_model": long["judge"], "judge_family": long["judge_family"],
+        "accuracy": np.where(present, long["acc"], np.nan), "completeness": np.where(present, long["comp"], np.nan),
+        "relevance": np.where(present, long["rel"], np.nan), "overall": np.where(present, long["overall"], np.nan),
+        "equivalent": pd.array(np.where(present, long["equivalent"], None), dtype="boolean"),
+        "quality_status": status, "equivalence_status": status})
+    frame["system_base_llm"] = frame["system_family"]
+    frame["judge_base_llm"] = frame["judge_family"]
+    return frame
+
+
+# -- scenarios -------------------------------------------------------------------------------------
+FOUR = {"qwen-7b": "qwen", "gemma-12b": "google", "llama-11b": "meta", "pixtral-12b": "mistral"}
+FOUR_GENS = {**FOUR}
+FOUR_Q = {"qwen-7b": 0.4, "gemma-12b": 0.1, "llama-11b": -0.3, "pixtral-12b": 0.0}
+
+
+def _families(n: int) -> tuple[dict[str, str], dict[str, float]]:
+    names = ["qwen", "google", "meta", "mistral", "microsoft", "openbmb"][:n]
+    models = {f"{f}-m": f for f in names}
+    return models, {m: 0.6 - 0.3 * k for k, m in enumerate(models)}
+
+
+def scenarios() -> list[Scenario]:
+    planted = {"qwen-7b": 0.3, "gemma-12b": 0.0, "llama-11b": 0.5, "pixtral-12b": 0.2}
+    base = Scenario("leniency only", FOUR, FOUR_GENS, FOUR_Q,
+                    leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
+                    self_effect=planted)
+    out = [
+        base,
+        replace(base, name="quality by family and sign", family_by_sign=0.5,
+                quality={"qwen-7b": 0.8, "gemma-12b": 0.1, "llama-11b": -0.7, "pixtral-12b": 0.0}),
+        replace(base, name="unequal noise", noise={"qwen-7b": 0.5, "gemma-12b": 1.0, "llama-11b": 1.5, "pixtral-12b": 0.8}),
+        replace(base, name="missing at random", missing="random", missing_rate=0.3),
+        replace(base, name="missing on weak own answers", missing="weak_own", missing_rate=0.7,
+                quality={"qwen-7b": 0.4, "gemma-12b": 0.1, "llama-11b": -0.6, "pixtral-12b": 0.0}),
+        replace(base, name="missing on own family's weakest signs", missing="weak_signs", missing_rate=0.8,
+                family_by_sign=0.6),
+        replace(base, name="compressed slope, weaker own family", slope={"llama-11b": 0.6},
+                quality={"qwen-7b": 0.6, "gemma-12b": 0.3, "llama-11b": -0.9, "pixtral-12b": 0.0},
+                self_effect={**planted, "llama-11b": 0.0}),
+        replace(base, name="varied slopes 1.3/1.0/0.8/0.6",
+                slope={"qwen-7b": 1.3, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 0.6},
+                quality={"qwen-7b": 0.5, "gemma-12b": 0.2, "llama-11b": -0.5, "pixtral-12b": -0.3},
+                self_effect={"qwen-7b": 0.0, "gemma-12b": 0.2, "llama-11b": 0.0, "pixtral-12b": 0.6}),
+        replace(base, name="near the ceiling", base=8.8, note="truth is the effect on the clipped 0-10 scale"),
+        replace(base, name="near the floor", base=1.2, note="truth is the effect on the clipped 0-10 scale"),
+    ]
+    for n in (3, 4, 6):
+        models, quality = _families(n)
+        out.append(Scenario(f"{n} families", models, models, quality,
+                            leniency={m: 0.2 * (k - 1) for k, m in enumerate(models)},
+                            self_effect={m: 0.1 * k for k, m in enumerate(models)}))
+    qwen3 = {"qwen-7b": "qwen", "qwen-3b": "qwen", "qwen-72b": "qwen", "gemma-12b": "google", "llama-11b": "meta"}
+    out.append(Scenario(
+        "two judges share a family, three generators in it (self vs family)",
+        {"qwen-7b": "qwen", "qwen-72b": "qwen", "gemma-12b": "google", "llama-11b": "meta"}, qwen3,
+        {"qwen-7b": 0.3, "qwen-3b": -0.4, "qwen-72b": 0.8, "gemma-12b": 0.1, "llama-11b": -0.2},
+        leniency={"qwen-7b": 0.3, "qwen-72b": -0.2, "gemma-12b": 0.0, "llama-11b": 0.4},
+        self_effect={"qwen-7b": 0.5, "qwen-72b": 0.4, "gemma-12b": 0.2, "llama-11b": 0.3},
+        family_effect={"qwen-7b": 0.2, "qwen-72b": 0.1}))
+    out.append(replace(base, name="off-diagonal favouritism (meta judge prefers mistral)",
+                       favour={("llama-11b", "mistral"): 0.5}, identified=False,
+                       note="not removable: it moves mistral answers' quality and every judge's baseline"))
+    for n in (3, 5, 10):
+        out.append(base.with_signs(n))
+    return out
