@@ -200,7 +200,7 @@ def scenarios() -> list[Scenario]:
                 self_effect={**planted, "llama-11b": 0.0}),
         replace(base, name="varied slopes 1.3/1.0/0.8/0.6",
                 slope={"qwen-7b": 1.3, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 0.6},
-                quality={"qwen-7b": 0.5, "gemma-12b": 0.2, "llama-11b": -0.5, "pixtral-12b": -0.3},
+                quality={"qwen-7b": 0.9, "gemma-12b": 0.3, "llama-11b": -0.4, "pixtral-12b": -1.0},
                 self_effect={"qwen-7b": 0.0, "gemma-12b": 0.2, "llama-11b": 0.0, "pixtral-12b": 0.6}),
         replace(base, name="near the ceiling", base=8.8, note="truth is the effect on the clipped 0-10 scale"),
         replace(base, name="near the floor", base=1.2, note="truth is the effect on the clipped 0-10 scale"),

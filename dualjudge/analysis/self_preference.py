@@ -301,6 +301,30 @@ def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int 
     return result
 
 
+CLI_KEYS = ("judge", "family", "identified", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "self", "family_other",
+            "reason")
+
+
+def cli_result(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int, seed: int) -> dict[str, Any]:
+    """The `dualjudge stats self-preference --json` object: one outcome, p adjusted across judges and
+    both outcomes (as in `dualjudge analyze`). `self` and `family_other` are the separated effects (null
+    unless the judge's family has several generator models rated); their intervals are under
+    `self_ci` / `family_other_ci`. Exit 2 (a DualjudgeError) on a table without usable verdicts."""
+    sp = self_preference(frame, lineage, seed, n_resamples)
+    e = sp[outcome]
+    if not e["judges"]:
+        raise DualjudgeError(f"the table gives no self-preference estimate for {outcome}: {e['reason']}")
+    judges = []
+    for entry in e["judges"]:
+        row = {k: entry[k] for k in CLI_KEYS}
+        for part in ("self", "family_other"):
+            row[part] = entry[part]["estimate"] if entry[part] else None
+            row[f"{part}_ci"] = [entry[part]["ci_low"], entry[part]["ci_high"]] if entry[part] else None
+        judges.append(row)
+    return {"outcome": outcome, "method": sp["method"], "interval": sp["interval"], "adjustment": sp["adjustment"],
+            "lineage": lineage, "n_signs": e.get("n_signs"), "warnings": e["warnings"], "judges": judges}
+
+
 def sentence(entry: dict[str, Any], outcome: Outcome) -> str:
     """One plain sentence per judge for the report."""
     judge = entry["judge"]

@@ -97,6 +97,37 @@ def stats_alt_test(
         console.print(f"  {a.annotator}: n={a.n} rho={a.rho:.3f} p={p} rejected={a.rejected}")
 
 
+@stats_app.command("self-preference")
+def stats_self_preference(
+    table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet).")],
+    outcome: Annotated[str, typer.Option(help="overall (0-10) or equivalent (0/1, linear probability).")] = "overall",
+    lineage: Annotated[str, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
+    resamples: Annotated[int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES,
+                                           max=MAX_RESAMPLES)] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """The calibrated self-preference index per judge, with CIs and adjusted p-values."""
+    from dualjudge.analysis.self_preference import cli_result, sentence
+    from dualjudge.analysis.table import read_table
+    from dualjudge.errors import DualjudgeError
+
+    if outcome not in ("overall", "equivalent"):
+        raise DualjudgeError(f"--outcome must be overall or equivalent, not {outcome!r}")
+    if lineage not in ("family", "base_llm"):
+        raise DualjudgeError(f"--lineage must be family or base_llm, not {lineage!r}")
+    result = cli_result(read_table(table), outcome, lineage, resamples, seed)  # type: ignore[arg-type]
+    if as_json:
+        print(json.dumps(result))
+        return
+    console.print(f"{result['method']}\nintervals: {result['interval']}; p adjusted: {result['adjustment']}",
+                  markup=False)
+    for entry in result["judges"]:
+        console.print(f"  {sentence(entry, outcome)}", markup=False)  # type: ignore[arg-type]
+    for warning in result["warnings"]:
+        console.print(f"warning: {warning}", markup=False)
+
+
 @human_app.command("export")
 def human_export(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (with verdicts.parquet).")],
