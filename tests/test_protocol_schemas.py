@@ -121,3 +121,24 @@ def test_strict_booleans():
     assert interpret(EquivalenceVerdict, bad).status == "parse_failure"
     good = GenerationResult(json.dumps({"reasoning": "r", "equivalent": False}))
     assert interpret(EquivalenceVerdict, good).verdict.equivalent is False
+
+
+@pytest.mark.parametrize("max_tokens", [128, 256, 384, 1024, 4096])
+def test_bounded_verdicts_compile_in_xgrammar_and_llguidance_and_close_within_max_tokens(max_tokens):
+    """The reasoning bound is what makes a constrained verdict close before max_tokens; the pattern
+    must compile where vLLM compiles it (xgrammar fails on {0,n} with n > 128 inside a JSON string)."""
+    xgrammar = pytest.importorskip("xgrammar")
+    llguidance = pytest.importorskip("llguidance")
+    vocab = [chr(i) for i in range(32, 127)] + ["</s>"]
+    compiler = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1]))
+    for model in (QualityVerdict, EquivalenceVerdict, PairwiseVerdict):
+        constraint = model.constraint(max_tokens)
+        compiled = compiler.compile_json_schema(constraint.spec, any_whitespace=False)
+        n = model.reasoning_chars(max_tokens)
+        widest = json.loads(model.widest().model_dump_json())
+        for length, accepted in ((n, True), (n + 1, False)):
+            text = json.dumps({**widest, "reasoning": "r" * length}, separators=(", ", ": "))
+            assert xgrammar.GrammarMatcher(compiled).accept_string(text) is accepted, (model.__name__, length)
+            if accepted:  # one token per character at worst, plus end of sequence
+                assert len(text) + 1 <= max_tokens
+        assert llguidance.LLMatcher.validate_grammar(llguidance.grammar_from("json_schema", constraint.spec)) == ""

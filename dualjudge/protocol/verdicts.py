@@ -7,7 +7,9 @@ the three sub-scores and is never asked of the model.
 The reasoning is bounded by the request's max_tokens: the schema allows at most
 `max_tokens - (the longest rest of the verdict)` characters of printable ASCII without quotes or
 backslashes, and each such character costs at most one token, so a constrained verdict always closes
-before max_tokens (the pattern carries the bound: xgrammar ignores maxLength beside a pattern).
+before max_tokens. The pattern carries the bound (xgrammar ignores maxLength beside a pattern), as
+repetitions of at most 100 characters each: xgrammar's compiler fails on a single `{0,n}` with n
+above 128 inside a JSON string.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from dualjudge.inference.types import Constraint, GenerationResult
 REASONING_MAX = 400  # characters, whatever the token budget
 REASONING_MIN = 32  # a budget that leaves less reasoning than this is refused
 SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII but '"' and '\': one token at most, never an escape
+REPEAT_CHUNK = 100
 JUDGE_DEFAULT_MAX_TOKENS = 384
+
+
+def bounded_text_pattern(n: int) -> str:
+    """A JSON-string pattern for 0..n safe characters, as a sequence of {0,<=100} repetitions."""
+    chunks = [REPEAT_CHUNK] * (n // REPEAT_CHUNK) + ([n % REPEAT_CHUNK] if n % REPEAT_CHUNK else [])
+    return "^" + "".join(f"{SAFE_CHAR}{{0,{k}}}" for k in chunks) + "$"
 
 
 class _Verdict(BaseModel):
@@ -49,7 +58,7 @@ class _Verdict(BaseModel):
         schema = cls.model_json_schema()
         reasoning = schema["properties"]["reasoning"]
         reasoning.pop("maxLength", None)
-        reasoning["pattern"] = f"^{SAFE_CHAR}{{0,{cls.reasoning_chars(max_tokens)}}}$"
+        reasoning["pattern"] = bounded_text_pattern(cls.reasoning_chars(max_tokens))
         return Constraint.json_schema(schema)
 
 
