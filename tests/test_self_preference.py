@@ -124,3 +124,28 @@ def test_cli_json_contract_and_refusals(cli, tmp_path):
     failed.to_csv(tmp_path / "failed.csv", index=False)
     code, _, err = cli("stats", "self-preference", str(tmp_path / "failed.csv"), "--resamples", "100")
     assert code == 2 and "no self-preference estimate" in err and len(err.strip().splitlines()) == 1
+
+
+def test_sufficient_statistics_fit_is_a_fixed_point_of_the_answer_level_regressions():
+    """The fit runs on per-(sign, type) statistics; at its solution, each judge's own least-squares
+    regression of its verdicts on [1, quality, indicators], computed answer by answer, gives back its
+    parameters, and quality has weighted mean 0 and variance 1."""
+    from dualjudge.analysis import calibration
+    from dualjudge.analysis.self_preference import build_grid
+
+    frame, _ = simulate(SCENARIOS["missing on weak own answers"].with_signs(10), 0)
+    d = build_grid(validate(frame), "overall", "family").design
+    types = calibration.Types.of(d)
+    f = calibration.fit(types.resampled(None))
+    assert f.converged
+    q = f.quality(d, types)
+    for j in range(d.n_judges):
+        rated = d.present[j]
+        terms = [k for k in range(d.n_terms) if d.terms[k, j, rated].any()]
+        x = np.column_stack([np.ones(rated.sum()), q[rated], *(d.terms[k, j, rated] for k in terms)])
+        coef = np.linalg.lstsq(x, d.y[j, rated], rcond=None)[0]
+        expected = [f.leniency[0, j], f.scale[0, j], *(f.effects[0, j, k] for k in terms)]
+        assert coef == pytest.approx(expected, abs=1e-5)
+    weight = d.present.sum(axis=0)
+    assert np.average(q, weights=weight) == pytest.approx(0, abs=1e-9)
+    assert np.average(q**2, weights=weight) == pytest.approx(1, abs=1e-9)

@@ -19,9 +19,12 @@ Normalisation: quality has weighted mean 0 and variance 1, so the effects are in
 score points. `scale_free=False` fixes every scale at 1: the answer-matched two-way fixed-effects
 model (unweighted), kept as a sensitivity check.
 
-Fits are batched over bootstrap resamples: `counts` is (B, A), each answer's sign count in each
-resample. A verdict's weight is its answer's count times its presence, so every sum over answers is a
-matrix product of the counts with a fixed (rows, A) matrix: all B fits run as a few GEMMs per sweep.
+Exact sufficient statistics make the bootstrap cheap. Given the judges' parameters, an answer's
+quality is an affine function of its verdicts whose coefficients depend only on the answer's type
+(which judges rated it, and its generator family, which fixes the indicators). So every sum an ALS
+sweep needs is a function of per-(sign, type) counts, sums and cross-products of the verdicts; a
+bootstrap resample reweights signs, so all B refits run on (B, types, J, J) arrays, whatever the
+number of answers.
 """
 
 from __future__ import annotations
@@ -37,13 +40,15 @@ MAX_SWEEPS = 500
 @dataclass(frozen=True)
 class Design:
     """A verdict table as a judge x answer grid. `present` marks the verdicts that exist; `terms[k]`
-    is indicator k (own model, same family), whose coefficient is per judge."""
+    is indicator k (own model, same family), whose coefficient is per judge; `group` is each answer's
+    generator family (answers of one family and one presence pattern share a type)."""
 
     y: np.ndarray  # (J, A), 0 where absent
     present: np.ndarray  # (J, A) bool
     terms: np.ndarray  # (K, J, A) 0/1
     cluster: np.ndarray  # (A,) sign codes 0..G-1
     n_clusters: int
+    group: np.ndarray  # (A,) generator-family codes
 
     @property
     def n_judges(self) -> int:
@@ -57,152 +62,192 @@ class Design:
     def n_terms(self) -> int:
         return int(self.terms.shape[0])
 
-    def counts(self, sign_counts: np.ndarray | None = None) -> np.ndarray:
-        """(B, A) answer weights from (B, G) sign counts of bootstrap resamples; default one fit, all 1."""
-        return np.ones((1, self.n_answers)) if sign_counts is None else sign_counts[:, self.cluster].astype(float)
 
-    def judge_sums(self, counts: np.ndarray, per_verdict: np.ndarray) -> np.ndarray:
-        """(B, A) counts, (..., J, A) values -> (B, ..., J): sums of count x presence x value over answers."""
-        m = (per_verdict * self.present).reshape(-1, self.n_answers)
-        return (counts @ m.T).reshape(len(counts), *per_verdict.shape[:-1])
+@dataclass(frozen=True)
+class Types:
+    """Answers grouped by type, and per sign each type's verdict statistics (absent verdicts are 0)."""
+
+    present: np.ndarray  # (T, J) 0/1
+    terms: np.ndarray  # (T, K, J) 0/1, and 0 where the judge did not rate the type
+    group: np.ndarray  # (T,) generator-family code
+    of_answer: np.ndarray  # (A,) type of each answer
+    n: np.ndarray  # (G, T) answers
+    sy: np.ndarray  # (G, T, J) sums of verdicts
+    syy: np.ndarray  # (G, T, J, J) sums of verdict cross-products
+
+    @classmethod
+    def of(cls, d: Design) -> Types:
+        k, n_j, a = d.terms.shape
+        key = np.concatenate([d.group[:, None], d.present.T, d.terms.transpose(2, 0, 1).reshape(a, k * n_j)], axis=1)
+        uniq, of_answer = np.unique(key, axis=0, return_inverse=True)
+        of_answer = of_answer.reshape(-1)
+        n_t, g = len(uniq), d.n_clusters
+        cell = d.cluster * n_t + of_answer  # (sign, type) of each answer
+        y = (d.y * d.present).T  # (A, J)
+        n = np.bincount(cell, minlength=g * n_t).reshape(g, n_t).astype(np.float64)
+        sy = _cell_sums(cell, y, g * n_t).reshape(g, n_t, n_j)
+        syy = _cell_sums(cell, (y[:, :, None] * y[:, None, :]).reshape(a, n_j * n_j), g * n_t).reshape(g, n_t, n_j, n_j)
+        present = uniq[:, 1:1 + n_j].astype(np.float64)
+        terms = uniq[:, 1 + n_j:].reshape(n_t, k, n_j).astype(np.float64) * present[:, None, :]  # where rated
+        return cls(present, terms, uniq[:, 0].astype(int), of_answer, n, sy, syy)
+
+    def resampled(self, sign_counts: np.ndarray | None) -> Sums:
+        """Per-type statistics of B resamples from (B, G) sign counts (default: the data once)."""
+        c = np.ones((1, self.n.shape[0])) if sign_counts is None else np.asarray(sign_counts, dtype=np.float64)
+        b, (g, n_t, n_j) = len(c), self.sy.shape
+        return Sums(self, c @ self.n, (c @ self.sy.reshape(g, -1)).reshape(b, n_t, n_j),
+                    (c @ self.syy.reshape(g, -1)).reshape(b, n_t, n_j, n_j))
+
+
+def _cell_sums(cell: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
+    order = np.argsort(cell, kind="stable")
+    sorted_cells = cell[order]
+    starts = np.flatnonzero(np.r_[True, sorted_cells[1:] != sorted_cells[:-1]]) if len(cell) else np.array([], int)
+    out = np.zeros((n_cells, values.shape[1]))
+    if len(cell):
+        out[sorted_cells[starts]] = np.add.reduceat(values[order], starts, axis=0)
+    return out
+
+
+class Sums:
+    """B resamples' per-type statistics and the per-judge sums that do not involve quality."""
+
+    def __init__(self, types: Types, n: np.ndarray, sy: np.ndarray, syy: np.ndarray) -> None:
+        self.types, self.n, self.sy, self.syy = types, n, sy, syy  # (B, T), (B, T, J), (B, T, J, J)
+        p, x = types.present, types.terms
+        self.n_terms = x.shape[1]
+        self.verdicts = n @ p  # (B, J)
+        self.wy = np.einsum("btj,tj->bj", sy, p)
+        self.wyy = np.einsum("btjj,tj->bj", syy, p)
+        self.wx = np.einsum("bt,tkj->bjk", n, x)
+        self.wxy = np.einsum("btj,tkj->bjk", sy, x)
+        self.wxx = np.einsum("bt,tkj,tlj->bjkl", n, x, x)
+        self.answers = n @ p.sum(axis=1)  # (B,) verdict-weighted answer count, for the normalisation
+        self.active = self.wx > 0  # (judge, term) pairs with verdicts, per resample
 
 
 @dataclass
 class Fit:
-    """Parameters of B fits (leading axis B)."""
+    """Parameters of B fits (leading axis B). An answer of type t has quality a[t] . y + b[t]."""
 
     leniency: np.ndarray  # (B, J)
     scale: np.ndarray  # (B, J)
     effects: np.ndarray  # (B, J, K); NaN where a judge has no verdict with that indicator
-    quality: np.ndarray  # (B, A)
     precision: np.ndarray  # (B, J), mean 1
+    a: np.ndarray  # (B, T, J)
+    b: np.ndarray  # (B, T)
     sweeps: int
     converged: bool
 
+    def quality(self, d: Design, types: Types, i: int = 0) -> np.ndarray:
+        """(A,) each answer's latent quality in fit i."""
+        t = types.of_answer
+        return np.einsum("aj,aj->a", self.a[i][t], (d.y * d.present).T) + self.b[i][t]
 
-def fit(d: Design, counts: np.ndarray | None = None, scale_free: bool = True, start: Fit | None = None,
-        tol: float = TOL, max_sweeps: int = MAX_SWEEPS) -> Fit:
-    """Fit the calibration model once per row of `counts` (B, A); default one fit with unit weights."""
-    c = d.counts() if counts is None else counts
-    b, k, n_j = len(c), d.n_terms, d.n_judges
-    fs = _Sums(d, c)
+
+def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: float = TOL,
+        max_sweeps: int = MAX_SWEEPS) -> Fit:
+    """Fit the calibration model once per resample in `sums` (Types.resampled)."""
+    b, n_j, k = sums.wx.shape
     if start is not None and scale_free:
         lam = np.broadcast_to(start.leniency, (b, n_j)).copy()
         scale = np.broadcast_to(start.scale, (b, n_j)).copy()
         eff = np.nan_to_num(np.broadcast_to(start.effects, (b, n_j, k))).copy()
         prec = np.broadcast_to(start.precision, (b, n_j)).copy()
     else:
-        lam = fs.wy / np.maximum(fs.w, 1e-300)
+        lam = sums.wy / np.maximum(sums.verdicts, 1e-300)
         scale, eff, prec = np.ones((b, n_j)), np.zeros((b, n_j, k)), np.ones((b, n_j))
-    quality = np.zeros((b, d.n_answers))
     converged, sweep = False, 0
+    qa = qb = np.zeros((b, 0))
     for sweep in range(1, max_sweeps + 1):
         before = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
-        quality = _normalise(_quality(fs, lam, scale, eff, prec), fs, scale_free)
-        lam, scale, eff, rss = _judge_step(fs, quality, scale_free)
+        qa, qb = _quality(sums, lam, scale, eff, prec, scale_free)
+        lam, scale, eff, rss = _judge_step(sums, qa, qb, scale_free)
         if scale_free:
-            prec = _precision(fs, rss, scale, prec)
+            prec = _precision(sums, rss, scale, prec)
         after = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
         if np.max(np.abs(after - before)) < tol:
             converged = True
             break
-    return Fit(lam, scale, np.where(fs.active, eff, np.nan), quality, prec, sweep, converged)
+    return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, sweep, converged)
 
 
-class _Sums:
-    """What every sweep reuses. `stack` holds [present*y; present; present*x_1; ...; present*x_K] as
-    ((2+K)J, A): with a verdict's weight = count[a] x present[j, a], a sum over answers of weight x
-    (a per-answer value) x (a per-verdict value) is (count * value) @ stack.T."""
-
-    def __init__(self, d: Design, counts: np.ndarray) -> None:
-        x = d.terms.astype(np.float64)
-        self.n_judges, self.n_terms = d.n_judges, d.n_terms
-        self.present = d.present.astype(np.float64)
-        self.stack = np.concatenate([self.present * d.y, self.present, *(self.present * x)], axis=0)
-        self.counts = counts
-        self.answer_weight = counts * self.present.sum(axis=0)  # (B, A)
-        self.w = d.judge_sums(counts, np.ones_like(d.y))  # (B, J)
-        self.wy = d.judge_sums(counts, d.y)
-        self.wyy = d.judge_sums(counts, d.y**2)
-        self.wx = d.judge_sums(counts, x).transpose(0, 2, 1)  # (B, J, K)
-        self.wxy = d.judge_sums(counts, x * d.y).transpose(0, 2, 1)
-        self.wxx = d.judge_sums(counts, x[:, None] * x[None, :]).transpose(0, 3, 1, 2)  # (B, J, K, K)
-        self.active = self.wx > 0  # (judge, term) pairs with verdicts, per resample
-
-    def with_quality(self, quality: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per judge: sum w q, sum w q^2, sum w y q and sum w x_k q (the last (B, J, K))."""
-        n_j, b = self.n_judges, len(quality)
-        cq = self.counts * quality
-        lin = cq @ self.stack.T  # (B, (2+K)J)
-        sqq = (cq * quality) @ self.present.T
-        sqy, sq = lin[:, :n_j], lin[:, n_j:2 * n_j]
-        sxq = lin[:, 2 * n_j:].reshape(b, self.n_terms, n_j).transpose(0, 2, 1)
-        return sq, sqq, sqy, sxq
+def _quality(sums: Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray,
+             scale_free: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Quality given the judges, as per-type affine coefficients: each answer's precision-weighted
+    regression of its verdicts on the scales, q = sum_j p c (y - lam - eff.x) / sum_j p c scale with
+    c = prec * scale, then normalised to weighted mean 0 (and variance 1 with free scales)."""
+    p, x = sums.types.present, sums.types.terms
+    c = prec * scale  # (B, J)
+    den = (c * scale) @ p.T  # (B, T)
+    safe = np.where(den > 0, den, 1.0)
+    alpha = p[None] * c[:, None, :] / safe[:, :, None]  # (B, T, J)
+    offset = lam[:, None, :] + np.einsum("bjk,tkj->btj", eff, x)  # (B, T, J)
+    beta = (alpha * offset).sum(axis=2)  # (B, T)
+    weight = p.sum(axis=1)  # verdicts per answer of each type
+    s1 = np.einsum("btj,btj->bt", alpha, sums.sy) - beta * sums.n  # sum of q over a type's answers
+    s2 = np.einsum("bti,btij,btj->bt", alpha, sums.syy, alpha) - 2 * beta * np.einsum("btj,btj->bt", alpha, sums.sy) \
+        + beta**2 * sums.n
+    total = sums.n @ weight
+    mean = (s1 @ weight) / total
+    sd = np.sqrt(np.maximum((s2 @ weight) / total - mean**2, 1e-300)) if scale_free else np.ones_like(mean)
+    return alpha / sd[:, None, None], (-beta - mean[:, None]) / sd[:, None]
 
 
-def _quality(fs: _Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray) -> np.ndarray:
-    """Quality given the judges: each answer's precision-weighted regression of its verdicts on the
-    scales, sum_j p c (y - lam - eff.x) / sum_j p c scale with c = prec * scale (counts cancel)."""
-    c = prec * scale
-    coef = np.concatenate([c, -c * lam, *(-c * eff[:, :, t] for t in range(fs.n_terms))], axis=1)
-    num = coef @ fs.stack
-    den = (c * scale) @ fs.present
-    return np.divide(num, den, out=np.zeros_like(den), where=den > 0)
+def type_sums_of_quality(sums: Sums, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per type: the sum of its answers' quality, and of (their verdicts' product with it), (B, T), (B, T, J)."""
+    ay = np.einsum("btj,btj->bt", qa, sums.sy)
+    return ay + qb * sums.n, np.einsum("btij,btj->bti", sums.syy, qa) + qb[:, :, None] * sums.sy
 
 
-def _normalise(quality: np.ndarray, fs: _Sums, scale_free: bool) -> np.ndarray:
-    """Weighted mean 0 (and variance 1 when the scales are free) over the rated answers."""
-    wa = fs.answer_weight
-    total = wa.sum(axis=1, keepdims=True)
-    mean = (wa * quality).sum(axis=1, keepdims=True) / total
-    centred = np.where(wa > 0, quality - mean, 0.0)
-    if not scale_free:
-        return centred
-    sd = np.sqrt((wa * centred**2).sum(axis=1, keepdims=True) / total)
-    return centred / np.where(sd > 0, sd, 1.0)
-
-
-def _judge_step(fs: _Sums, quality: np.ndarray, scale_free: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _judge_step(sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per judge, the normal equations of [1, quality, indicators] (or, with the slope fixed at 1, of
     [1, indicators] on what quality leaves), solved for every resample at once. Also returns each
     judge's residual sum of squares (y'Wy - coef'X'Wy at the solution)."""
-    sq, sqq, sqy, sxq = fs.with_quality(quality)
-    b, n_j, k = fs.wx.shape
-    p = k + (2 if scale_free else 1)
-    first = p - k
-    xtx = np.zeros((b, n_j, p, p))
-    xty = np.zeros((b, n_j, p))
-    xtx[:, :, 0, 0] = fs.w
-    xtx[:, :, 0, first:] = xtx[:, :, first:, 0] = fs.wx
-    xtx[:, :, first:, first:] = fs.wxx
+    p, x = sums.types.present, sums.types.terms
+    q1, vy = type_sums_of_quality(sums, qa, qb)  # sum of q, and of y_j q, over each type's answers
+    q2 = np.einsum("btj,btj->bt", qa, vy) + qb * q1  # sum of q^2
+    sq, sqq = q1 @ p, q2 @ p
+    sqy = np.einsum("btj,tj->bj", vy, p)
+    sxq = np.einsum("bt,tkj->bjk", q1, x)
+    b, n_j, k = sums.wx.shape
+    n_p = k + (2 if scale_free else 1)
+    first = n_p - k
+    xtx = np.zeros((b, n_j, n_p, n_p))
+    xty = np.zeros((b, n_j, n_p))
+    xtx[:, :, 0, 0] = sums.verdicts
+    xtx[:, :, 0, first:] = xtx[:, :, first:, 0] = sums.wx
+    xtx[:, :, first:, first:] = sums.wxx
     if scale_free:
         xtx[:, :, 0, 1] = xtx[:, :, 1, 0] = sq
         xtx[:, :, 1, 1] = sqq
         xtx[:, :, 1, first:] = xtx[:, :, first:, 1] = sxq
-        xty[:, :, 0], xty[:, :, 1], xty[:, :, first:] = fs.wy, sqy, fs.wxy
+        xty[:, :, 0], xty[:, :, 1], xty[:, :, first:] = sums.wy, sqy, sums.wxy
     else:
-        xty[:, :, 0], xty[:, :, first:] = fs.wy - sq, fs.wxy - sxq
+        xty[:, :, 0], xty[:, :, first:] = sums.wy - sq, sums.wxy - sxq
     for t in range(k):  # an indicator without verdicts: its coefficient is pinned at 0
-        off = ~fs.active[:, :, t]
+        off = ~sums.active[:, :, t]
         xtx[:, :, first + t, :][off] = 0.0
         xtx[:, :, :, first + t][off] = 0.0
         xtx[:, :, first + t, first + t][off] = 1.0
         xty[:, :, first + t][off] = 0.0
-    coef = np.linalg.solve(xtx + 1e-12 * np.eye(p), xty[..., None])[..., 0]
+    coef = np.linalg.solve(xtx + 1e-12 * np.eye(n_p), xty[..., None])[..., 0]
     lam = coef[:, :, 0]
     scale = coef[:, :, 1] if scale_free else np.ones_like(lam)
-    rss = fs.wyy - (coef * xty).sum(axis=2) if scale_free else np.zeros_like(lam)
+    rss = sums.wyy - (coef * xty).sum(axis=2) if scale_free else np.zeros_like(lam)
     return lam, scale, coef[:, :, first:], rss
 
 
-def _precision(fs: _Sums, rss: np.ndarray, scale: np.ndarray, prec: np.ndarray) -> np.ndarray:
+def _precision(sums: Sums, rss: np.ndarray, scale: np.ndarray, prec: np.ndarray) -> np.ndarray:
     """1 / residual variance per judge, mean 1. Each verdict's share of its answer's quality (its
     leverage h = prec*scale^2 over the answer's sum of those) is taken off the degrees of freedom:
     a judge that dominates the answers' quality would otherwise look noiseless."""
+    p = sums.types.present
     info = prec * scale**2  # (B, J)
-    total = info @ fs.present  # (B, A)
-    ratio = np.divide(fs.counts, total, out=np.zeros_like(total), where=total > 0)
-    dof = fs.w - info * (ratio @ fs.present.T)
+    den = info @ p.T  # (B, T)
+    inv = np.divide(sums.n, den, out=np.zeros_like(den), where=den > 0)
+    dof = sums.verdicts - info * (inv @ p)
     psi = np.divide(rss, dof, out=np.full_like(dof, np.nan), where=dof > 1e-9)
     psi = np.where(np.isfinite(psi) & (psi > 1e-12), psi, np.nan)
     fallback = np.nanmean(np.where(np.isnan(psi).all(axis=1, keepdims=True), 1.0, psi), axis=1, keepdims=True)

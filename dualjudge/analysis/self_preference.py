@@ -42,7 +42,7 @@ METHOD = ("judge calibration with answer fixed effects: score = leniency[judge] 
           "alternating least squares; the equivalent outcome as a linear probability model")
 ADJUSTMENT = "Benjamini-Yekutieli across judges and outcomes"
 MISSING_GAP = 0.05  # a judge whose missing-verdict rates differ by more than this across families is flagged
-MAX_CELLS = 5_000_000  # bootstrap fits run in batches of at most this many (resample x judge x answer) cells
+MAX_CELLS = 5_000_000  # bootstrap fits run in batches of at most this many (resample x type x judge x judge) cells
 TERMS = ("self", "family_other")
 
 
@@ -105,7 +105,7 @@ def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     own_model = np.array(judges)[:, None] == generators[None, :]
     same_family = jfam[:, None] == afam[None, :]
     terms = np.stack([own_model, same_family & ~own_model]).astype(np.float64)
-    design = calibration.Design(y, present, terms, cluster.astype(int), len(signs))
+    design = calibration.Design(y, present, terms, cluster.astype(int), len(signs), answer_family)
     long = pd.DataFrame({"y": rows[value].astype("float64").to_numpy(), "judge": rows["judge_model"].astype(str).to_numpy(),
                          "generator": rows["system_model"].astype(str).to_numpy(),
                          "jfam": rows["judge_model"].astype(str).map(judge_family).to_numpy(),
@@ -134,13 +134,16 @@ class Draws:
     matrix: np.ndarray  # (1+B, J, F): mean calibrated residual by generator family (effects included)
 
 
-def _statistics(d: calibration.Design, f: calibration.Fit, counts: np.ndarray, grid: Grid) -> Draws:
-    per_term = d.judge_sums(counts, d.terms).transpose(0, 2, 1)  # (B, J, K) own-family verdicts per term
-    fam = np.eye(len(grid.families))[grid.answer_family].T[:, None, :]  # (F, 1, A)
-    weight = d.judge_sums(counts, np.broadcast_to(fam, (len(grid.families), *d.y.shape))).transpose(0, 2, 1)
-    # sum over a family's answers of (y - leniency - scale x quality), by judge: (B, J, F)
-    y_sum = d.judge_sums(counts, fam * d.y).transpose(0, 2, 1)
-    q_sum = d.judge_sums(counts * f.quality, np.broadcast_to(fam, (len(grid.families), *d.y.shape))).transpose(0, 2, 1)
+def _statistics(sums: calibration.Sums, f: calibration.Fit, n_families: int) -> Draws:
+    types = sums.types
+    per_term = sums.wx  # (B, J, K) own-family verdicts per term
+    q1, _ = calibration.type_sums_of_quality(sums, f.a, f.b)
+    fam = np.eye(n_families)[types.group]  # (T, F)
+    p = types.present
+    # per judge and generator family: sum of (y - leniency - scale x quality) over the family's answers
+    y_sum = np.einsum("btj,tj,tf->bjf", sums.sy, p, fam)
+    weight = np.einsum("bt,tj,tf->bjf", sums.n, p, fam)
+    q_sum = np.einsum("bt,tj,tf->bjf", q1, p, fam)
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = np.nansum(f.effects * per_term, axis=2) / per_term.sum(axis=2)
         matrix = (y_sum - f.leniency[:, :, None] * weight - f.scale[:, :, None] * q_sum) / weight
@@ -150,14 +153,17 @@ def _statistics(d: calibration.Design, f: calibration.Fit, counts: np.ndarray, g
 def bootstrap_fits(grid: Grid, scale_free: bool, n_resamples: int, seed: int) -> Draws:
     """The full fit and `n_resamples` sign-cluster bootstrap refits (warm-started), batched."""
     d = grid.design
-    full = calibration.fit(d, scale_free=scale_free)
-    parts = [_statistics(d, full, d.counts(), grid)]
+    types = calibration.Types.of(d)
+    n_f = len(grid.families)
+    full_sums = types.resampled(None)
+    full = calibration.fit(full_sums, scale_free=scale_free)
+    parts = [_statistics(full_sums, full, n_f)]
     sign_counts = resample_counts(d.n_clusters, n_resamples, seed)
-    batch = max(1, MAX_CELLS // max(1, d.n_judges * d.n_answers))
+    batch = max(1, MAX_CELLS // max(1, len(types.group) * d.n_judges ** 2))
     for start in range(0, n_resamples, batch):
-        counts = d.counts(sign_counts[start:start + batch])
-        refit = calibration.fit(d, counts, scale_free=scale_free, start=full, tol=1e-6)
-        parts.append(_statistics(d, refit, counts, grid))
+        sums = types.resampled(sign_counts[start:start + batch])
+        refit = calibration.fit(sums, scale_free=scale_free, start=full, tol=1e-6)
+        parts.append(_statistics(sums, refit, n_f))
     return Draws(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("estimate", "terms", "counts", "matrix")))
 
 
