@@ -194,7 +194,7 @@ def test_analyze_cli(cli, tmp_path, sim):
     path = tmp_path / "t.parquet"
     sim.to_parquet(path)
     code, out, _ = cli("analyze", str(path), "--out", str(tmp_path / "o"), "--resamples", "100")
-    assert code == 0 and "estimable" in out
+    assert code == 0 and "self-preference (overall) estimated for 4 of 4 judges" in out
     code, _, err = cli("analyze", str(tmp_path / "missing.csv"))
     assert code == 2 and "not found" in err
     code, _, err = cli("analyze", str(path), "--lineage", "vendor")

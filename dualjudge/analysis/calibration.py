@@ -285,6 +285,7 @@ def unidentified(judges: list[str], judge_family: dict[str, str], cells: set[tup
         elif not any(judge == j and f != fam for judge, f in cells):
             reasons[j] = "the judge rated no answer of another family, so its leniency and scale are not pinned"
         elif find("j:" + j) != find("f:" + fam):
-            reasons[j] = (f"no chain of neutral judgements links this judge to the {fam} answers (their quality is "
-                          f"pinned only by judges of the same family); add a judge or a generator of a third family")
+            reasons[j] = (f"no chain of neutral judgements links this judge's use of the scale to the {fam} answers' "
+                          f"quality, so its leniency cannot be told apart from self-preference; add a judge or a "
+                          f"generator of a third family")
     return reasons

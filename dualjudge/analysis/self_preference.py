@@ -275,7 +275,8 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
                              if _disagreement(panel["calibrated"], panel[name])]
         entry["sensitivity"] = panel
         result["judges"].append(entry)
-    result["interaction"] = interaction_matrix(grid, draws)
+    if any(j not in reasons for j in grid.judges):  # with no judge identified, the matrix is not either
+        result["interaction"] = interaction_matrix(grid, draws)
     pooled, why = pooled_model(grid.long)
     result["pooled"] = pooled
     if why:

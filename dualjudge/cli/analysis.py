@@ -35,10 +35,11 @@ def analyze(
         summary = run_analysis(table, out, lineage, seed, resamples)  # type: ignore[arg-type]
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
-    sp = summary["self_preference"]
-    console.print(f"analysed {summary['n_rows']} rows in {summary['analysis_seconds']} s; "
-                  f"self-preference (overall): {'estimable' if sp['overall']['estimable'] else 'not estimable'}"
-                  + (f" - {sp['overall']['reason']}" if sp["overall"]["reason"] else ""))
+    overall = summary["self_preference"]["overall"]
+    estimated = [j["judge"] for j in overall["judges"] if j["estimate"] is not None]
+    console.print(f"analysed {summary['n_rows']} rows in {summary['analysis_seconds']} s; self-preference (overall) "
+                  f"estimated for {len(estimated)} of {len(overall['judges'])} judges"
+                  + ("" if len(estimated) == len(overall["judges"]) else " (report.md says why not for the others)"))
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
 
 

@@ -67,11 +67,11 @@ def _sensitivity(e: dict[str, Any], outcome: str) -> list[str]:
                          f"{labels[other]} ({num(panel[other]['estimate'])}) disagree beyond their intervals: the judges "
                          f"use the scale differently, or verdicts are missing unevenly, and only the calibrated index "
                          f"allows for that.")
-    if not rows:
-        return []
-    parts = ["Sensitivity panel (same bootstrap; the alternatives assume every judge uses the scale alike):", "",
-             table(["judge", "calibrated", "answer-matched (slope 1)", "difference-in-differences"], rows), ""]
-    parts += words + ([""] if words else [])
+    parts = []
+    if rows:
+        parts = ["Sensitivity panel (same bootstrap; the alternatives assume every judge uses the scale alike):", "",
+                 table(["judge", "calibrated", "answer-matched (slope 1)", "difference-in-differences"], rows), ""]
+        parts += words + ([""] if words else [])
     pooled = e.get("pooled")
     if pooled:
         line = (f"Pooled `{pooled['formula']}` ({pooled['interval']}): same_family "
