@@ -115,10 +115,9 @@ def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
 
 
 def identification(grid: Grid) -> dict[str, str]:
-    d = grid.design
-    rated = d.present.any(axis=0)
+    d = grid.design  # every answer in the grid is rated by two judges or more
     cells = {(grid.judges[j], grid.families[f]) for j in range(d.n_judges) for f in range(len(grid.families))
-             if (d.present[j] & (grid.answer_family == f) & rated).any()}
+             if (d.present[j] & (grid.answer_family == f)).any()}
     own_rows = {grid.judges[j]: int((d.terms[:, j].sum(axis=0) * d.present[j]).sum()) for j in range(d.n_judges)}
     return calibration.unidentified(grid.judges, grid.judge_family, cells, own_rows)
 
