@@ -2,11 +2,12 @@
 
 Each answer (sign x variant x generator x repeat) has a true quality Q. Judge j's verdict on it is
 
-    latent = leniency[j] + slope[j] * Q + bonus[j](answer) + N(0, noise[j]^2)
+    latent = leniency[j] + base + slope[j] * (Q - base) + bonus[j](answer) + N(0, noise[j]^2)
     accuracy, completeness, relevance = clip(round(latent + N(0, 0.5^2)), 0, 10); overall = their mean
     equivalent = [latent + N(0, 1) > threshold[j]]
 
-bonus is the planted self-preference: `self_effect[j]` on the judge's own model's answers,
+A slope other than 1 stretches or compresses the judge's scale around the middle of the quality
+range (base, 6 unless the scenario says otherwise). bonus is the planted self-preference: `self_effect[j]` on the judge's own model's answers,
 `family_effect[j]` on other models of its family, and `favour[(j, family)]` toward another family.
 Verdicts go missing by the scenario's mechanism (at random, on weak answers, on chosen signs).
 
@@ -75,7 +76,7 @@ def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str,
     sign_effect = rng.normal(0, 0.8, sc.n_signs)
     fam_sign = rng.normal(0, sc.family_by_sign, (len(families), sc.n_signs)) if sc.family_by_sign else \
         np.zeros((len(families), sc.n_signs))
-    threshold = {j: sc.leniency.get(j, 0.0) + sc.slope.get(j, 1.0) * sc.base for j in judges}
+    threshold = {j: sc.leniency.get(j, 0.0) + sc.base for j in judges}
     rows = []
     for s in range(sc.n_signs):
         for i in range(sc.items_per_sign):
@@ -99,7 +100,7 @@ def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str,
         favour = gfam.map(lambda f: sc.favour.get((j, f), 0.0)).to_numpy()
         bonus = np.where(own_model, sc.self_effect.get(j, 0.0), 0.0) + \
             np.where(own_family, sc.family_effect.get(j, 0.0), 0.0) + favour
-        mu0 = lam + slope * answers["q"].to_numpy()
+        mu0 = lam + sc.base + slope * (answers["q"].to_numpy() - sc.base)
         latent = mu0 + bonus + rng.normal(0, sd, len(answers))
         subs = np.clip(np.rint(latent[:, None] + rng.normal(0, SUB_NOISE, (len(answers), 3))), 0, 10)
         equivalent = latent + rng.normal(0, 1.0, len(answers)) > threshold[j]
@@ -218,6 +219,10 @@ def scenarios() -> list[Scenario]:
         leniency={"qwen-7b": 0.3, "qwen-72b": -0.2, "gemma-12b": 0.0, "llama-11b": 0.4},
         self_effect={"qwen-7b": 0.5, "qwen-72b": 0.4, "gemma-12b": 0.2, "llama-11b": 0.3},
         family_effect={"qwen-7b": 0.2, "qwen-72b": 0.1}))
+    out.append(replace(base, name="steep judge saturating at 10", base=7.0, slope={"qwen-7b": 1.4},
+                       quality={"qwen-7b": 0.9, "gemma-12b": 0.3, "llama-11b": -0.4, "pixtral-12b": -1.0},
+                       note="about 17% of the steep judge's sub-scores are 10, so its response bends at the ceiling "
+                                            "(truth on the clipped scale); the linear calibration follows it closely"))
     out.append(replace(base, name="off-diagonal favouritism (meta judge prefers mistral)",
                        favour={("llama-11b", "mistral"): 0.5}, identified=False,
                        note="not removable: it moves mistral answers' quality and every judge's baseline"))
