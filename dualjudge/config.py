@@ -14,8 +14,17 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SecretStr, Strict, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import get_card

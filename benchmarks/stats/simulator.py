@@ -7,8 +7,9 @@ Each answer (sign x variant x generator x repeat) has a true quality Q. Judge j'
     equivalent = [latent + N(0, 1) > threshold[j]]
 
 A slope other than 1 stretches or compresses the judge's scale around the middle of the quality
-range (base, 6 unless the scenario says otherwise). bonus is the planted self-preference: `self_effect[j]` on the judge's own model's answers,
-`family_effect[j]` on other models of its family, and `favour[(j, family)]` toward another family.
+range (base, 6 unless the scenario says otherwise). bonus is the planted self-preference:
+`self_effect[j]` on the judge's own model's answers, `family_effect[j]` on other models of its
+family, and `favour[(j, family)]` toward another family.
 Verdicts go missing by the scenario's mechanism (at random, on weak answers, on chosen signs).
 
 The truth an estimator must recover is the planted effect on the observed scale: for each of the

@@ -44,10 +44,6 @@ def analyze(
 
 
 def _read_long(path: Path):  # type: ignore[no-untyped-def]
-    import pandas as pd
-
-    from dualjudge.errors import DualjudgeError
-
     from dualjudge.analysis.table import read_csv
 
     return read_csv(path, {"item": str, "annotator": str}, "label table")

@@ -10,7 +10,14 @@ from typing import Literal
 
 from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
 from dualjudge.protocol.prompts import load_prompt
-from dualjudge.protocol.verdicts import JUDGE_DEFAULT_MAX_TOKENS, EquivalenceVerdict, Outcome, PairwiseVerdict, QualityVerdict, interpret
+from dualjudge.protocol.verdicts import (
+    JUDGE_DEFAULT_MAX_TOKENS,
+    EquivalenceVerdict,
+    Outcome,
+    PairwiseVerdict,
+    QualityVerdict,
+    interpret,
+)
 from dualjudge.testbed.catalogue import Sign
 
 JudgeKind = Literal["quality", "equivalence"]

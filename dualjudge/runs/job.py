@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
-from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.files import check_output_dir
 from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
 from dualjudge.runs.lock import run_lock
