@@ -12,48 +12,19 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    Strict,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import get_card
+from dualjudge.inference.settings import EngineSettings
 from dualjudge.protocol.judges import JudgeKind
 from dualjudge.protocol.systems import Strategy
+from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import MODES, VISIBILITIES, check_visibility
 from dualjudge.tomlfile import first_error, read_toml
-
-T = TypeVar("T")
-
-
-def _distinct(values: tuple[T, ...]) -> tuple[T, ...]:
-    """A list setting names each entry once and is never empty (a repeated judge would double every n)."""
-    if not values:
-        raise ValueError("must not be empty")
-    seen = set()
-    for v in values:
-        if v in seen:
-            raise ValueError(f"{v!r} is listed twice")
-        seen.add(v)
-    return values
-
-
-Int = Annotated[int, Strict()]
-Float = Annotated[float, Strict()]  # an integer is a valid float; a string or a boolean is not
-Bool = Annotated[bool, Strict()]
-Str = Annotated[str, Strict()]
-Distinct = AfterValidator(_distinct)
 
 
 class _Section(BaseModel):
@@ -123,16 +94,7 @@ class ProbesSection(_Section):
     padding_max_tokens: Int = Field(default=512, ge=64, le=4096)
 
 
-class EngineSection(_Section):
-    backend: Literal["vllm", "transformers"] = "vllm"
-    concurrency: Int = Field(default=32, ge=1, le=1024)
-    structured_backend: Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"] = "xgrammar"
-    grammar_backend: Literal["xgrammar", "llguidance", "outlines_core"] = "xgrammar"
-    startup_timeout_s: Float = Field(default=900.0, gt=0)
-    retries: Int = Field(default=4, ge=0, le=20)
-    api_key: SecretStr = SecretStr("EMPTY")  # for attached endpoints; never written to the store or manifest
-    cache: Str | None = None  # a shared response cache file, reused across runs
-    endpoints: dict[Str, Annotated[tuple[Str, ...], Distinct]] = Field(default_factory=dict)
+EngineSection = EngineSettings  # declared once, in inference/settings.py
 
 
 class RunConfig(_Section):
@@ -154,10 +116,10 @@ class RunConfig(_Section):
         return self
 
     def fingerprint(self) -> str:
-        """Hash of everything that decides results (not concurrency, endpoints, timeouts or cache file)."""
-        data = self.model_dump(mode="json")
-        for key in ("concurrency", "startup_timeout_s", "retries", "api_key", "cache", "endpoints"):
-            data["engine"].pop(key, None)
+        """Hash of every setting that can change a result, as the settings' schemas declare it (not
+        concurrency, endpoints, timeouts, the cache file, nor another backend's grammar backend)."""
+        backend = self.engine.backend
+        data = {name: result_fields(getattr(self, name), backend) for name in type(self).model_fields}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def all_models(self) -> tuple[str, ...]:

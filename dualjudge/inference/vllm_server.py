@@ -27,9 +27,9 @@ import httpx
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.settings import STRUCTURED_BACKENDS
 from dualjudge.inference.weights import LocalWeights
 
-STRUCTURED_BACKENDS = ("xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto")
 COMPACT_JSON_BACKENDS = ("xgrammar", "guidance")  # these can forbid free whitespace in JSON
 
 

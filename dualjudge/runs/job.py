@@ -13,6 +13,7 @@ from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir
+from dualjudge.inference.engines import EngineFactory
 from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
 from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
@@ -54,17 +55,18 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     return table
 
 
-def run_job(config: RunConfig, out: Path, progress: Progress | None = None) -> JobResult:
+def run_job(config: RunConfig, out: Path, progress: Progress | None = None,
+            engines: EngineFactory | None = None) -> JobResult:
     """The whole run under the directory's lock; the output folder is checked before any work."""
     check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES), ("logs", "testbed", *ANALYSIS_FOLDERS))
     check_store_files(out / STORE_FILE, Path(config.engine.cache).expanduser() if config.engine.cache else None)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
-        return _run_locked(config, out, progress)
+        return _run_locked(config, out, progress, engines)
 
 
-def _run_locked(config: RunConfig, out: Path, progress: Progress | None) -> JobResult:
-    runner = Runner(config, out, progress)
+def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines: EngineFactory | None) -> JobResult:
+    runner = Runner(config, out, progress, engines)
     try:
         report = asyncio.run(runner.run())
         table = export_run(config, out, runner.store)

@@ -20,7 +20,7 @@ from typing import Any
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import get_card
-from dualjudge.inference.engines import EngineSettings, model_identity, open_engine
+from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import Image, Sampling
 from dualjudge.protocol.judges import VERDICTS, build_judge_request
 from dualjudge.protocol.probes import build_padding_request, build_pairwise_request, order_result, padding_change
@@ -56,10 +56,12 @@ class RunReport:
 
 
 class Runner:
-    def __init__(self, config: RunConfig, out: Path, progress: Progress | None = None) -> None:
+    def __init__(self, config: RunConfig, out: Path, progress: Progress | None = None,
+                 engines: EngineFactory | None = None) -> None:
         self.config = config
         self.out = out
         self.progress = progress or QuietProgress()
+        self.engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=out / "logs")
         self.session = secrets.token_hex(6)
         self.report = RunReport(out)
         self.catalogue = default_catalogue()
@@ -77,13 +79,6 @@ class Runner:
         elif stored != fp:
             raise DualjudgeError(f"{self.out} holds a run of a different configuration; use another --out "
                                  f"(responses are reused through the cache)")
-
-    def settings(self) -> EngineSettings:
-        e = self.config.engine
-        return EngineSettings(backend=e.backend, concurrency=e.concurrency, endpoints=dict(e.endpoints),
-                              api_key=e.api_key.get_secret_value(), structured_backend=e.structured_backend,
-                              grammar_backend=e.grammar_backend, startup_timeout_s=e.startup_timeout_s,
-                              retries=e.retries, seed=self.config.run.seed, log_dir=self.out / "logs")
 
     # -- testbed -------------------------------------------------------------------------------
     def testbed(self) -> list[dict[str, Any]]:
@@ -134,7 +129,8 @@ class Runner:
         """Run a model's steps in order, each answered from the cache first; the model is loaded
         (once, at the first step with work left) only if the cache cannot answer everything."""
         card = get_card(model)
-        cached = CachingCaller(self.store, model, model_identity(card), self.session)
+        identity = await self.engines.identity(card)
+        cached = CachingCaller(self.store, model, identity, self.session)
         async with AsyncExitStack() as stack:
             caller: CachingCaller | None = None
             for step in steps:
@@ -153,9 +149,9 @@ class Runner:
                 if not remaining:
                     continue
                 if caller is None:
-                    engine = await stack.enter_async_context(open_engine(card, self.settings(), self.progress.note))
+                    engine = await stack.enter_async_context(self.engines.open(card, self.progress.note))
                     self.report.models_loaded.append(model)
-                    caller = CachingCaller(self.store, model, engine.model_identity, self.session, engine)
+                    caller = CachingCaller(self.store, model, identity, self.session, engine)
                 await self._run_remaining(step, remaining, caller)
             if caller is not None:
                 self.report.sessions_requests += caller.usage.requests
