@@ -27,9 +27,9 @@ class ScriptedEngine:
         out = self.respond(request)
         if isinstance(out, Exception):
             return GenerationResult(None, error=f"{type(out).__name__}: {out}")
-        return GenerationResult(out, "stop", prompt_tokens=sum(len(m.text.split()) for m in request.messages),
+        return GenerationResult(out, finish_reason="stop", prompt_tokens=sum(len(m.text.split()) for m in request.messages),
                                 completion_tokens=len(out.split()), latency_s=0.001,
-                                constraint=request.constraint.kind if request.constraint else None)
+                                constraint_kind=request.constraint.kind if request.constraint else None)
 
     async def close(self) -> None:
         return None

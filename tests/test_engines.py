@@ -69,7 +69,8 @@ def tiny_server(tiny, tmp_path_factory):
 def _judge_and_system_requests() -> tuple[list[GenerationRequest], list[GenerationRequest]]:
     judges = [build_judge_request(kind, s, r) for s, r in zip(SIGNS, RESPONSES) for kind in ("quality", "equivalence")]
     systems = [build_step_request("sa", 0, Item(f"{s.code}_v1.0_none", s.code, "A red ring around black digits."),
-                                  modality="text", sign_type_mode="constrained", sampling=Sampling(0.7, 160, i))
+                                  modality="text", sign_type_mode="constrained",
+                                  sampling=Sampling(temperature=0.7, max_tokens=160, seed=i))
                for i, s in enumerate(SIGNS)]
     return judges, systems
 
@@ -91,7 +92,7 @@ def _serves_a_batch(engine) -> None:
         model = QualityVerdict if req.constraint.schema["title"] == "QualityVerdict" else EquivalenceVerdict
         outcome = interpret(model, res)
         assert outcome.status == "ok", (res.text, outcome.detail)
-        assert res.constraint == "json" and res.completion_tokens > 0 and res.prompt_tokens > 0
+        assert res.constraint_kind == "json" and res.completion_tokens > 0 and res.prompt_tokens > 0
     for req, res in zip(systems, system_results):
         assert res.ok, res.error
         assert re.fullmatch(req.constraint.spec, res.text), res.text
@@ -114,12 +115,13 @@ def test_vllm_cpu_accepts_a_png_variant_with_both_constraint_kinds(tiny_server, 
     engine = VllmEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
     item = Item("616_v1.0_none", "616", "unused", _png("616"))
     regex_req = build_step_request("sa", 0, item, modality="image", sign_type_mode="constrained",
-                                   sampling=Sampling(0.7, 120, 3))
+                                   sampling=Sampling(temperature=0.7, max_tokens=120, seed=3))
     schema = {"type": "object", "properties": {"equivalent": {"type": "boolean"}}, "required": ["equivalent"],
               "additionalProperties": False}
     from dualjudge.inference.types import Constraint
 
-    json_req = GenerationRequest((Message("user", "Is it the same rule?", item.image),), Sampling(0.0, 30, 0),
+    json_req = GenerationRequest((Message("user", "Is it the same rule?", item.image),),
+                                 Sampling(temperature=0.0, max_tokens=30, seed=0),
                                  Constraint.json_schema(schema))
 
     async def go():
@@ -138,8 +140,9 @@ def _prove_constraint(engine, image: Image | None) -> None:
     from dualjudge.inference.types import Constraint
 
     pattern = sign_type_pattern(60)
-    free = [GenerationRequest((Message("user", f"Sign {i}", image),), Sampling(0.9, 80, i)) for i in range(4)]
-    bound = [GenerationRequest((Message("user", f"Sign {i}", image),), Sampling(0.9, 80, i), Constraint.regex(pattern))
+    sampled = [Sampling(temperature=0.9, max_tokens=80, seed=i) for i in range(4)]
+    free = [GenerationRequest((Message("user", f"Sign {i}", image),), sampled[i]) for i in range(4)]
+    bound = [GenerationRequest((Message("user", f"Sign {i}", image),), sampled[i], Constraint.regex(pattern))
              for i in range(4)]
 
     async def go():
@@ -190,7 +193,8 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
     server = VllmServer(card, tiny, log_dir=tmp_path)
     server.start()
     restarted = VllmServer(card, tiny, log_dir=tmp_path / "second")
-    requests = [GenerationRequest((Message("user", f"Sign {i}"),), Sampling(0.0, 1500, 0)) for i in range(16)]
+    greedy = Sampling(temperature=0.0, max_tokens=1500, seed=0)
+    requests = [GenerationRequest((Message("user", f"Sign {i}"),), greedy) for i in range(16)]
 
     async def scenario():
         engine = VllmEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
@@ -219,7 +223,7 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
     for r in first:
         assert (r.text is not None) == r.ok  # nothing marked ok without an answer
         if not r.ok:
-            assert r.error and r.attempts == 2
+            assert r.error and r.tries == 2
     assert all(r.ok for r in again)
 
 

@@ -24,7 +24,7 @@ def _all_requests():
                 prev = ("vision notes", "symbol notes")[:i]
                 yield f"{strategy}/{steps[i]}/{modality}", build_step_request(
                     strategy, i, ITEM, modality=modality, sign_type_mode="constrained",
-                    sampling=Sampling(0.7, 512, 1), previous=prev)
+                    sampling=Sampling(temperature=0.7, max_tokens=512, seed=1), previous=prev)
     for kind in ("quality", "equivalence"):
         yield f"judge/{kind}", build_judge_request(kind, SIGN, "A 30 mph limit.")
     yield "pairwise", build_pairwise_request(SIGN, "one", "two")

@@ -31,17 +31,19 @@ def test_images_travel_as_base64_png_data_urls_before_the_text():
 
 
 def test_cache_key_covers_what_changes_the_answer():
-    base = GenerationRequest((Message("user", "x", Image.from_png(b"a")),), Sampling(0.7, 100, 1),
+    base = GenerationRequest((Message("user", "x", Image.from_png(b"a")),), Sampling(temperature=0.7, max_tokens=100, seed=1),
                              Constraint.regex("a"), ("p1",))
     key = base.key("model@rev1")
     variants = [
         base.key("model@rev2"),
         GenerationRequest((Message("user", "y", Image.from_png(b"a")),), base.sampling, base.constraint, ("p1",)).key("model@rev1"),
         GenerationRequest((Message("user", "x", Image.from_png(b"b")),), base.sampling, base.constraint, ("p1",)).key("model@rev1"),
-        GenerationRequest(base.messages, Sampling(0.7, 100, 2), base.constraint, ("p1",)).key("model@rev1"),
+        GenerationRequest(base.messages, Sampling(temperature=0.7, max_tokens=100, seed=2), base.constraint,
+                          ("p1",)).key("model@rev1"),
         GenerationRequest(base.messages, base.sampling, Constraint.regex("b"), ("p1",)).key("model@rev1"),
         GenerationRequest(base.messages, base.sampling, base.constraint, ("p2",)).key("model@rev1"),
     ]
     assert key not in variants and len(set(variants)) == len(variants)
     assert key == GenerationRequest(base.messages, base.sampling, base.constraint, ("p1",)).key("model@rev1")
-    assert not Sampling(0.7, 100, None).deterministic and Sampling(0.7, 100, 1).deterministic and Sampling().deterministic
+    assert not Sampling(temperature=0.7, max_tokens=100, seed=None).deterministic
+    assert Sampling(temperature=0.7, max_tokens=100, seed=1).deterministic and Sampling().deterministic

@@ -33,7 +33,8 @@ class Scripted:
                     if title == "QualityVerdict" else json.dumps({"reasoning": "r", "equivalent": True}))
         else:
             text = f"answer {request.sampling.seed}\nSIGN_TYPE: no_entry"
-        return GenerationResult(text, "stop", 100, 20, 0.0, request.constraint.kind if request.constraint else None)
+        return GenerationResult(text, finish_reason="stop", prompt_tokens=100, completion_tokens=20,
+                                constraint_kind=request.constraint.kind if request.constraint else None)
 
     async def close(self) -> None:
         pass

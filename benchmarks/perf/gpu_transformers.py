@@ -79,7 +79,8 @@ def main() -> None:
     for batch in (1, 32):
         torch.cuda.reset_peak_memory_stats()
         engine = TransformersEngine(card, LocalWeights(path, "llava-2b-random", {}), device="cuda", max_batch=batch)
-        reqs = [GenerationRequest((Message("user", f"Which sign is this? {i}", image),), Sampling(0.0, 128, 0), pattern)
+        greedy = Sampling(temperature=0.0, max_tokens=128, seed=0)
+        reqs = [GenerationRequest((Message("user", f"Which sign is this? {i}", image),), greedy, pattern)
                 for i in range(batch * 2)]
 
         async def go(engine):  # type: ignore[no-untyped-def]

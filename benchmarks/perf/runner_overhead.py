@@ -85,8 +85,8 @@ async def runner_cost(db: Path, n: int) -> float:
         model_identity = "instant"
 
         async def generate(self, request):  # type: ignore[no-untyped-def]
-            return GenerationResult('{"reasoning":"r","accuracy":7,"completeness":7,"relevance":7}', "stop", 900,
-                                    40, 0.0, "json")
+            return GenerationResult('{"reasoning":"r","accuracy":7,"completeness":7,"relevance":7}', finish_reason="stop",
+                                    prompt_tokens=900, completion_tokens=40, constraint_kind="json")
 
     store = Store(db)
     caller = CachingCaller(store, "m", "instant", "bench", Instant())  # type: ignore[arg-type]

@@ -21,7 +21,8 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=1_000_000)
     n = ap.parse_args().keys
     keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(n)]
-    result = GenerationResult('{"reasoning":"r","equivalent":true}', "stop", 900, 20, 0.1, "json")
+    result = GenerationResult('{"reasoning":"r","equivalent":true}', finish_reason="stop", prompt_tokens=900,
+                              completion_tokens=20, latency_s=0.1, constraint_kind="json")
     with tempfile.TemporaryDirectory() as d:
         store = Store(Path(d) / "results.sqlite")
         t0 = time.perf_counter()

@@ -11,7 +11,6 @@ direction of the disagreements.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.analysis.table import read_csv, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_file, replacing, write_text
+from dualjudge.protocol.seeds import seeded_rank
 from dualjudge.testbed.catalogue import default_catalogue
 
 SAMPLE_KEY = "human_sample.json"
@@ -34,8 +34,7 @@ RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
 
 def _rank(seed: int, row: pd.Series) -> str:
-    key = "|".join(str(row[c]) for c in RESPONSE)
-    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()
+    return seeded_rank(seed, *(row[c] for c in RESPONSE))
 
 
 def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFrame:

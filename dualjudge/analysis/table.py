@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dualjudge.errors import DualjudgeError
+from dualjudge.outcome import TABLE_STATUSES
 from dualjudge.testbed.occlusion import visibility_label
 
 REQUIRED = ("run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
@@ -26,7 +27,7 @@ TEXT = ("run_id", "item_id", "sign_code", "category", "mode", "system", "system_
 # every row needs these: they say which answer and which judge a verdict belongs to
 IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family", "judge_model", "judge_family")
 ROW_KEY = ["run_id", "item_id", "repeat", "system", "system_model", "judge_model"]  # one row per response x judge
-STATUSES = {"ok", "parse_failure", "error", "not_run", "skipped"}
+STATUSES = set(TABLE_STATUSES)
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}
 

@@ -73,9 +73,6 @@ class ModelCard(_Strict):
     weights: Weights
     vllm: VllmArgs = VllmArgs()
 
-    def lineage(self, by: Literal["family", "base_llm"] = "family") -> str:
-        return self.family if by == "family" else self.base_llm
-
     def chat_template_path(self) -> Path | None:
         return models_dir() / self.vllm.chat_template if self.vllm.chat_template else None
 

@@ -210,6 +210,7 @@ class TransformersEngine:
                     break
             text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
             prompt_tokens = int(inputs["attention_mask"][len(results)].sum())
-            results.append(GenerationResult(text, finish, prompt_tokens, n, elapsed,
-                                            req.constraint.kind if req.constraint else None))
+            results.append(GenerationResult(text, finish_reason=finish, prompt_tokens=prompt_tokens, completion_tokens=n,
+                                            latency_s=elapsed,
+                                            constraint_kind=req.constraint.kind if req.constraint else None))
         return results

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Literal, Protocol
 
 Role = Literal["system", "user", "assistant"]
@@ -57,7 +57,7 @@ class Constraint:
         return json.loads(self.spec)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sampling:
     temperature: float = 0.0
     max_tokens: int = 512
@@ -95,13 +95,14 @@ class GenerationResult:
     """What came back for one request: text and usage, or an engine/transport error."""
 
     text: str | None
+    _: KW_ONLY
     finish_reason: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    constraint: str | None = None  # the constraint kind the engine applied ("json", "regex") or None
+    constraint_kind: str | None = None  # the kind of constraint the engine applied ("json", "regex") or None
     error: str | None = None
-    attempts: int = 1
+    tries: int = 1  # HTTP tries this request took (retries included)
 
     @property
     def ok(self) -> bool:

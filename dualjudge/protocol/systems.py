@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dualjudge.inference.types import Caller, Constraint, GenerationRequest, GenerationResult, Image, Message, Sampling
+from dualjudge.outcome import Status
 from dualjudge.protocol.prompts import load_prompt
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.vocabulary import parse_sign_type, sign_type_pattern
@@ -51,7 +52,7 @@ class SystemAnswer:
     text: str | None
     predicted_category: str | None
     format_ok: bool
-    status: Literal["ok", "parse_failure", "error"]
+    status: Status
     calls: tuple[Call, ...]
     detail: str | None = None
 
@@ -103,8 +104,8 @@ async def run_system(strategy: Strategy, item: Item, call: Caller, *, modality: 
     calls: list[Call] = []
     outputs: list[str] = []
     for i, step in enumerate(STEPS[strategy]):
-        seeded = Sampling(sampling.temperature, sampling.max_tokens, system_seed(run_seed, item, repeat, strategy, step),
-                          sampling.top_p)
+        seeded = Sampling(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
+                          seed=system_seed(run_seed, item, repeat, strategy, step), top_p=sampling.top_p)
         request = build_step_request(strategy, i, item, modality=modality, sign_type_mode=sign_type_mode,
                                      sampling=seeded, previous=tuple(outputs))
         result = await call(request)

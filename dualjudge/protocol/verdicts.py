@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dualjudge.inference.types import Constraint, GenerationResult
+from dualjudge.outcome import Status
 
 REASONING_MAX = 400  # characters, whatever the token budget
 REASONING_MIN = 32  # a budget that leaves less reasoning than this is refused
@@ -93,9 +94,6 @@ class PairwiseVerdict(_Verdict):
     @classmethod
     def widest(cls) -> PairwiseVerdict:
         return cls(reasoning="", winner="A")
-
-
-Status = Literal["ok", "parse_failure", "error"]
 
 
 @dataclass(frozen=True)

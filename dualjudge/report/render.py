@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import html
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +85,6 @@ def markdown(summary: dict[str, Any], images: list[tuple[str, str]]) -> str:
                 parts.append(f"Padding probe ({kind}): mean shift {num(p['shift']['estimate'])} "
                              f"(95% CI {ci(p['shift']['ci'])}); flip rate {num(p['flip_rate']['estimate'])} "
                              f"(95% CI {ci(p['flip_rate']['ci'])}), n = {p['shift']['n']}.")
-    if "human" in summary:
-        parts += ["", "## Human check", "", f"See human_check.json ({summary['human'].get('n_samples', 0)} samples)."]
     parts += ["", "## Figures", ""]
     for caption, src in images:
         parts += [f"![{caption}]({src})", ""]
@@ -115,5 +112,3 @@ def _html(md: str) -> str:
             "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
             + body + "</body></html>")
 
-
-__all__ = ["render_report", "markdown", "html"]

@@ -8,11 +8,11 @@ what vLLM's prefix cache rewards.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from dualjudge.config import RunConfig
+from dualjudge.protocol.seeds import seeded_rank
 from dualjudge.protocol.systems import Item, Strategy
 
 
@@ -74,10 +74,6 @@ def judge_tasks(answers: list[dict[str, Any]], judge_model: str, kinds: tuple[st
     return out
 
 
-def _rank(seed: int, *parts: object) -> str:
-    return hashlib.sha256("|".join(map(str, (seed, *parts))).encode()).hexdigest()
-
-
 def order_pairs(answers: list[dict[str, Any]], n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Up to n pairs of answers to the same variant and repeat from two different systems.
 
@@ -93,7 +89,7 @@ def order_pairs(answers: list[dict[str, Any]], n: int, seed: int) -> list[tuple[
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
                 a, b = group[i], group[j]
-                candidates.append((_rank(seed, "order", a["variant_id"], a["repeat"], a["system_model"], a["strategy"],
+                candidates.append((seeded_rank(seed, "order", a["variant_id"], a["repeat"], a["system_model"], a["strategy"],
                                          b["system_model"], b["strategy"]), a, b))
     candidates.sort(key=lambda c: c[0])
     return [(a, b) for _, a, b in candidates[:n]]
@@ -106,5 +102,5 @@ def padding_sample(answers: list[dict[str, Any]], n: int, seed: int) -> list[dic
     loaded and re-judged while each judge is, and no model has to be loaded twice.
     """
     losing = [a for a in answers if a["text"] is not None and a["predicted_category"] != a["category"]]
-    losing.sort(key=lambda a: _rank(seed, "padding", a["variant_id"], a["repeat"], a["system_model"], a["strategy"]))
+    losing.sort(key=lambda a: seeded_rank(seed, "padding", a["variant_id"], a["repeat"], a["system_model"], a["strategy"]))
     return losing[:n]

@@ -174,7 +174,7 @@ class Runner:
     # -- systems -------------------------------------------------------------------------------
     def _answer_step(self, model: str, items: list[Item]) -> Step:
         s = self.config.systems
-        sampling = Sampling(s.temperature, s.max_tokens, None, s.top_p)
+        sampling = Sampling(temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p)
 
         def tasks() -> list[Any]:
             done = self.store.done_keys("answers")
@@ -197,7 +197,7 @@ class Runner:
     def _padding_step(self, model: str) -> Step:
         """Restate losing answers (wrong or missing SIGN_TYPE) of this model, while it is loaded."""
         p = self.config.probes
-        pad_sampling = Sampling(0.0, p.padding_max_tokens, self.config.run.seed)
+        pad_sampling = Sampling(temperature=0.0, max_tokens=p.padding_max_tokens, seed=self.config.run.seed)
 
         def tasks() -> list[Any]:
             if not p.padding:
@@ -220,7 +220,7 @@ class Runner:
     # -- judges --------------------------------------------------------------------------------
     def _judge_sampling(self) -> Sampling:
         j = self.config.judges
-        return Sampling(j.temperature, j.max_tokens, self.config.run.seed)
+        return Sampling(temperature=j.temperature, max_tokens=j.max_tokens, seed=self.config.run.seed)
 
     def _judge_step(self, judge: str, answers: list[dict[str, Any]]) -> Step:
         j = self.config.judges

@@ -27,6 +27,7 @@ from typing import Any
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import GenerationResult
+from dualjudge.outcome import FINAL
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,7 +68,6 @@ CREATE TABLE IF NOT EXISTS {schema}.cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, text TEXT NOT NULL, finish_reason TEXT,
     prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, constraint_kind TEXT, created REAL NOT NULL);
 """
-FINAL = ("ok", "parse_failure")  # outcome states that are never redone or overwritten
 _FINAL_SQL = ", ".join(f"'{s}'" for s in FINAL)
 TABLE_KEYS = {
     "answers": ("variant_id", "repeat", "system_model", "strategy"),
@@ -204,13 +204,14 @@ class Store:
                               f"constraint_kind FROM {self.cache_schema}.cache WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return GenerationResult(row[0], row[1], row[2], row[3], row[4], row[5], None, 0)
+        return GenerationResult(row[0], finish_reason=row[1], prompt_tokens=row[2], completion_tokens=row[3],
+                                latency_s=row[4], constraint_kind=row[5], tries=0)
 
     def cache_put(self, key: str, model: str, result: GenerationResult) -> None:
         assert result.ok
         self.db.execute(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
                         (key, model, result.text, result.finish_reason, result.prompt_tokens,
-                         result.completion_tokens, result.latency_s, result.constraint, time.time()))
+                         result.completion_tokens, result.latency_s, result.constraint_kind, time.time()))
 
     def cache_put_many(self, rows: Iterable[tuple[str, str, GenerationResult]]) -> int:
         """Bulk insert in one transaction (imports and benchmarks)."""
@@ -219,14 +220,14 @@ class Store:
             for key, model, r in rows:
                 self.db.execute(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
                                 (key, model, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens,
-                                 r.latency_s, r.constraint, time.time()))
+                                 r.latency_s, r.constraint_kind, time.time()))
                 n += 1
         return n
 
     def log_request(self, session: str, key: str, model: str, result: GenerationResult) -> None:
         """Audit log of every request actually sent to an engine (cache hits are not)."""
         self.db.execute("INSERT INTO request_log VALUES (?,?,?,?,?,?,?,?)",
-                        (session, key, model, int(result.ok), result.attempts, result.latency_s,
+                        (session, key, model, int(result.ok), result.tries, result.latency_s,
                          result.completion_tokens, time.time()))
 
     def has_table(self, table: str, schema: str = "main") -> bool:

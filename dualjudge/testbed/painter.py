@@ -33,7 +33,7 @@ SUPERSAMPLE = 4
 MASK_SIZE = 128  # footprint masks are kept at this resolution, whatever the render size
 
 Point = tuple[float, float]
-Box = tuple[float, float, float, float]
+Rect = tuple[float, float, float, float]  # x0, y0, x1, y1 in unit coordinates
 
 
 def _font_candidates() -> list[Path]:
@@ -81,10 +81,6 @@ class Element:
         text = self.text if shown_text is None else shown_text
         return self.label if text is None else self.label.replace("{text}", text)
 
-    def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "colour": self.colour, "label": self.describe(),
-                "bbox": list(self.bbox), "text": self.text}
-
 
 @dataclass
 class _Open:
@@ -94,9 +90,9 @@ class _Open:
     text: str | None
     mask: Image.Image
     box: list[float] = field(default_factory=lambda: [math.inf, math.inf, -math.inf, -math.inf])
-    char_boxes: list[Box] = field(default_factory=list)
+    char_boxes: list[Rect] = field(default_factory=list)
 
-    def grow(self, b: Box) -> None:
+    def grow(self, b: Rect) -> None:
         self.box = [min(self.box[0], b[0]), min(self.box[1], b[1]),
                     max(self.box[2], b[2]), max(self.box[3], b[3])]
 
@@ -134,7 +130,7 @@ class Painter:
         self._elements.append(Element(op.kind, op.colour, op.label, bbox, op.text, chars,
                                       np.asarray(op.mask) > 127))
 
-    def _shape(self, fn_name: str, geom_unit: object, colour: str, erase: bool, box: Box, **kw: object) -> None:
+    def _shape(self, fn_name: str, geom_unit: object, colour: str, erase: bool, box: Rect, **kw: object) -> None:
         """Draw one primitive on the canvas and into the open element's footprint mask."""
         if self._open is None:
             raise RuntimeError("draw inside `with painter.element(...)`")
@@ -158,7 +154,7 @@ class Painter:
     def rect(self, x0: float, y0: float, x1: float, y1: float, colour: str, erase: bool = False) -> None:
         self.polygon([(x0, y0), (x1, y0), (x1, y1), (x0, y1)], colour, erase)
 
-    def rounded_rect(self, box: Box, radius: float, colour: str, erase: bool = False) -> None:
+    def rounded_rect(self, box: Rect, radius: float, colour: str, erase: bool = False) -> None:
         self._shape("rounded_rectangle", box, colour, erase, box, radius=radius)
 
     def line(self, pts: Sequence[Point], width: float, colour: str, erase: bool = False) -> None:
@@ -191,7 +187,7 @@ class Painter:
         px, py = -uy * width / 2, ux * width / 2
         self.polygon([tip, (bx + px, by + py), (bx - px, by - py)], colour)
 
-    def text(self, s: str, box: Box, colour: str, tracking: float = 0.08) -> None:
+    def text(self, s: str, box: Rect, colour: str, tracking: float = 0.08) -> None:
         """Text whose ink fills `box` (x0, y0, x1, y1) exactly: cap top at y0, baseline at y1.
 
         Glyphs are set in DejaVu Sans Bold with `tracking` (a fraction of the cap height) between
