@@ -198,4 +198,4 @@ def test_analyze_cli(cli, tmp_path, sim):
     code, _, err = cli("analyze", str(tmp_path / "missing.csv"))
     assert code == 2 and "not found" in err
     code, _, err = cli("analyze", str(path), "--lineage", "vendor")
-    assert code == 2 and "--lineage must be" in err
+    assert code == 2 and "'--lineage'" in err and "'vendor' is not one of 'family', 'base_llm'" in err

@@ -27,7 +27,7 @@ from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import fetch
 from dualjudge.protocol.judges import build_judge_request
 from dualjudge.runs.caller import CachingCaller
-from dualjudge.runs.stages import QuietProgress, run_in_order
+from dualjudge.runs.progress import QuietProgress, run_in_order
 from dualjudge.runs.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
 

@@ -9,17 +9,17 @@
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any
 
 import krippendorff
 import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from dualjudge.analysis.choices import Level
 from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.errors import DualjudgeError
 
-Level = Literal["nominal", "ordinal", "interval", "ratio"]
 RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
 

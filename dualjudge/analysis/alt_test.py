@@ -12,7 +12,6 @@ Items need at least two human labels and a candidate label.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -20,9 +19,9 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from dualjudge.analysis.agreement import check_label_table
+from dualjudge.analysis.choices import Metric
 from dualjudge.errors import DualjudgeError
 
-Metric = Literal["accuracy", "neg_rmse"]
 MIN_ITEMS = 30  # annotators with fewer kept items are not tested (the paper's rule)
 
 

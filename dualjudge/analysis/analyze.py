@@ -16,13 +16,12 @@ import pandas as pd
 
 from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.bootstrap import T_INTERVAL
+from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.analysis.probes import probes_near
-from dualjudge.analysis.self_preference import Lineage, self_preference
+from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.table import read_table
 from dualjudge.files import check_output_dir, write_text
-
-N_RESAMPLES = 2000
 
 
 def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,

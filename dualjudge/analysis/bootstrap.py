@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-N_RESAMPLES = 2000
+from dualjudge.analysis.choices import N_RESAMPLES
+
 CI_LEVEL = 0.95
 
 

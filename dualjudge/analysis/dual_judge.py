@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from dualjudge.analysis.bootstrap import correlation_ci
+from dualjudge.analysis.choices import N_RESAMPLES
 from dualjudge.analysis.table import vis_key
 
 BASELINE = "sa"
@@ -81,7 +82,7 @@ def paired_tests(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def point_biserial(frame: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
+def point_biserial(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     both = both_rows(frame)
     if len(both) < 3 or both["equivalent"].nunique() < 2 or both["overall"].nunique() < 2:
         return {"r": None, "ci": None, "n": int(len(both)), "reason": "needs both verdict values and varying scores"}
@@ -109,7 +110,7 @@ def type_errors(frame: pd.DataFrame) -> dict[str, Any]:
             "type2": {"count": t2, "rate": t2 / n if n else None}, "type2_by_visibility": by_vis}
 
 
-def judge_summary(frame: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
+def judge_summary(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     pb = point_biserial(frame, seed, n_resamples)
     errors = type_errors(frame)
     return {

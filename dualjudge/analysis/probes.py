@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from dualjudge.analysis.bootstrap import mean_ci
+from dualjudge.analysis.choices import N_RESAMPLES
 
 ORDER_FILE = "probes_order.csv"
 PADDING_FILE = "probes_padding.csv"
@@ -25,7 +26,7 @@ def _with_ci(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -> d
     return {"estimate": est, "ci": list(ci) if ci else None, "n": int(len(values))}
 
 
-def order_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
+def order_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     ok = frame[frame["status"] == "ok"]
     out: dict[str, Any] = {"overall": _with_ci(ok, "flipped", seed, n_resamples), "per_judge": {}}
     for judge, g in ok.groupby("judge_model", sort=True):
@@ -34,7 +35,7 @@ def order_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> 
     return out
 
 
-def padding_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
+def padding_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     ok = frame[frame["status"] == "ok"]
     out: dict[str, Any] = {}
     for kind, g in ok.groupby("kind", sort=True):
@@ -47,7 +48,7 @@ def padding_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = 2000) -
     return out
 
 
-def probes_near(table_path: Path, seed: int = 0, n_resamples: int = 2000) -> dict[str, Any]:
+def probes_near(table_path: Path, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     """Probe summaries from the probe tables next to a verdict table, when there are any."""
     out: dict[str, Any] = {}
     order, padding = table_path.parent / ORDER_FILE, table_path.parent / PADDING_FILE

@@ -20,20 +20,19 @@ remove; and missing verdicts by judge x generator family, where missingness bias
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from dualjudge.analysis import calibration
-from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, N_RESAMPLES, T_INTERVAL, Interval, resample_counts, t_interval
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interval, resample_counts, t_interval
+from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
 from dualjudge.errors import DualjudgeError
 
-Lineage = Literal["family", "base_llm"]
-Outcome = Literal["overall", "equivalent"]
 OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", "quality_status"),
                                         "equivalent": ("equivalent", "equivalence_status")}
 ANSWER = ["run_id", "item_id", "repeat", "system", "system_model"]

@@ -49,7 +49,7 @@ def main() -> None:
         sys.exit(2)
     except click_errors.UsageError as e:
         command = e.ctx.command_path if e.ctx else "dualjudge"
-        _one_line(f"{command}: {e.format_message()} (see {command} --help)")
+        _one_line(f"{command}: {e.format_message().replace('Value error, ', '')} (see {command} --help)")
         sys.exit(2)
     except typer.Abort:
         err_console.print("interrupted")

@@ -8,9 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from dualjudge.analysis.choices import MAX_RESAMPLES, MIN_RESAMPLES, N_RESAMPLES, Level, Lineage, Metric, Outcome
 from dualjudge.cli.common import console
-
-MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000  # fewer resamples give no usable interval
 
 stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
                         no_args_is_help=True)
@@ -21,18 +20,16 @@ human_app = typer.Typer(help="The human check: a blinded sample to annotate, and
 def analyze(
     table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet), from a run or made elsewhere.")],
     out: Annotated[Path, typer.Option(help="Folder for summary.json, report.md, report.html, figures/.")] = Path("analysis"),
-    lineage: Annotated[str, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)] = 2000,
+    lineage: Annotated[Lineage, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
 ) -> None:
     """Tables 1-3, self-preference with CIs, agreement and probes; writes the report."""
     from dualjudge.analysis.analyze import analyze as run_analysis
     from dualjudge.errors import DualjudgeError
 
-    if lineage not in ("family", "base_llm"):
-        raise DualjudgeError(f"--lineage must be family or base_llm, not {lineage!r}")
     try:
-        summary = run_analysis(table, out, lineage, seed, resamples)  # type: ignore[arg-type]
+        summary = run_analysis(table, out, lineage, seed, resamples)
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
     overall = summary["self_preference"]["overall"]
@@ -52,16 +49,13 @@ def _read_long(path: Path):  # type: ignore[no-untyped-def]
 @stats_app.command("alpha")
 def stats_alpha(
     file: Annotated[Path, typer.Argument(help="Long CSV: item, annotator, label (one row per label).")],
-    level: Annotated[str, typer.Option(help="nominal, ordinal, interval or ratio (always explicit).")] = ...,  # type: ignore[assignment]
+    level: Annotated[Level, typer.Option(help="nominal, ordinal, interval or ratio (always explicit).")] = ...,  # type: ignore[assignment]
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Krippendorff's alpha (missing labels allowed)."""
     from dualjudge.analysis.agreement import alpha_from_long
-    from dualjudge.errors import DualjudgeError
 
-    if level not in ("nominal", "ordinal", "interval", "ratio"):
-        raise DualjudgeError(f"--level must be nominal, ordinal, interval or ratio, not {level!r}")
-    value = alpha_from_long(_read_long(file), level)  # type: ignore[arg-type]
+    value = alpha_from_long(_read_long(file), level)
     if as_json:
         print(json.dumps({"alpha": value, "level": level}))
     else:
@@ -74,7 +68,7 @@ def stats_alt_test(
     candidate: Annotated[str, typer.Option(help="The annotator (e.g. an LLM judge) tested as a human replacement.")],
     epsilon: Annotated[float, typer.Option(help="Cost-benefit allowance (0.2 experts, 0.15 skilled, 0.1 crowd).")] = 0.2,
     q: Annotated[float, typer.Option(help="Benjamini-Yekutieli level.")] = 0.05,
-    metric: Annotated[str, typer.Option(help="accuracy or neg_rmse.")] = "accuracy",
+    metric: Annotated[Metric, typer.Option(help="accuracy or neg_rmse.")] = "accuracy",
     min_items: Annotated[int, typer.Option(help="Annotators with fewer items are not tested.")] = 30,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -82,7 +76,7 @@ def stats_alt_test(
     from dualjudge.analysis.alt_test import alt_test, check_options
 
     check_options(epsilon, q, metric, min_items)
-    res = alt_test(_read_long(file), candidate, epsilon, q, metric, min_items)  # type: ignore[arg-type]
+    res = alt_test(_read_long(file), candidate, epsilon, q, metric, min_items)
     if as_json:
         d = res.as_dict()
         print(json.dumps({k: d[k] for k in ("omega", "rho", "passed", "annotators")}))
@@ -97,30 +91,25 @@ def stats_alt_test(
 @stats_app.command("self-preference")
 def stats_self_preference(
     table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet).")],
-    outcome: Annotated[str, typer.Option(help="overall (0-10) or equivalent (0/1, linear probability).")] = "overall",
-    lineage: Annotated[str, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
+    outcome: Annotated[Outcome, typer.Option(help="overall (0-10) or equivalent (0/1, linear probability).")] = "overall",
+    lineage: Annotated[Lineage, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
     resamples: Annotated[int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES,
-                                           max=MAX_RESAMPLES)] = 2000,
+                                           max=MAX_RESAMPLES)] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The calibrated self-preference index per judge, with CIs and adjusted p-values."""
     from dualjudge.analysis.self_preference import cli_result, sentence
     from dualjudge.analysis.table import read_table
-    from dualjudge.errors import DualjudgeError
 
-    if outcome not in ("overall", "equivalent"):
-        raise DualjudgeError(f"--outcome must be overall or equivalent, not {outcome!r}")
-    if lineage not in ("family", "base_llm"):
-        raise DualjudgeError(f"--lineage must be family or base_llm, not {lineage!r}")
-    result = cli_result(read_table(table), outcome, lineage, resamples, seed)  # type: ignore[arg-type]
+    result = cli_result(read_table(table), outcome, lineage, resamples, seed)
     if as_json:
         print(json.dumps(result))
         return
     console.print(f"{result['method']}\nintervals: {result['interval']}; p adjusted: {result['adjustment']}",
                   markup=False)
     for entry in result["judges"]:
-        console.print(f"  {sentence(entry, outcome)}", markup=False)  # type: ignore[arg-type]
+        console.print(f"  {sentence(entry, outcome)}", markup=False)
     for warning in result["warnings"]:
         console.print(f"warning: {warning}", markup=False)
 

@@ -12,9 +12,6 @@ from rich.table import Table
 
 from dualjudge.cli.common import console, err_console
 
-SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
-                     "end to end, not to measure real judges; their scores mean nothing about VLM judges.")
-
 
 class RichProgress:
     """Stage progress: done / total, tokens/s and ETA."""
@@ -25,11 +22,13 @@ class RichProgress:
                             console=err_console)
         self.task = None
         self.tokens = 0
+        self.from_cache = False
 
-    def stage(self, name: str, total: int) -> None:
+    def stage(self, name: str, total: int, from_cache: bool = False) -> None:
         if not self.bar.live.is_started:
             self.bar.start()
         self.tokens = 0
+        self.from_cache = from_cache
         self.task = self.bar.add_task(name, total=total, tps=0.0)
 
     def advance(self, tokens_so_far: int | None = None) -> None:
@@ -51,7 +50,7 @@ class RichProgress:
         if self.task is not None:
             current = self._current()
             done = current.completed
-            if done == 0 and current.description.endswith("(from cache)"):
+            if done == 0 and self.from_cache:
                 self.bar.remove_task(self.task)
             else:
                 self.bar.update(self.task, total=done)
@@ -87,8 +86,7 @@ def run(
 ) -> None:
     """Run a benchmark: systems, then judges, then probes, model by model; resumes where it stopped."""
     from dualjudge.config import load_config
-    from dualjudge.inference.cards import get_card
-    from dualjudge.runs.job import run_job
+    from dualjudge.runs.job import caveats, run_job
 
     cfg = load_config(config)
     out = out or Path("runs") / cfg.run.name
@@ -113,8 +111,8 @@ def run(
     for judge, kinds in sorted(result.report.verdict_failures.items()):
         console.print(f"verdicts of {judge} not ok, by kind: {kinds}")
     console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")
-    if all(get_card(m).parameters_b < 1 for m in cfg.all_models()):
-        console.print(SMALL_MODELS_NOTE)
+    for caveat in caveats(cfg):
+        console.print(caveat)
 
 
 def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
@@ -122,13 +120,14 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
     import json
 
     from dualjudge.runs.runner import load_run_store
+    from dualjudge.runs.store import WORK_TABLES
 
     store = load_run_store(run_dir)
     try:
         t = Table(title=f"run {run_dir}")
         for col in ("table", "ok", "parse_failure", "error"):
             t.add_column(col)
-        for table in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe"):
+        for table in WORK_TABLES:
             c = store.counts(table)
             t.add_row(table, str(c.get("ok", 0)), str(c.get("parse_failure", 0)), str(c.get("error", 0)))
         console.print(t)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from dualjudge.analysis.self_preference import Lineage
+from dualjudge.analysis.choices import Lineage
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
 from dualjudge.report.self_preference import section as self_preference_section

@@ -13,13 +13,22 @@ from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir
+from dualjudge.inference.cards import get_card
 from dualjudge.inference.engines import EngineFactory
 from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
 from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
+from dualjudge.runs.progress import Progress
 from dualjudge.runs.runner import STORE_FILE, Runner, RunReport, load_variants
-from dualjudge.runs.stages import Progress
-from dualjudge.runs.store import Store, check_store_files
+from dualjudge.runs.store import WORK_TABLES, Store, check_store_files
+
+SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
+                     "end to end, not to measure real judges; their scores mean nothing about VLM judges.")
+
+
+def caveats(config: RunConfig) -> list[str]:
+    """What a reader of this run's results must be told: a run of sub-1B models only measures nothing."""
+    return [SMALL_MODELS_NOTE] if all(get_card(m).parameters_b < 1 for m in config.all_models()) else []
 
 
 @dataclass
@@ -31,7 +40,7 @@ class JobResult:
 
 
 def counts(store: Store) -> dict[str, dict[str, int]]:
-    return {t: store.counts(t) for t in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe")}
+    return {t: store.counts(t) for t in WORK_TABLES}
 
 
 def stored_config(store: Store, out: Path) -> RunConfig:

@@ -28,8 +28,8 @@ from dualjudge.protocol.systems import Item, run_system
 from dualjudge.protocol.verdicts import EquivalenceVerdict, PairwiseVerdict, QualityVerdict, interpret
 from dualjudge.runs import plan
 from dualjudge.runs.caller import CacheMiss, CachingCaller
-from dualjudge.runs.stages import Progress, QuietProgress, run_in_order
-from dualjudge.runs.store import Store, dumps
+from dualjudge.runs.progress import Progress, QuietProgress, run_in_order
+from dualjudge.runs.store import WORK_TABLES, Store, dumps
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import build_variants, load_manifest
 
@@ -108,7 +108,7 @@ class Runner:
         answers = self._answers()
         for judge in self.config.judges.models:
             await self._stage(judge, [self._judge_step(judge, answers), self._rejudge_step(judge)])
-        for table in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe"):
+        for table in WORK_TABLES:
             kinds = self.store.error_kinds(table)
             if kinds:
                 self.report.failures[table] = kinds
@@ -138,7 +138,7 @@ class Runner:
                 if not tasks:
                     continue
                 remaining = []
-                self.progress.stage(f"{step.name} (from cache)", len(tasks))
+                self.progress.stage(f"{step.name} (from cache)", len(tasks), from_cache=True)
                 for t in tasks:
                     try:
                         await step.work(t, cached)

@@ -77,6 +77,7 @@ TABLE_KEYS = {
     "padding_texts": ("variant_id", "repeat", "system_model", "strategy"),
     "padding_probe": ("variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"),
 }
+WORK_TABLES = tuple(TABLE_KEYS)  # the tables of work rows, in the order a run fills them
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -1,4 +1,5 @@
-"""Run a list of tasks with bounded concurrency, in order, reporting progress."""
+"""What a run reports as it goes (the Progress protocol), and running a stage's tasks with bounded
+concurrency, in order."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ T = TypeVar("T")
 class Progress(Protocol):
     """What the runner reports; the CLI shows it with rich, tests record it."""
 
-    def stage(self, name: str, total: int) -> None: ...
+    def stage(self, name: str, total: int, from_cache: bool = False) -> None:
+        """A stage starts: `total` tasks; `from_cache` for the pass that answers from the cache only."""
 
     def advance(self, tokens_so_far: int | None = None) -> None: ...
 
@@ -27,7 +29,7 @@ class QuietProgress:
         self.notes: list[str] = []
         self.stages: list[tuple[str, int]] = []
 
-    def stage(self, name: str, total: int) -> None:
+    def stage(self, name: str, total: int, from_cache: bool = False) -> None:
         self.stages.append((name, total))
 
     def advance(self, tokens_so_far: int | None = None) -> None:
