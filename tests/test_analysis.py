@@ -5,12 +5,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dualjudge.analysis.analyze import analyze, summarize
 from dualjudge.analysis.dual_judge import paired_tests, type_errors
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.simulate import Planted, simulate
+from dualjudge.analysis.summary import summarize
 from dualjudge.analysis.table import read_table, validate
 from dualjudge.errors import DualjudgeError
+from dualjudge.report.build import analyze
 
 
 @pytest.fixture(scope="module")

@@ -520,7 +520,7 @@ def test_a_second_run_on_a_busy_directory_exits_2_naming_the_holder(cli, tmp_pat
 
 
 def test_unexpected_exceptions_keep_their_traceback_and_say_bug(cli, monkeypatch, tmp_path):
-    import dualjudge.analysis.analyze as analyze_mod
+    import dualjudge.analysis.summary as analyze_mod
 
     def broken(*a, **k):
         raise ZeroDivisionError("planted")

@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dualjudge.analysis.analyze import analyze
 from dualjudge.analysis.simulate import simulate
+from dualjudge.report.build import analyze
 
 
 def main() -> None:

@@ -25,8 +25,8 @@ def analyze(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
 ) -> None:
     """Tables 1-3, self-preference with CIs, agreement and probes; writes the report."""
-    from dualjudge.analysis.analyze import analyze as run_analysis
     from dualjudge.errors import DualjudgeError
+    from dualjudge.report.build import analyze as run_analysis
 
     try:
         summary = run_analysis(table, out, lineage, seed, resamples)

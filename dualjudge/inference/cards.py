@@ -115,12 +115,14 @@ def load_card(path: Path) -> ModelCard:
 
 
 @lru_cache(maxsize=4)
-def _all_cards(directory: Path) -> dict[str, ModelCard]:
+def _all_cards(directory: Path, stamps: tuple[tuple[str, int], ...]) -> dict[str, ModelCard]:
     return {p.stem: load_card(p) for p in sorted(directory.glob("*.toml"))}
 
 
 def all_cards(directory: Path | None = None) -> dict[str, ModelCard]:
-    return _all_cards(directory or models_dir())
+    """Every card in the folder, re-read when the folder or any card in it changes."""
+    d = directory or models_dir()
+    return _all_cards(d, tuple((p.name, p.stat().st_mtime_ns) for p in sorted(d.glob("*.toml"))))
 
 
 def get_card(name: str, directory: Path | None = None) -> ModelCard:

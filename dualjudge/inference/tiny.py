@@ -22,9 +22,9 @@ IMAGE_SIZE, PATCH = 32, 8
 
 
 def _training_corpus() -> list[str]:
-    from dualjudge.protocol.vocabulary import SIGN_TYPES
+    from dualjudge.testbed.catalogue import default_catalogue
 
-    lines = [f"A sign with a red ring.\nSIGN_TYPE: {cid}" for cid in SIGN_TYPES]
+    lines = [f"A sign with a red ring.\nSIGN_TYPE: {cid}" for cid in default_catalogue().category_ids]
     lines += ['{"reasoning": "same rule", "accuracy": 7, "completeness": 6, "relevance": 8, "equivalent": true}',
               "system user assistant describe the picture of the road sign"]
     return lines * 50

@@ -7,9 +7,16 @@ Public API::
 """
 
 from dualjudge.protocol.verdicts import EquivalenceVerdict, Outcome, PairwiseVerdict, QualityVerdict, interpret
-from dualjudge.protocol.vocabulary import SIGN_TYPES, parse_sign_type, sign_type_pattern
+from dualjudge.protocol.vocabulary import parse_sign_type, sign_type_pattern, sign_types
+
+
+def __getattr__(name: str) -> object:  # `SIGN_TYPES` reads the catalogue: on first use, never at import
+    if name == "SIGN_TYPES":
+        return sign_types()
+    raise AttributeError(name)
+
 
 __all__ = [
-    "SIGN_TYPES", "sign_type_pattern", "parse_sign_type",
+    "SIGN_TYPES", "sign_types", "sign_type_pattern", "parse_sign_type",
     "QualityVerdict", "EquivalenceVerdict", "PairwiseVerdict", "Outcome", "interpret",
 ]

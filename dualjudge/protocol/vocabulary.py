@@ -7,8 +7,18 @@ from functools import lru_cache
 
 from dualjudge.testbed.catalogue import default_catalogue
 
-SIGN_TYPES: tuple[str, ...] = default_catalogue().category_ids
 DEFAULT_FREE_CHARS = 600
+
+
+def sign_types() -> tuple[str, ...]:
+    """The 25 category ids, from the catalogue in use (read on first use, not at import)."""
+    return default_catalogue().category_ids
+
+
+def __getattr__(name: str) -> object:  # `SIGN_TYPES`, computed when first asked for
+    if name == "SIGN_TYPES":
+        return sign_types()
+    raise AttributeError(name)
 
 # A line such as "SIGN_TYPE: no_entry", "**SIGN_TYPE:** no_entry" or "SIGN_TYPE: `no_entry`".
 _EMPH = r"[*_`]*"
@@ -16,7 +26,6 @@ _LINE = re.compile(rf"^[ \t]*{_EMPH}[ \t]*SIGN_TYPE[ \t]*{_EMPH}[ \t]*:[ \t]*{_E
                    rf"([a-z][a-z_]*[a-z])[ \t]*{_EMPH}[ \t]*$", re.MULTILINE)
 
 
-@lru_cache(maxsize=16)
 def sign_type_pattern(max_free_chars: int = DEFAULT_FREE_CHARS) -> str:
     """Free printable text of bounded length, then a final line `SIGN_TYPE: <one of the 25 ids>`.
 
@@ -26,8 +35,13 @@ def sign_type_pattern(max_free_chars: int = DEFAULT_FREE_CHARS) -> str:
     """
     if max_free_chars < 0:
         raise ValueError("max_free_chars must be >= 0")
-    ids = "|".join(sorted(SIGN_TYPES, key=lambda s: (-len(s), s)))
-    return rf"[ -~\n]{{0,{max_free_chars}}}\nSIGN_TYPE: ({ids})"
+    return _pattern(max_free_chars, sign_types())
+
+
+@lru_cache(maxsize=16)
+def _pattern(max_free_chars: int, ids: tuple[str, ...]) -> str:
+    alternatives = "|".join(sorted(ids, key=lambda s: (-len(s), s)))
+    return rf"[ -~\n]{{0,{max_free_chars}}}\nSIGN_TYPE: ({alternatives})"
 
 
 def parse_sign_type(text: str | None) -> str | None:
@@ -38,7 +52,8 @@ def parse_sign_type(text: str | None) -> str | None:
     """
     if not text:
         return None
+    ids = sign_types()
     for match in reversed(list(_LINE.finditer(text))):
-        if match.group(1) in SIGN_TYPES:
+        if match.group(1) in ids:
             return match.group(1)
     return None

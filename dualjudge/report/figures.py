@@ -1,34 +1,32 @@
-"""The report's figures (matplotlib, Agg): degradation by visibility, the joint distribution of the
-two judges, Type II rates by visibility, and the heatmap of calibrated residuals (judge x generator family)."""
+"""The report's figures, drawn with matplotlib's object API (no pyplot, no global backend): degradation
+by visibility, the joint distribution of the two judges, Type II rates by visibility, and the heatmap
+of calibrated residuals (judge x generator family)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from dualjudge.analysis.dual_judge import both_rows, degradation  # noqa: E402
+from dualjudge.analysis.dual_judge import both_rows, degradation
 
 DPI = 110
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI, metadata={"Software": None})
-    plt.close(fig)
     return path
 
 
 def degradation_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
     data = degradation(frame)
     modes = [m for m in ("random_block", "bottom_up") if m in set(data["mode"])] or sorted(set(data["mode"]))
-    fig, axes = plt.subplots(1, max(1, len(modes)), figsize=(5.2 * max(1, len(modes)), 3.8), sharey=True, squeeze=False)
+    fig = Figure(figsize=(5.2 * max(1, len(modes)), 3.8))
+    axes = fig.subplots(1, max(1, len(modes)), sharey=True, squeeze=False)
     control = data[data["mode"] == "none"]
     for ax, mode in zip(axes[0], modes):
         for system, g in data[data["mode"] == mode].groupby("system"):
@@ -47,7 +45,8 @@ def degradation_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
 
 def joint_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
     both = both_rows(frame)
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    fig = Figure(figsize=(5.6, 3.8))
+    ax = fig.subplots()
     bins = np.arange(0, 10.5, 0.5)
     for value, label, colour in ((True, "equivalent", "#2b8a3e"), (False, "not equivalent", "#c92a2a")):
         ax.hist(both[both["equivalent"].astype(bool) == value]["overall"], bins=bins, alpha=0.6, label=label,
@@ -66,7 +65,8 @@ def type2_figure(by_visibility: dict[str, dict[str, float | None]], path: Path, 
     marginal = [by_visibility[v]["marginal_rate"] or 0.0 for v in levels]
     conditional = [by_visibility[v]["conditional_rate"] or 0.0 for v in levels]
     x = np.arange(len(levels))
-    fig, ax = plt.subplots(figsize=(5.6, 3.6))
+    fig = Figure(figsize=(5.6, 3.6))
+    ax = fig.subplots()
     ax.bar(x - 0.2, marginal, 0.4, label="marginal (of all answers)")
     ax.bar(x + 0.2, conditional, 0.4, label="conditional (of answers > 7)")
     ax.set_xticks(x, levels)
@@ -81,7 +81,8 @@ def type2_figure(by_visibility: dict[str, dict[str, float | None]], path: Path, 
 def heatmap_figure(matrices: dict[str, dict], path: Path, title: str) -> Path:
     """Calibrated residuals (judge x generator family, from the self-preference analysis), one panel per
     outcome, on a diverging scale centred at 0."""
-    fig, axes = plt.subplots(1, len(matrices), figsize=(5.4 * len(matrices), 4), squeeze=False)
+    fig = Figure(figsize=(5.4 * len(matrices), 4))
+    axes = fig.subplots(1, len(matrices), squeeze=False)
     for ax, (name, inter) in zip(axes[0], matrices.items()):
         m = np.array([[np.nan if c is None else c["estimate"] for c in row] for row in inter["residual"]], dtype=float)
         limit = float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 1.0

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.engines import EngineFactory
+from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
 from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
@@ -80,8 +80,6 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
         report = asyncio.run(runner.run())
         table = export_run(config, out, runner.store)
         if len(table):
-            from dualjudge.analysis.analyze import analyze
-
             analyze(out / "verdicts.parquet", out, seed=config.run.seed)
         c = counts(runner.store)
         write_manifest(build_manifest(config, out, {

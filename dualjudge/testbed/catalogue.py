@@ -88,6 +88,19 @@ def load_catalogue(directory: Path | None = None) -> Catalogue:
     return Catalogue(categories=categories, signs=signs)
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=4)
+def _catalogue_cached(directory: Path, stamps: tuple[int, ...]) -> Catalogue:
+    return load_catalogue(directory)
+
+
 def default_catalogue() -> Catalogue:
-    return load_catalogue()
+    """The catalogue in the resource folder in use, re-read when the folder or its files change."""
+    d = data_dir()
+    return _catalogue_cached(d, tuple(_mtime(d / name) for name in ("categories.toml", "signs.toml")))
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return -1  # missing: load_catalogue says so

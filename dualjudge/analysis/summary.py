@@ -1,13 +1,11 @@
-"""The whole analysis of a verdict table: summary.json, figures and the report.
+"""The whole analysis of a verdict table, as one summary (what summary.json holds; docs/summary.md).
 
-`dualjudge analyze TABLE --out DIR` runs it on any table; `dualjudge run` runs it at the end of a run.
 Top-level `systems` and `paired_tests` pool the judge models (each cell's mean over repeats and
-judges); per-judge results are under `judges`.
+judges); per-judge results are under `judges`. Writing it and the report is report/build.py's job.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -17,11 +15,9 @@ import pandas as pd
 from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
-from dualjudge.analysis.files import ANALYSIS_FILES, ANALYSIS_FOLDERS
 from dualjudge.analysis.probes import probes_near
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.table import read_table
-from dualjudge.files import check_output_dir, write_text
 
 
 def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
@@ -45,21 +41,9 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
     }
 
 
-def write_json(data: dict[str, Any], path: Path) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_jsonable))
-
-
-def _jsonable(o: object) -> object:
-    if hasattr(o, "item"):
-        return o.item()  # numpy scalars
-    return str(o)
-
-
-def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
-            n_resamples: int = N_RESAMPLES, figures: bool = True) -> dict[str, Any]:
-    from dualjudge.report.render import render_report
-
-    check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
+def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
+                    n_resamples: int = N_RESAMPLES) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a verdict table (and the probe tables beside it) and summarise it."""
     t0 = time.perf_counter()
     frame = read_table(table)
     summary = summarize(frame, lineage, seed, n_resamples)
@@ -68,7 +52,4 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
         summary["probes"] = probes
     summary["table"] = str(table)
     summary["analysis_seconds"] = round(time.perf_counter() - t0, 2)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(summary, out / "summary.json")
-    render_report(frame, summary, out, lineage, figures=figures)
-    return summary
+    return frame, summary

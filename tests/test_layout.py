@@ -1,0 +1,47 @@
+"""The package's shape: each layer imports only layers below it, and importing reads no file."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "dualjudge"
+# lower imports higher never: base modules < testbed < inference < protocol < analysis < report < runs < cli
+RANK = {"errors": 0, "files": 0, "paths": 0, "tomlfile": 0, "schema": 0, "outcome": 0, "testbed": 1, "inference": 2,
+        "protocol": 3, "analysis": 4, "report": 5, "config": 5, "runs": 6, "cli": 7, "__main__": 8, "__init__": 0}
+
+
+def _layer(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def test_no_layer_imports_a_layer_above_it():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = _layer(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "dualjudge" and len(parts) > 1 and parts[1] != own and RANK[parts[1]] > RANK[own]:
+                    wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not wrong, wrong
+
+
+def test_importing_any_module_reads_no_project_file():
+    """Every module imports with the resource folders made unreachable: no read happens at import."""
+    script = (
+        "import importlib, pkgutil, dualjudge, dualjudge.paths as p\n"
+        "def refuse(*a, **k): raise RuntimeError('a resource folder was read at import time')\n"
+        "p.project_root = refuse\n"
+        "names = [m.name for m in pkgutil.walk_packages(dualjudge.__path__, 'dualjudge.')\n"
+        "         if not m.name.endswith('__main__')]\n"
+        "for name in names: importlib.import_module(name)\n"
+        "print(len(names))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.strip()) > 40
