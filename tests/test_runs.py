@@ -15,6 +15,7 @@ import pytest
 from dualjudge.config import RunConfig, load_config
 from dualjudge.errors import DualjudgeError
 from dualjudge.runs.job import run_job
+from dualjudge.runs.rows import AnswerRow
 from dualjudge.runs.store import Store
 from tests.helpers import ScriptedEngines
 
@@ -228,9 +229,9 @@ def test_store_never_overwrites_final_rows(tmp_path):
     base = {"variant_id": "v", "repeat": 0, "system_model": "m", "strategy": "sa", "text": "t",
             "predicted_category": None, "format_ok": 0, "prompt_tokens": 1, "completion_tokens": 1, "latency_s": 0.1,
             "calls": 1, "request_keys": "[]", "attempts": 1, "error": None}
-    store.record("answers", {**base, "status": "error", "text": None, "error": "down"})
-    store.record("answers", {**base, "status": "ok"})
-    store.record("answers", {**base, "status": "ok", "text": "different"})
+    store.record(AnswerRow(**{**base, "status": "error", "text": None, "error": "down"}))
+    store.record(AnswerRow(**{**base, "status": "ok"}))
+    store.record(AnswerRow(**{**base, "status": "ok", "text": "different"}))
     rows = list(store.rows("answers"))
     assert len(rows) == 1 and rows[0]["text"] == "t" and rows[0]["attempts"] == 2 and rows[0]["status"] == "ok"
 

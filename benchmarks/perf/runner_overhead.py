@@ -28,6 +28,7 @@ from dualjudge.inference.weights import fetch
 from dualjudge.protocol.judges import build_judge_request
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.progress import QuietProgress, run_in_order
+from dualjudge.runs.rows import VerdictRow
 from dualjudge.runs.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
 
@@ -63,9 +64,8 @@ async def runner_path(server: VllmServer, name: str, identity: str, reqs, concur
 
     async def work(r) -> int:  # type: ignore[no-untyped-def]
         res = await caller(r)
-        store.record("verdicts", {"variant_id": r.messages[1].text[:40], "repeat": 0, "system_model": "m",
-                                  "strategy": "sa", "judge_model": name, "kind": "quality", "status": "ok",
-                                  "completion_tokens": res.completion_tokens, "attempts": 1})
+        store.record(VerdictRow(variant_id=r.messages[1].text[:40], repeat=0, system_model="m", strategy="sa",
+                                judge_model=name, kind="quality", status="ok", completion_tokens=res.completion_tokens))
         return res.completion_tokens
 
     t0 = time.perf_counter()
@@ -93,9 +93,8 @@ async def runner_cost(db: Path, n: int) -> float:
 
     async def work(r) -> int:  # type: ignore[no-untyped-def]
         res = await caller(r)
-        store.record("verdicts", {"variant_id": r.messages[1].text[:40], "repeat": 0, "system_model": "m",
-                                  "strategy": "sa", "judge_model": "m", "kind": "quality", "status": "ok",
-                                  "completion_tokens": res.completion_tokens, "attempts": 1})
+        store.record(VerdictRow(variant_id=r.messages[1].text[:40], repeat=0, system_model="m", strategy="sa",
+                                judge_model="m", kind="quality", status="ok", completion_tokens=res.completion_tokens))
         return 0
 
     reqs = requests("cost", n)

@@ -19,6 +19,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from dualjudge.analysis.choices import Level
 from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.errors import DualjudgeError
+from dualjudge.protocol.verdicts import GOOD
 
 RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
@@ -92,7 +93,7 @@ def within_judge(frame: pd.DataFrame) -> dict[str, Any]:
     both = both_rows(frame)
     if both.empty:
         return {"kappa": None, "raw_agreement": None, "n": 0}
-    high = (both["overall"] > 7).to_numpy()
+    high = (both["overall"] > GOOD).to_numpy()
     eq = both["equivalent"].astype(bool).to_numpy()
     return {"kappa": kappa(high, eq), "raw_agreement": float((high == eq).mean()), "n": int(len(both))}
 

@@ -19,9 +19,10 @@ from scipy import stats
 from dualjudge.analysis.bootstrap import correlation_ci
 from dualjudge.analysis.choices import N_RESAMPLES
 from dualjudge.analysis.table import vis_key
+from dualjudge.protocol.verdicts import GOOD
 
 BASELINE = "sa"
-HIGH, LOW = 7.0, 5.0  # Type II: overall > 7 and not equivalent; Type I: overall < 5 and equivalent
+HIGH, LOW = GOOD, 5.0  # Type II: overall > 7 and not equivalent; Type I: overall < 5 and equivalent
 
 
 def _num(x: Any) -> float | None:

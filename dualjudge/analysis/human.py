@@ -25,6 +25,7 @@ from dualjudge.analysis.table import read_csv, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_file, replacing, write_text
 from dualjudge.protocol.seeds import seeded_rank
+from dualjudge.protocol.verdicts import GOOD
 from dualjudge.testbed.catalogue import default_catalogue
 
 SAMPLE_KEY = "human_sample.json"
@@ -56,10 +57,10 @@ def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFra
         take(cell, 1, "cell")
     both = both_rows(frame)
     remaining = max(0, n - len(chosen))
-    type2 = both[(both["overall"] > 7) & ~both["equivalent"].astype(bool)].drop_duplicates(RESPONSE)
+    type2 = both[(both["overall"] > GOOD) & ~both["equivalent"].astype(bool)].drop_duplicates(RESPONSE)
     type2 = type2.assign(_rank=type2.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")
     take(type2, (remaining + 1) // 2, "type2")
-    agreed = both.groupby(RESPONSE).filter(lambda g: bool((g["overall"] > 7).all() and g["equivalent"].astype(bool).all()))
+    agreed = both.groupby(RESPONSE).filter(lambda g: bool((g["overall"] > GOOD).all() and g["equivalent"].astype(bool).all()))
     agreed = agreed.drop_duplicates(RESPONSE)
     agreed = agreed.assign(_rank=agreed.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")
     take(agreed, n - len(chosen), "agreed_good")

@@ -119,7 +119,7 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
     """What is done, what failed, and how much came from the cache."""
     import json
 
-    from dualjudge.runs.runner import load_run_store
+    from dualjudge.runs.rundir import load_run_store
     from dualjudge.runs.store import WORK_TABLES
 
     store = load_run_store(run_dir)
@@ -153,7 +153,7 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
     """Write verdicts.parquet and verdicts.csv from the run's store."""
     from dualjudge.runs.job import export_run, stored_config
-    from dualjudge.runs.runner import load_run_store
+    from dualjudge.runs.rundir import load_run_store
 
     store = load_run_store(run_dir)
     try:

@@ -6,9 +6,10 @@ requests are always JSON-schema constrained; their outcome is ok, parse_failure 
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, get_args
 
-from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
+from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Message, Sampling
 from dualjudge.protocol.prompts import load_prompt
 from dualjudge.protocol.verdicts import (
     JUDGE_DEFAULT_MAX_TOKENS,
@@ -16,12 +17,13 @@ from dualjudge.protocol.verdicts import (
     Outcome,
     PairwiseVerdict,
     QualityVerdict,
+    _Verdict,
     interpret,
 )
 from dualjudge.testbed.catalogue import Sign
 
 JudgeKind = Literal["quality", "equivalence"]
-JUDGE_KINDS: tuple[JudgeKind, ...] = ("quality", "equivalence")
+JUDGE_KINDS: tuple[JudgeKind, ...] = get_args(JudgeKind)
 VERDICTS = {"quality": QualityVerdict, "equivalence": EquivalenceVerdict, "pairwise": PairwiseVerdict}
 DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
 
@@ -34,7 +36,38 @@ def build_judge_request(kind: JudgeKind, sign: Sign, response: str,
                              VERDICTS[kind].constraint(sampling.max_tokens), (prompt.sha256,))
 
 
+@dataclass(frozen=True)
+class Judged:
+    """One judge call: what was asked, what came back, and how it reads (ok, parse_failure or error)."""
+
+    request: GenerationRequest
+    result: GenerationResult
+    outcome: Outcome
+
+    @property
+    def status(self) -> str:
+        return self.outcome.status
+
+    @property
+    def verdict(self) -> _Verdict | None:
+        return self.outcome.verdict
+
+    def value(self) -> float | None:
+        """The verdict as a number: overall (quality) or 1/0 (equivalence); None when not ok."""
+        return verdict_value(self.outcome)
+
+
+def verdict_value(outcome: Outcome) -> float | None:
+    v = outcome.verdict
+    if isinstance(v, QualityVerdict):
+        return v.overall
+    if isinstance(v, EquivalenceVerdict):
+        return float(v.equivalent)
+    return None
+
+
 async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,
-                    sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> Outcome:
-    result = await call(build_judge_request(kind, sign, response, sampling))
-    return interpret(VERDICTS[kind], result)
+                    sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> Judged:
+    request = build_judge_request(kind, sign, response, sampling)
+    result = await call(request)
+    return Judged(request, result, interpret(VERDICTS[kind], result))

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
-from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING
+from dualjudge.outcome import Status
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, verdict_value
 from dualjudge.protocol.prompts import load_prompt
-from dualjudge.protocol.verdicts import EquivalenceVerdict, Outcome, PairwiseVerdict, QualityVerdict, interpret
+from dualjudge.protocol.verdicts import GOOD, Outcome, PairwiseVerdict, QualityVerdict, interpret
 from dualjudge.testbed.catalogue import Sign
 
 PADDING_SAMPLING = Sampling(temperature=0.0, max_tokens=512, seed=0)
@@ -29,10 +30,13 @@ def build_pairwise_request(sign: Sign, first: str, second: str,
 
 @dataclass(frozen=True)
 class OrderResult:
-    """Which response won in each order (1 or 2), None where the verdict failed."""
+    """Which response won in each order (1 or 2), None where the verdict failed; the pair's outcome
+    (ok only when both orders gave a verdict; error when a call failed, else parse_failure)."""
 
     winner_ab: int | None
     winner_ba: int | None
+    status: Status = "ok"
+    detail: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -51,7 +55,10 @@ def order_result(ab: Outcome, ba: Outcome) -> OrderResult:
         first = o.verdict.winner == "A"
         return (2 if first else 1) if swapped else (1 if first else 2)
 
-    return OrderResult(winner(ab, False), winner(ba, True))
+    w_ab, w_ba = winner(ab, False), winner(ba, True)
+    status: Status = "ok" if w_ab is not None and w_ba is not None else \
+        "error" if "error" in (ab.status, ba.status) else "parse_failure"
+    return OrderResult(w_ab, w_ba, status, ab.detail or ba.detail)
 
 
 async def run_order_probe(sign: Sign, response_1: str, response_2: str, call: Caller,
@@ -67,44 +74,61 @@ def build_padding_request(response: str, sampling: Sampling = PADDING_SAMPLING) 
     return GenerationRequest((Message("system", system), Message("user", user)), sampling, None, (prompt.sha256,))
 
 
+@dataclass(frozen=True)
+class Padded:
+    """A response restated at length by its own model (or the error that stopped it)."""
+
+    text: str | None
+    added_words: int | None
+    error: str | None
+
+    @property
+    def status(self) -> Status:
+        return "ok" if self.text is not None else "error"
+
+
+async def pad(response: str, call: Caller, sampling: Sampling = PADDING_SAMPLING) -> Padded:
+    result = await call(build_padding_request(response, sampling))
+    if not result.ok or result.text is None:
+        return Padded(None, None, result.error or "no text returned")
+    return Padded(result.text, len(result.text.split()) - len(response.split()), None)
+
+
 def padding_change(kind: str, before: float, after: float) -> tuple[float, bool]:
     """Score shift (padded minus original) and whether the verdict flipped: for the quality judge,
     crossing the 'good' line (> 7); for the equivalence judge, a changed decision."""
-    flipped = (before > 7) != (after > 7) if kind == "quality" else before != after
+    flipped = (before > GOOD) != (after > GOOD) if kind == "quality" else before != after
     return after - before, flipped
 
 
 @dataclass(frozen=True)
 class PaddingResult:
-    original: Outcome
+    """A judge's verdict on a padded response, against its verdict on the original (a value: overall,
+    or equivalent as 0/1)."""
+
+    kind: str
+    original: float | None
     padded: Outcome
     added_words: int
 
     @property
-    def complete(self) -> bool:
-        return self.original.status == "ok" and self.padded.status == "ok"
+    def padded_value(self) -> float | None:
+        return verdict_value(self.padded)
 
     @property
-    def kind(self) -> str:
-        return "quality" if isinstance(self.original.verdict, QualityVerdict) else "equivalence"
+    def complete(self) -> bool:
+        return self.original is not None and self.padded_value is not None
 
     @property
     def score_shift(self) -> float | None:
         """Padded minus original overall score (quality judge) or equivalence (0/1)."""
-        return padding_change(self.kind, _value(self.original), _value(self.padded))[0] if self.complete else None
+        return padding_change(self.kind, self.original, self.padded_value)[0] if self.complete else None  # type: ignore[arg-type]
 
     @property
     def flipped(self) -> bool | None:
-        return padding_change(self.kind, _value(self.original), _value(self.padded))[1] if self.complete else None
-
-
-def _value(o: Outcome) -> float:
-    v = o.verdict
-    if isinstance(v, QualityVerdict):
-        return v.overall
-    assert isinstance(v, EquivalenceVerdict)
-    return float(v.equivalent)
+        return padding_change(self.kind, self.original, self.padded_value)[1] if self.complete else None  # type: ignore[arg-type]
 
 
 def padding_effect(original: Outcome, padded: Outcome, original_text: str, padded_text: str) -> PaddingResult:
-    return PaddingResult(original, padded, len(padded_text.split()) - len(original_text.split()))
+    kind = "quality" if isinstance(original.verdict, QualityVerdict) else "equivalence"
+    return PaddingResult(kind, verdict_value(original), padded, len(padded_text.split()) - len(original_text.split()))

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dualjudge.inference.types import Constraint, GenerationResult
 from dualjudge.outcome import Status
 
+GOOD = 7.0  # an overall above this is a "good" answer (the paper's Type II line, the padding flip)
 REASONING_MAX = 400  # characters, whatever the token budget
 REASONING_MIN = 32  # a budget that leaves less reasoning than this is refused
 SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII but '"' and '\': one token at most, never an escape

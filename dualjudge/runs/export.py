@@ -14,6 +14,7 @@ import pandas as pd
 
 from dualjudge.files import replacing
 from dualjudge.inference.cards import all_cards
+from dualjudge.runs.rows import AnswerRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.store import Store
 
 RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_padding.csv", "manifest.json")
@@ -26,32 +27,30 @@ COLUMNS = ["run_id", "item_id", "sign_code", "category", "visibility", "mode", "
 def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str,
                   judge_models: tuple[str, ...], kinds: tuple[str, ...]) -> pd.DataFrame:
     cards = all_cards()
-    verdicts: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in store.rows("verdicts"):
-        verdicts[(r["variant_id"], r["repeat"], r["system_model"], r["strategy"], r["judge_model"], r["kind"])] = dict(r)
+    verdicts = {v.key(): v for v in store.read(VerdictRow)}
     rows = []
-    answers = sorted((dict(a) for a in store.rows("answers") if a["text"] is not None),
-                     key=lambda a: (a["system_model"], a["strategy"], a["variant_id"], a["repeat"]))
+    answers = sorted((a for a in store.read(AnswerRow) if a.text is not None),
+                     key=lambda a: (a.system_model, a.strategy, a.variant_id, a.repeat))
     for a in answers:
-        v = variants.get(a["variant_id"])
+        v = variants.get(a.variant_id)
         if v is None:
             continue
+        system = cards[a.system_model]
         for judge in judge_models:
-            q = verdicts.get((a["variant_id"], a["repeat"], a["system_model"], a["strategy"], judge, "quality"))
-            e = verdicts.get((a["variant_id"], a["repeat"], a["system_model"], a["strategy"], judge, "equivalence"))
+            q = verdicts.get((*a.key(), judge, "quality"))
+            e = verdicts.get((*a.key(), judge, "equivalence"))
             rows.append({
-                "run_id": run_id, "item_id": a["variant_id"], "sign_code": str(v["sign_code"]), "category": v["category"],
-                "visibility": float(v["visibility"]), "mode": v["mode"], "repeat": a["repeat"], "system": a["strategy"],
-                "system_model": a["system_model"], "system_family": cards[a["system_model"]].family,
-                "system_base_llm": cards[a["system_model"]].base_llm, "predicted_category": a["predicted_category"],
-                "format_ok": bool(a["format_ok"]), "judge_model": judge, "judge_family": cards[judge].family,
-                "judge_base_llm": cards[judge].base_llm,
-                "accuracy": q["accuracy"] if q else None, "completeness": q["completeness"] if q else None,
-                "relevance": q["relevance"] if q else None, "overall": q["overall"] if q else None,
-                "equivalent": None if not e or e["equivalent"] is None else bool(e["equivalent"]),
-                "quality_status": q["status"] if q else ("not_run" if "quality" in kinds else "skipped"),
-                "equivalence_status": e["status"] if e else ("not_run" if "equivalence" in kinds else "skipped"),
-                "response": a["text"],
+                "run_id": run_id, "item_id": a.variant_id, "sign_code": str(v["sign_code"]), "category": v["category"],
+                "visibility": float(v["visibility"]), "mode": v["mode"], "repeat": a.repeat, "system": a.strategy,
+                "system_model": a.system_model, "system_family": system.family, "system_base_llm": system.base_llm,
+                "predicted_category": a.predicted_category, "format_ok": bool(a.format_ok), "judge_model": judge,
+                "judge_family": cards[judge].family, "judge_base_llm": cards[judge].base_llm,
+                "accuracy": q.accuracy if q else None, "completeness": q.completeness if q else None,
+                "relevance": q.relevance if q else None, "overall": q.overall if q else None,
+                "equivalent": None if not e or e.equivalent is None else bool(e.equivalent),
+                "quality_status": q.status if q else ("not_run" if "quality" in kinds else "skipped"),
+                "equivalence_status": e.status if e else ("not_run" if "equivalence" in kinds else "skipped"),
+                "response": a.text,
             })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     for col in ("accuracy", "completeness", "relevance"):
@@ -70,12 +69,13 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
     return pq, csv
 
 
-def write_probe_tables(store: Store, out: Path) -> None:
-    """probes_order.csv and probes_padding.csv, with the sign code of each variant."""
-    for table, name in (("order_probe", "probes_order.csv"), ("padding_probe", "probes_padding.csv")):
+def write_probe_tables(store: Store, variants: dict[str, dict[str, Any]], out: Path) -> None:
+    """probes_order.csv and probes_padding.csv, with the sign code of each variant (from the testbed)."""
+    for table, name in ((OrderProbeRow.TABLE, "probes_order.csv"), (PaddingProbeRow.TABLE, "probes_padding.csv")):
         frame = pd.DataFrame([dict(r) for r in store.rows(table)])
         if frame.empty:
             continue
-        frame.insert(1, "sign_code", frame["variant_id"].str.rsplit("_v", n=1).str[0])
+        frame.insert(1, "sign_code", [str(variants[v]["sign_code"]) if v in variants else None
+                                      for v in frame["variant_id"]])
         with replacing(out / name) as tmp:
             frame.to_csv(tmp, index=False, lineterminator="\n")

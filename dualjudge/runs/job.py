@@ -19,7 +19,8 @@ from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, 
 from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
 from dualjudge.runs.progress import Progress
-from dualjudge.runs.runner import STORE_FILE, Runner, RunReport, load_variants
+from dualjudge.runs.rundir import STORE_FILE, TESTBED, load_variants
+from dualjudge.runs.runner import Runner, RunReport
 from dualjudge.runs.store import WORK_TABLES, Store, check_store_files
 
 SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
@@ -58,16 +59,17 @@ def stored_config(store: Store, out: Path) -> RunConfig:
 
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     check_output_dir(out, "run directory", RUN_FILES)
-    table = verdict_table(store, load_variants(out), config.run.name, config.judges.models, config.judges.kinds)
+    variants = load_variants(out)
+    table = verdict_table(store, variants, config.run.name, config.judges.models, config.judges.kinds)
     write_table(table, out)
-    write_probe_tables(store, out)
+    write_probe_tables(store, variants, out)
     return table
 
 
 def run_job(config: RunConfig, out: Path, progress: Progress | None = None,
             engines: EngineFactory | None = None) -> JobResult:
     """The whole run under the directory's lock; the output folder is checked before any work."""
-    check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES), ("logs", "testbed", *ANALYSIS_FOLDERS))
+    check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES), ("logs", TESTBED, *ANALYSIS_FOLDERS))
     check_store_files(out / STORE_FILE, Path(config.engine.cache).expanduser() if config.engine.cache else None)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):

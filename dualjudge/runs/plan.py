@@ -3,7 +3,7 @@
 Stages: every system model answers all its items (MA steps in order within an item), then every
 judge model judges every answer, then the probes. Within a model, tasks are sorted by strategy, then
 variant, then repeat: requests that share a system prompt and an image follow one another, which is
-what vLLM's prefix cache rewards.
+what vLLM's prefix cache rewards. Each task's `key` is the key of the store row it produces.
 """
 
 from __future__ import annotations
@@ -12,95 +12,91 @@ from dataclasses import dataclass
 from typing import Any
 
 from dualjudge.config import RunConfig
+from dualjudge.protocol.judges import JudgeKind
 from dualjudge.protocol.seeds import seeded_rank
 from dualjudge.protocol.systems import Item, Strategy
+from dualjudge.runs.rows import Answer, AnswerKey
 
 
 @dataclass(frozen=True)
 class AnswerTask:
     item: Item
-    repeat: int
-    model: str
-    strategy: Strategy
+    answer: AnswerKey
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (self.item.variant_id, self.repeat, self.model, self.strategy)
+        return self.answer.astuple()
+
+    @property
+    def strategy(self) -> Strategy:
+        return self.answer.strategy  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
 class JudgeTask:
-    answer_key: tuple[Any, ...]  # (variant_id, repeat, system_model, strategy)
-    sign_code: str
-    text: str
+    answer: Answer
     judge_model: str
-    kind: str
+    kind: JudgeKind
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (*self.answer_key, self.judge_model, self.kind)
+        return (*self.answer.key.astuple(), self.judge_model, self.kind)
 
 
 @dataclass(frozen=True)
 class OrderTask:
-    variant_id: str
-    repeat: int
-    sign_code: str
+    """Two answers to one variant and repeat, judged pairwise in both orders."""
+
+    first: Answer
+    second: Answer
     judge_model: str
-    first: tuple[str, str, str]  # (model, strategy, text)
-    second: tuple[str, str, str]
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (self.variant_id, self.repeat, self.judge_model, self.first[0], self.first[1], self.second[0],
-                self.second[1])
+        a, b = self.first.key, self.second.key
+        return (a.variant_id, a.repeat, self.judge_model, a.system_model, a.strategy, b.system_model, b.strategy)
 
 
 def answer_tasks(config: RunConfig, items: list[Item], model: str) -> list[AnswerTask]:
-    tasks = [AnswerTask(item, r, model, s) for s in config.systems.strategies for item in items
-             for r in range(config.testbed.repeats)]
-    return tasks  # built in (strategy, variant, repeat) order
+    """Built in (strategy, variant, repeat) order."""
+    return [AnswerTask(item, AnswerKey(item.variant_id, r, model, s)) for s in config.systems.strategies
+            for item in items for r in range(config.testbed.repeats)]
 
 
-def judge_tasks(answers: list[dict[str, Any]], judge_model: str, kinds: tuple[str, ...]) -> list[JudgeTask]:
+def judge_tasks(answers: list[Answer], judge_model: str, kinds: tuple[JudgeKind, ...]) -> list[JudgeTask]:
     """Every answer with text, for every kind; sorted so one response's two judge requests are adjacent."""
-    out = []
-    for a in sorted(answers, key=lambda a: (a["strategy"], a["variant_id"], a["repeat"], a["system_model"])):
-        if a["text"] is None:
-            continue
-        key = (a["variant_id"], a["repeat"], a["system_model"], a["strategy"])
-        for kind in kinds:
-            out.append(JudgeTask(key, a["sign_code"], a["text"], judge_model, kind))
-    return out
+    ordered = sorted(answers, key=lambda a: (a.key.strategy, a.key.variant_id, a.key.repeat, a.key.system_model))
+    return [JudgeTask(a, judge_model, kind) for a in ordered if a.text is not None for kind in kinds]
 
 
-def order_pairs(answers: list[dict[str, Any]], n: int, seed: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def order_pairs(answers: list[Answer], n: int, seed: int) -> list[tuple[Answer, Answer]]:
     """Up to n pairs of answers to the same variant and repeat from two different systems.
 
     Chosen by a seeded hash, so the sample is the same on every rerun and independent of row order.
     """
-    by_item: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_item: dict[tuple[str, int], list[Answer]] = {}
     for a in answers:
-        if a["text"] is not None:
-            by_item.setdefault((a["variant_id"], a["repeat"]), []).append(a)
+        if a.text is not None:
+            by_item.setdefault((a.key.variant_id, a.key.repeat), []).append(a)
     candidates = []
     for group in by_item.values():
-        group = sorted(group, key=lambda a: (a["system_model"], a["strategy"]))
+        group = sorted(group, key=lambda a: (a.key.system_model, a.key.strategy))
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
-                a, b = group[i], group[j]
-                candidates.append((seeded_rank(seed, "order", a["variant_id"], a["repeat"], a["system_model"], a["strategy"],
-                                         b["system_model"], b["strategy"]), a, b))
+                a, b = group[i].key, group[j].key
+                rank = seeded_rank(seed, "order", a.variant_id, a.repeat, a.system_model, a.strategy, b.system_model,
+                                   b.strategy)
+                candidates.append((rank, group[i], group[j]))
     candidates.sort(key=lambda c: c[0])
     return [(a, b) for _, a, b in candidates[:n]]
 
 
-def padding_sample(answers: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+def padding_sample(answers: list[Answer], n: int, seed: int) -> list[Answer]:
     """Up to n losing answers: a wrong or missing SIGN_TYPE (chosen by a seeded hash).
 
     Losing is decided without a judge, so the padding can be generated while the system model is
     loaded and re-judged while each judge is, and no model has to be loaded twice.
     """
-    losing = [a for a in answers if a["text"] is not None and a["predicted_category"] != a["category"]]
-    losing.sort(key=lambda a: seeded_rank(seed, "padding", a["variant_id"], a["repeat"], a["system_model"], a["strategy"]))
+    losing = [a for a in answers if a.text is not None and a.predicted_category != a.category]
+    losing.sort(key=lambda a: seeded_rank(seed, "padding", *a.key.astuple()))
     return losing[:n]

@@ -23,11 +23,12 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import GenerationResult
 from dualjudge.outcome import FINAL
+from dualjudge.runs.rows import ROW_TYPES, Row
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,17 +70,11 @@ CREATE TABLE IF NOT EXISTS {schema}.cache (
     prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, constraint_kind TEXT, created REAL NOT NULL);
 """
 _FINAL_SQL = ", ".join(f"'{s}'" for s in FINAL)
-TABLE_KEYS = {
-    "answers": ("variant_id", "repeat", "system_model", "strategy"),
-    "verdicts": ("variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"),
-    "order_probe": ("variant_id", "repeat", "judge_model", "first_model", "first_strategy", "second_model",
-                    "second_strategy"),
-    "padding_texts": ("variant_id", "repeat", "system_model", "strategy"),
-    "padding_probe": ("variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"),
-}
+TABLE_KEYS = {row.TABLE: row.KEY for row in ROW_TYPES}  # declared with the row types (rows.py)
 WORK_TABLES = tuple(TABLE_KEYS)  # the tables of work rows, in the order a run fills them
 
 
+R = TypeVar("R", bound=Row)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 UNUSABLE_HINT = "use another --out, or delete it (responses can be restored from a shared engine.cache)"
 
@@ -249,16 +244,24 @@ class Store:
         cols = ", ".join(TABLE_KEYS[table])
         return {tuple(r) for r in self.db.execute(f"SELECT {cols} FROM {table} WHERE status IN ({_FINAL_SQL})")}
 
-    def record(self, table: str, row: dict[str, Any]) -> None:
+    def record(self, result: Row) -> None:
         """Insert a result; an existing error row is replaced (attempts add up), a final row never is."""
-        keys = TABLE_KEYS[table]
-        row = {**row, "updated": time.time()}
+        table, keys = result.TABLE, result.KEY
+        row = {**result.values(), "updated": time.time()}
         cols = list(row)
         updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys and c != "attempts")
         sql = (f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
                f"ON CONFLICT({', '.join(keys)}) DO UPDATE SET {updates}, attempts = {table}.attempts + excluded.attempts "
                f"WHERE {table}.status NOT IN ({_FINAL_SQL})")
         self.db.execute(sql, [row[c] for c in cols])
+
+    def read(self, row_type: type[R], **equal: Any) -> list[R]:
+        """Rows of a table as their type, optionally only those whose columns equal the given values."""
+        unknown = set(equal) - set(row_type.columns())
+        assert not unknown, unknown
+        where = " AND ".join(f"{c} = ?" for c in equal)
+        return [row_type.from_record(dict(r)) for r in self.rows(row_type.TABLE, f"WHERE {where}" if where else "",
+                                                                  tuple(equal.values()))]
 
     def rows(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> Iterator[sqlite3.Row]:
         if self.readonly and not self.has_table(table):

@@ -1,0 +1,165 @@
+"""The run store's rows and keys, as types: one dataclass per table, and the answer key they share.
+
+An answer is identified by (variant_id, repeat, system_model, strategy): `AnswerKey`. A verdict adds
+the judge model and kind; an order-probe pair adds the judge and the two answers' models and
+strategies. Each row class names its table and its key columns; the store maps rows to tables with
+them (store.py), so a table's key is declared here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from dualjudge.outcome import Status
+
+
+@dataclass(frozen=True)
+class AnswerKey:
+    variant_id: str
+    repeat: int
+    system_model: str
+    strategy: str
+
+    def fields(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def astuple(self) -> tuple[Any, ...]:
+        return (self.variant_id, self.repeat, self.system_model, self.strategy)
+
+
+ANSWER_KEY = tuple(f.name for f in dataclasses.fields(AnswerKey))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """A row of one of the store's work tables. `attempts`: sessions that tried this work."""
+
+    TABLE: ClassVar[str]
+    KEY: ClassVar[tuple[str, ...]]
+
+    status: Status
+    attempts: int = 1
+    error: str | None = None
+
+    def values(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.KEY)
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Any:
+        return cls(**{name: record[name] for name in cls.columns()})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerRow(Row):
+    TABLE: ClassVar[str] = "answers"
+    KEY: ClassVar[tuple[str, ...]] = ANSWER_KEY
+
+    variant_id: str
+    repeat: int
+    system_model: str
+    strategy: str
+    text: str | None
+    predicted_category: str | None
+    format_ok: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    calls: int
+    request_keys: str  # JSON list of the cache keys of the answer's calls
+
+    @property
+    def answer_key(self) -> AnswerKey:
+        return AnswerKey(self.variant_id, self.repeat, self.system_model, self.strategy)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerdictRow(Row):
+    TABLE: ClassVar[str] = "verdicts"
+    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind")
+
+    variant_id: str
+    repeat: int
+    system_model: str
+    strategy: str
+    judge_model: str
+    kind: str
+    accuracy: int | None = None
+    completeness: int | None = None
+    relevance: int | None = None
+    overall: float | None = None
+    equivalent: int | None = None
+    reasoning: str | None = None
+    completion_tokens: int = 0
+    request_key: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrderProbeRow(Row):
+    TABLE: ClassVar[str] = "order_probe"
+    KEY: ClassVar[tuple[str, ...]] = ("variant_id", "repeat", "judge_model", "first_model", "first_strategy",
+                                      "second_model", "second_strategy")
+
+    variant_id: str
+    repeat: int
+    judge_model: str
+    first_model: str
+    first_strategy: str
+    second_model: str
+    second_strategy: str
+    winner_ab: int | None
+    winner_ba: int | None
+    flipped: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaddingTextRow(Row):
+    TABLE: ClassVar[str] = "padding_texts"
+    KEY: ClassVar[tuple[str, ...]] = ANSWER_KEY
+
+    variant_id: str
+    repeat: int
+    system_model: str
+    strategy: str
+    text: str | None
+    added_words: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaddingProbeRow(Row):
+    TABLE: ClassVar[str] = "padding_probe"
+    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind")
+
+    variant_id: str
+    repeat: int
+    system_model: str
+    strategy: str
+    judge_model: str
+    kind: str
+    original: float | None
+    padded: float | None
+    shift: float | None
+    flipped: int | None
+
+
+ROW_TYPES: tuple[type[Row], ...] = (AnswerRow, VerdictRow, OrderProbeRow, PaddingTextRow, PaddingProbeRow)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A system's answer as the judges see it: its key, text and parsed category, and its variant's
+    sign and gold category."""
+
+    key: AnswerKey
+    text: str | None
+    predicted_category: str | None
+    sign_code: str
+    category: str

@@ -1,0 +1,195 @@
+"""The steps of a model's stage: which tasks are left, and what each task asks through the protocol.
+
+    systems stage of a model:  answer (every variant x repeat x strategy), then pad its losing answers
+    judges stage of a model:   judge every answer (each kind), the order probe, re-judge padded answers
+
+A step is generic in its task type. Its `tasks()` is computed when the step starts (so it sees the
+rows the previous steps wrote) and leaves out work already in a final state. The protocol asks and
+reads the model (protocol/systems.py, judges.py, probes.py); a step only turns the result into a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from dualjudge.config import RunConfig
+from dualjudge.inference.types import Sampling
+from dualjudge.protocol.judges import run_judge
+from dualjudge.protocol.probes import PaddingResult, pad, run_order_probe
+from dualjudge.protocol.systems import Item, run_system
+from dualjudge.protocol.verdicts import EquivalenceVerdict, QualityVerdict
+from dualjudge.runs import plan
+from dualjudge.runs.caller import CachingCaller
+from dualjudge.runs.rows import (
+    Answer,
+    AnswerKey,
+    AnswerRow,
+    OrderProbeRow,
+    PaddingProbeRow,
+    PaddingTextRow,
+    VerdictRow,
+)
+from dualjudge.runs.store import Store, dumps
+from dualjudge.testbed.catalogue import Catalogue
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Step(Generic[T]):
+    """One step of a model's stage: its tasks (computed when the step starts) and the work per task."""
+
+    name: str
+    tasks: Callable[[], list[T]]
+    work: Callable[[T, CachingCaller], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the steps share: the configuration, the store, the catalogue and the run's answers."""
+
+    config: RunConfig
+    store: Store
+    catalogue: Catalogue
+    answers: Callable[[str | None], list[Answer]]  # the run's answers (of one system model, or all)
+
+    def system_sampling(self) -> Sampling:
+        s = self.config.systems
+        return Sampling(temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p)
+
+    def judge_sampling(self) -> Sampling:
+        j = self.config.judges
+        return Sampling(temperature=j.temperature, max_tokens=j.max_tokens, seed=self.config.run.seed)
+
+    def padding_sampling(self) -> Sampling:
+        return Sampling(temperature=0.0, max_tokens=self.config.probes.padding_max_tokens, seed=self.config.run.seed)
+
+
+# -- systems ------------------------------------------------------------------------------------------
+def answer_step(ctx: Context, model: str, items: list[Item]) -> Step[plan.AnswerTask]:
+    s = ctx.config.systems
+
+    def tasks() -> list[plan.AnswerTask]:
+        done = ctx.store.done_keys(AnswerRow.TABLE)
+        return [t for t in plan.answer_tasks(ctx.config, items, model) if t.key not in done]
+
+    async def work(t: plan.AnswerTask, caller: CachingCaller) -> None:
+        ans = await run_system(t.strategy, t.item, caller, modality=ctx.config.testbed.modality,
+                               sign_type_mode=s.sign_type, sampling=ctx.system_sampling(),
+                               run_seed=ctx.config.run.seed, repeat=t.answer.repeat)
+        ctx.store.record(AnswerRow(
+            **t.answer.fields(), status=ans.status, text=ans.text, predicted_category=ans.predicted_category,
+            format_ok=int(ans.format_ok), prompt_tokens=ans.prompt_tokens, completion_tokens=ans.completion_tokens,
+            latency_s=ans.latency_s, calls=len(ans.calls),
+            request_keys=dumps([c.request.key(caller.identity) for c in ans.calls]), error=ans.detail))
+
+    return Step(f"systems: {model}", tasks, work)
+
+
+def padding_step(ctx: Context, model: str) -> Step[Answer]:
+    """Restate losing answers (wrong or missing SIGN_TYPE) of this model, while it is loaded."""
+    p = ctx.config.probes
+
+    def tasks() -> list[Answer]:
+        if not p.padding:
+            return []
+        share = -(-p.padding_samples // len(ctx.config.systems.models))
+        done = ctx.store.done_keys(PaddingTextRow.TABLE)
+        return [a for a in plan.padding_sample(ctx.answers(model), share, ctx.config.run.seed)
+                if a.key.astuple() not in done]
+
+    async def work(a: Answer, caller: CachingCaller) -> None:
+        padded = await pad(a.text or "", caller, ctx.padding_sampling())
+        ctx.store.record(PaddingTextRow(**a.key.fields(), status=padded.status, text=padded.text,
+                                        added_words=padded.added_words, error=padded.error))
+
+    return Step(f"padding: {model}", tasks, work)
+
+
+# -- judges -------------------------------------------------------------------------------------------
+def judge_step(ctx: Context, judge: str) -> Step[plan.JudgeTask]:
+    def tasks() -> list[plan.JudgeTask]:
+        done = ctx.store.done_keys(VerdictRow.TABLE)
+        return [t for t in plan.judge_tasks(ctx.answers(None), judge, ctx.config.judges.kinds) if t.key not in done]
+
+    async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
+        sign = ctx.catalogue.sign(t.answer.sign_code)
+        judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling())
+        v = judged.verdict
+        scores = {}
+        if isinstance(v, QualityVerdict):
+            scores = {"accuracy": v.accuracy, "completeness": v.completeness, "relevance": v.relevance,
+                      "overall": v.overall}
+        elif isinstance(v, EquivalenceVerdict):
+            scores = {"equivalent": int(v.equivalent)}
+        ctx.store.record(VerdictRow(
+            **t.answer.key.fields(), judge_model=judge, kind=t.kind, status=judged.status,
+            reasoning=getattr(v, "reasoning", None), completion_tokens=judged.result.completion_tokens,
+            request_key=judged.request.key(caller.identity), error=judged.outcome.detail, **scores))
+
+    return Step(f"judges: {judge}", tasks, work)
+
+
+def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:
+    probes = ctx.config.probes
+
+    def tasks() -> list[plan.OrderTask]:
+        if not probes.order:
+            return []
+        done = ctx.store.done_keys(OrderProbeRow.TABLE)
+        pairs = plan.order_pairs(ctx.answers(None), probes.order_pairs, ctx.config.run.seed)
+        return [t for t in (plan.OrderTask(a, b, judge) for a, b in pairs) if t.key not in done]
+
+    async def work(t: plan.OrderTask, caller: CachingCaller) -> None:
+        res = await run_order_probe(ctx.catalogue.sign(t.first.sign_code), t.first.text or "", t.second.text or "",
+                                    caller, ctx.judge_sampling())
+        a, b = t.first.key, t.second.key
+        ctx.store.record(OrderProbeRow(
+            variant_id=a.variant_id, repeat=a.repeat, judge_model=judge, first_model=a.system_model,
+            first_strategy=a.strategy, second_model=b.system_model, second_strategy=b.strategy, status=res.status,
+            winner_ab=res.winner_ab, winner_ba=res.winner_ba,
+            flipped=None if res.flipped is None else int(res.flipped), error=res.detail))
+
+    return Step(f"order probe: {judge}", tasks, work)
+
+
+@dataclass(frozen=True)
+class RejudgeTask:
+    padded: PaddingTextRow
+    original: VerdictRow
+    sign_code: str
+
+
+def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
+    """Re-judge the padded answers, after this judge's own verdicts on the originals exist."""
+
+    def tasks() -> list[RejudgeTask]:
+        if not ctx.config.probes.padding:
+            return []
+        signs = {a.key: a.sign_code for a in ctx.answers(None)}
+        originals = {(*r.key()[:4], r.kind): r for r in ctx.store.read(VerdictRow, status="ok", judge_model=judge)}
+        done = ctx.store.done_keys(PaddingProbeRow.TABLE)
+        out = []
+        for padded in ctx.store.read(PaddingTextRow, status="ok"):
+            key = AnswerKey(padded.variant_id, padded.repeat, padded.system_model, padded.strategy)
+            for kind in ctx.config.judges.kinds:
+                original = originals.get((*key.astuple(), kind))
+                if original is not None and key in signs and (*key.astuple(), judge, kind) not in done:
+                    out.append(RejudgeTask(padded, original, signs[key]))
+        return out
+
+    async def work(t: RejudgeTask, caller: CachingCaller) -> None:
+        kind = t.original.kind
+        before = t.original.overall if kind == "quality" else t.original.equivalent
+        judged = await run_judge(kind, ctx.catalogue.sign(t.sign_code), t.padded.text or "", caller,  # type: ignore[arg-type]
+                                 ctx.judge_sampling())
+        res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)
+        ctx.store.record(PaddingProbeRow(
+            variant_id=t.padded.variant_id, repeat=t.padded.repeat, system_model=t.padded.system_model,
+            strategy=t.padded.strategy, judge_model=judge, kind=kind, status=judged.status, original=res.original,
+            padded=res.padded_value, shift=res.score_shift, flipped=None if res.flipped is None else int(res.flipped),
+            error=judged.outcome.detail))
+
+    return Step(f"padding judged: {judge}", tasks, work)
