@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.settings import EngineSettings
-from dualjudge.protocol.judges import JudgeKind
-from dualjudge.protocol.systems import Strategy
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, JUDGE_KINDS, JudgeKind
+from dualjudge.protocol.probes import PADDING_SAMPLING
+from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Strategy
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import MODES, VISIBILITIES, check_visibility
@@ -71,19 +72,19 @@ class TestbedSection(_Section):
 
 class SystemsSection(_Section):
     models: Annotated[tuple[Str, ...], Distinct]
-    strategies: Annotated[tuple[Strategy, ...], Distinct] = ("sa", "cot", "coi", "ma")
+    strategies: Annotated[tuple[Strategy, ...], Distinct] = STRATEGIES
     sign_type: Literal["constrained", "parsed"] = "constrained"
-    temperature: Float = Field(default=0.7, ge=0, le=2)
+    temperature: Float = Field(default=DEFAULT_SYSTEM_SAMPLING.temperature, ge=0, le=2)
     top_p: Float = Field(default=1.0, gt=0, le=1)
-    max_tokens: Int = Field(default=768, ge=64, le=8192)
+    max_tokens: Int = Field(default=DEFAULT_SYSTEM_SAMPLING.max_tokens, ge=64, le=8192)
 
 
 class JudgesSection(_Section):
     models: Annotated[tuple[Str, ...], Distinct]
-    kinds: Annotated[tuple[JudgeKind, ...], Distinct] = ("quality", "equivalence")
-    temperature: Float = Field(default=0.0, ge=0, le=2)
+    kinds: Annotated[tuple[JudgeKind, ...], Distinct] = JUDGE_KINDS
+    temperature: Float = Field(default=DEFAULT_JUDGE_SAMPLING.temperature, ge=0, le=2)
     # at least 128: the verdict's reasoning is bounded to what max_tokens leaves (protocol/verdicts.py)
-    max_tokens: Int = Field(default=384, ge=128, le=4096)
+    max_tokens: Int = Field(default=DEFAULT_JUDGE_SAMPLING.max_tokens, ge=128, le=4096)
 
 
 class ProbesSection(_Section):
@@ -91,7 +92,7 @@ class ProbesSection(_Section):
     order_pairs: Int = Field(default=50, ge=1)
     padding: Bool = False
     padding_samples: Int = Field(default=50, ge=1)
-    padding_max_tokens: Int = Field(default=512, ge=64, le=4096)
+    padding_max_tokens: Int = Field(default=PADDING_SAMPLING.max_tokens, ge=64, le=4096)
 
 
 EngineSection = EngineSettings  # declared once, in inference/settings.py

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dualjudge.analysis.table import COLUMNS
+
 
 @dataclass(frozen=True)
 class Planted:
@@ -57,4 +59,4 @@ def simulate(planted: Planted = Planted(), n_signs: int = 30, items_per_sign: in
     frame = pd.DataFrame(rows, columns=cols)
     frame.insert(0, "run_id", "simulated")
     frame["judge_base_llm"] = frame["judge_family"]
-    return frame
+    return frame[[c for c in COLUMNS if c in frame.columns]]

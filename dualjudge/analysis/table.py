@@ -1,9 +1,7 @@
 """Read and validate a verdict table (CSV or Parquet), the only input the analysis needs.
 
-The contract (DESIGN.md): one row per response x judge model with run_id, item_id, sign_code,
-category, visibility, mode, repeat, system, system_model, system_family, predicted_category,
-format_ok, judge_model, judge_family, accuracy, completeness, relevance, overall, equivalent,
-quality_status, equivalence_status. Tables made elsewhere (the paper's own data, another tool)
+The contract (DESIGN.md; `CONTRACT` below): one row per response x judge model with its variant,
+system and judge, both judges' verdicts and their outcome states. Tables made elsewhere (the paper's own data, another tool)
 are analysed the same way. Missing columns or wrong types are one-line errors.
 """
 
@@ -18,12 +16,21 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.outcome import TABLE_STATUSES
 from dualjudge.testbed.occlusion import visibility_label
 
-REQUIRED = ("run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
-            "system_family", "predicted_category", "format_ok", "judge_model", "judge_family", "accuracy",
-            "completeness", "relevance", "overall", "equivalent", "quality_status", "equivalence_status")
-NUMERIC = ("visibility", "repeat", "accuracy", "completeness", "relevance", "overall")
-TEXT = ("run_id", "item_id", "sign_code", "category", "mode", "system", "system_model", "system_family",
-        "judge_model", "judge_family", "quality_status", "equivalence_status")
+# The contract, declared once: (column, kind, required), in the order a run writes them.
+CONTRACT = (
+    ("run_id", "text", True), ("item_id", "text", True), ("sign_code", "text", True), ("category", "text", True),
+    ("visibility", "number", True), ("mode", "text", True), ("repeat", "number", True), ("system", "text", True),
+    ("system_model", "text", True), ("system_family", "text", True), ("system_base_llm", "text", False),
+    ("predicted_category", "category", True), ("format_ok", "boolean", True), ("judge_model", "text", True),
+    ("judge_family", "text", True), ("judge_base_llm", "text", False), ("accuracy", "number", True),
+    ("completeness", "number", True), ("relevance", "number", True), ("overall", "number", True),
+    ("equivalent", "boolean", True), ("quality_status", "text", True), ("equivalence_status", "text", True),
+    ("response", "text", False),
+)
+COLUMNS = tuple(name for name, _, _ in CONTRACT)
+REQUIRED = tuple(name for name, _, required in CONTRACT if required)
+NUMERIC = tuple(name for name, kind, _ in CONTRACT if kind == "number")
+TEXT = tuple(name for name, kind, required in CONTRACT if kind == "text" and required)
 # every row needs these: they say which answer and which judge a verdict belongs to
 IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family", "judge_model", "judge_family")
 ROW_KEY = ["run_id", "item_id", "repeat", "system", "system_model", "judge_model"]  # one row per response x judge

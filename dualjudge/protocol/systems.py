@@ -9,7 +9,7 @@ the parse in `parsed` mode (the paper's format compliance).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from dualjudge.inference.types import Caller, Constraint, GenerationRequest, GenerationResult, Image, Message, Sampling
 from dualjudge.outcome import Status
@@ -21,7 +21,7 @@ from dualjudge.testbed.catalogue import default_catalogue
 Strategy = Literal["sa", "cot", "coi", "ma"]
 Modality = Literal["image", "text"]
 SignTypeMode = Literal["constrained", "parsed"]
-STRATEGIES: tuple[Strategy, ...] = ("sa", "cot", "coi", "ma")
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 STEPS: dict[str, tuple[str, ...]] = {
     "sa": ("sa",), "cot": ("cot",), "coi": ("coi",), "ma": ("ma_vision", "ma_symbol", "ma_integration"),
 }

@@ -12,16 +12,13 @@ from typing import Any
 
 import pandas as pd
 
+from dualjudge.analysis.table import COLUMNS
 from dualjudge.files import replacing
 from dualjudge.inference.cards import all_cards
 from dualjudge.runs.rows import AnswerRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.store import Store
 
 RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_padding.csv", "manifest.json")
-COLUMNS = ["run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
-           "system_family", "system_base_llm", "predicted_category", "format_ok", "judge_model", "judge_family",
-           "judge_base_llm", "accuracy", "completeness", "relevance", "overall", "equivalent", "quality_status",
-           "equivalence_status", "response"]
 
 
 def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str,
@@ -52,7 +49,7 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
                 "equivalence_status": e.status if e else ("not_run" if "equivalence" in kinds else "skipped"),
                 "response": a.text,
             })
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("accuracy", "completeness", "relevance"):
         frame[col] = frame[col].astype("Int64")
     frame["overall"] = frame["overall"].astype("Float64")
