@@ -141,7 +141,7 @@ def test_summary_json_contract(tmp_path, sim):
     sim.to_csv(path, index=False)
     summary = analyze(path, tmp_path / "out", n_resamples=200)
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert written["n_rows"] == len(sim) == summary["n_rows"]
+    assert written["n_rows"] == len(sim) == summary.n_rows
     for s in written["systems"].values():
         assert set(s) >= {"mean_overall", "equivalence_rate", "format_compliance", "n"}
     for s in written["paired_tests"].values():
@@ -169,7 +169,7 @@ def test_summary_json_contract(tmp_path, sim):
 def test_agreement_between_identical_judges_is_perfect(sim):
     a = sim[sim["judge_model"] == "qwen-j"]
     b = a.assign(judge_model="copy-j", judge_family="copy")
-    res = summarize(validate(pd.concat([a, b])), n_resamples=50)["agreement"]
+    res = summarize(validate(pd.concat([a, b])), n_resamples=50).agreement.model_dump()
     assert res["alpha_overall"]["alpha"] == pytest.approx(1.0)
     assert res["alpha_equivalent"]["alpha"] == pytest.approx(1.0)
     assert res["pairwise"]["copy-j vs qwen-j"]["kappa_equivalent"] == pytest.approx(1.0)

@@ -116,6 +116,9 @@ def test_cli_json_contract_and_refusals(cli, tmp_path):
         assert entry["ci_low"] <= entry["estimate"] <= entry["ci_high"] and entry["p_adjusted"] >= entry["p"]
     code, out, _ = cli("stats", "self-preference", str(path), "--resamples", "100", "--outcome", "equivalent", "--json")
     assert code == 0 and json.loads(out)["outcome"] == "equivalent"
+    code, out, err = cli("stats", "self-preference", str(path), "--resamples", "100")
+    assert code == 0, err
+    assert out.count("than their quality warrants") == len(data["judges"]) and "warning: only 8 signs" in out
     for args, needle in ((["--outcome", "both"], "--outcome"), (["--lineage", "vendor"], "--lineage"),
                          (["--resamples", "5"], "--resamples")):
         code, _, err = cli("stats", "self-preference", str(path), *args)

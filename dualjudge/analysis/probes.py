@@ -37,9 +37,10 @@ def order_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPL
 
 def padding_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     ok = frame[frame["status"] == "ok"]
-    out: dict[str, Any] = {}
+    kinds: dict[str, Any] = {}
+    out: dict[str, Any] = {"kinds": kinds}
     for kind, g in ok.groupby("kind", sort=True):
-        out[str(kind)] = {"shift": _with_ci(g, "shift", seed, n_resamples),
+        kinds[str(kind)] = {"shift": _with_ci(g, "shift", seed, n_resamples),
                           "flip_rate": _with_ci(g, "flipped", seed, n_resamples),
                           "per_judge": {str(j): {"shift": _with_ci(h, "shift", seed, n_resamples),
                                                  "flip_rate": _with_ci(h, "flipped", seed, n_resamples)}

@@ -31,6 +31,7 @@ from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interva
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
+from dualjudge.analysis.results import JudgeSelfPreference, OutcomeSelfPreference, SelfPreference
 from dualjudge.errors import DualjudgeError
 
 OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", "quality_status"),
@@ -310,32 +311,40 @@ CLI_KEYS = ("judge", "family", "identified", "estimate", "ci_low", "ci_high", "p
             "reason")
 
 
-def cli_result(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int, seed: int) -> dict[str, Any]:
-    """The `dualjudge stats self-preference --json` object: one outcome, p adjusted across judges and
-    both outcomes (as in `dualjudge analyze`). `self` and `family_other` are the separated effects (null
-    unless the judge's family has several generator models rated); their intervals are under
-    `self_ci` / `family_other_ci`. Exit 2 (a DualjudgeError) on a table without usable verdicts."""
-    sp = self_preference(frame, lineage, seed, n_resamples)
-    e = sp[outcome]
-    if not e["judges"]:
-        raise DualjudgeError(f"the table gives no self-preference estimate for {outcome}: {e['reason']}")
+def for_outcome(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int,
+                seed: int) -> tuple[SelfPreference, OutcomeSelfPreference]:
+    """The analysis of one outcome, with p adjusted across judges and both outcomes (as in `dualjudge
+    analyze`). A DualjudgeError (exit 2) for a table without usable verdicts."""
+    sp = SelfPreference.model_validate(self_preference(frame, lineage, seed, n_resamples))
+    e = sp.outcomes()[outcome]
+    if not e.judges:
+        raise DualjudgeError(f"the table gives no self-preference estimate for {outcome}: {e.reason}")
+    return sp, e
+
+
+def cli_json(sp: SelfPreference, outcome: Outcome) -> dict[str, Any]:
+    """The `dualjudge stats self-preference --json` object. `self` and `family_other` are the separated
+    effects (null unless the judge's family has several generator models rated); their intervals are
+    under `self_ci` / `family_other_ci`."""
+    e = sp.outcomes()[outcome]
     judges = []
-    for entry in e["judges"]:
-        row = {k: entry[k] for k in CLI_KEYS}
+    for entry in e.judges:
+        row = {k: getattr(entry, k) for k in CLI_KEYS}
         for part in ("self", "family_other"):
-            row[part] = entry[part]["estimate"] if entry[part] else None
-            row[f"{part}_ci"] = [entry[part]["ci_low"], entry[part]["ci_high"]] if entry[part] else None
+            iv = getattr(entry, part)
+            row[part] = iv.estimate if iv else None
+            row[f"{part}_ci"] = [iv.ci_low, iv.ci_high] if iv else None
         judges.append(row)
-    return {"outcome": outcome, "method": sp["method"], "interval": sp["interval"], "adjustment": sp["adjustment"],
-            "lineage": lineage, "n_signs": e.get("n_signs"), "warnings": e["warnings"], "judges": judges}
+    return {"outcome": outcome, "method": sp.method, "interval": sp.interval, "adjustment": sp.adjustment,
+            "lineage": sp.lineage, "n_signs": e.n_signs, "warnings": e.warnings, "judges": judges}
 
 
-def sentence(entry: dict[str, Any], outcome: Outcome) -> str:
+def sentence(entry: JudgeSelfPreference, outcome: Outcome) -> str:
     """One plain sentence per judge for the report."""
-    judge = entry["judge"]
-    if entry["estimate"] is None:
-        return f"{judge}: not estimable ({entry['reason']})."
-    est, lo, hi = entry["estimate"], entry["ci_low"], entry["ci_high"]
+    judge = entry.judge
+    if entry.estimate is None or entry.ci_low is None or entry.ci_high is None:
+        return f"{judge}: not estimable ({entry.reason})."
+    est, lo, hi = entry.estimate, entry.ci_low, entry.ci_high
     if outcome == "overall":
         size = f"{abs(est):.2f} points"
         unit = lambda v: f"{v:.2f}"  # noqa: E731
@@ -349,7 +358,7 @@ def sentence(entry: dict[str, Any], outcome: Outcome) -> str:
     else:
         claim = f"{verb} its own family's answers equivalent {size} {'more' if est >= 0 else 'less'} often"
     text = (f"{judge} {claim} than their quality warrants (95% CI {unit(lo)} to {unit(hi)}; "
-            f"p = {format_p(entry['p'])}, adjusted {format_p(entry['p_adjusted'])})")
+            f"p = {format_p(entry.p)}, adjusted {format_p(entry.p_adjusted)})")
     if lo <= 0 <= hi:
         text += "; the interval includes zero"
     return text + "."

@@ -16,18 +16,19 @@ from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.probes import probes_near
+from dualjudge.analysis.results import Summary
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.table import read_table
 
 
 def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
-              n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+              n_resamples: int = N_RESAMPLES, **extra: Any) -> Summary:
     judges: dict[str, Any] = {}
     for judge, g in frame.groupby("judge_model", sort=True):
         summary = dual_judge.judge_summary(g, seed, n_resamples)
         summary["within_judge_agreement"] = agreement.within_judge(g)
         judges[str(judge)] = summary
-    return {
+    return Summary.model_validate({
         "n_rows": int(len(frame)),
         "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
         "systems": dual_judge.system_means(frame),
@@ -38,18 +39,15 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         "agreement": agreement.between_judges(frame),
         "bootstrap": {"resamples": n_resamples, "seed": seed, "cluster": "sign_code",
                       "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"}},
-    }
+        **extra,
+    })
 
 
 def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
-                    n_resamples: int = N_RESAMPLES) -> tuple[pd.DataFrame, dict[str, Any]]:
+                    n_resamples: int = N_RESAMPLES) -> tuple[pd.DataFrame, Summary]:
     """Read a verdict table (and the probe tables beside it) and summarise it."""
     t0 = time.perf_counter()
     frame = read_table(table)
-    summary = summarize(frame, lineage, seed, n_resamples)
-    probes = probes_near(table, seed, n_resamples)
-    if probes:
-        summary["probes"] = probes
-    summary["table"] = str(table)
-    summary["analysis_seconds"] = round(time.perf_counter() - t0, 2)
-    return frame, summary
+    probes = probes_near(table, seed, n_resamples) or None
+    summary = summarize(frame, lineage, seed, n_resamples, probes=probes, table=str(table))
+    return frame, summary.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})

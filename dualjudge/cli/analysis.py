@@ -32,11 +32,11 @@ def analyze(
         summary = run_analysis(table, out, lineage, seed, resamples)
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
-    overall = summary["self_preference"]["overall"]
-    estimated = [j["judge"] for j in overall["judges"] if j["estimate"] is not None]
-    console.print(f"analysed {summary['n_rows']} rows in {summary['analysis_seconds']} s; self-preference (overall) "
-                  f"estimated for {len(estimated)} of {len(overall['judges'])} judges"
-                  + ("" if len(estimated) == len(overall["judges"]) else " (report.md says why not for the others)"))
+    judges = summary.self_preference.overall.judges if summary.self_preference.overall else []
+    estimated = [j.judge for j in judges if j.estimate is not None]
+    console.print(f"analysed {summary.n_rows} rows in {summary.analysis_seconds} s; self-preference (overall) "
+                  f"estimated for {len(estimated)} of {len(judges)} judges"
+                  + ("" if len(estimated) == len(judges) else " (report.md says why not for the others)"))
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
 
 
@@ -99,18 +99,17 @@ def stats_self_preference(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The calibrated self-preference index per judge, with CIs and adjusted p-values."""
-    from dualjudge.analysis.self_preference import cli_result, sentence
+    from dualjudge.analysis.self_preference import cli_json, for_outcome, sentence
     from dualjudge.analysis.table import read_table
 
-    result = cli_result(read_table(table), outcome, lineage, resamples, seed)
+    sp, result = for_outcome(read_table(table), outcome, lineage, resamples, seed)
     if as_json:
-        print(json.dumps(result))
+        print(json.dumps(cli_json(sp, outcome)))
         return
-    console.print(f"{result['method']}\nintervals: {result['interval']}; p adjusted: {result['adjustment']}",
-                  markup=False)
-    for entry in result["judges"]:
+    console.print(f"{sp.method}\nintervals: {sp.interval}; p adjusted: {sp.adjustment}", markup=False)
+    for entry in result.judges:
         console.print(f"  {sentence(entry, outcome)}", markup=False)
-    for warning in result["warnings"]:
+    for warning in result.warnings:
         console.print(f"warning: {warning}", markup=False)
 
 

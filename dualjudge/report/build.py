@@ -5,11 +5,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
+from dualjudge.analysis.results import Summary
 from dualjudge.analysis.summary import summarize_table
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.report.render import render_report
@@ -19,20 +18,10 @@ ANALYSIS_FOLDERS = ("figures",)
 
 
 def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
-            n_resamples: int = N_RESAMPLES, figures: bool = True) -> dict[str, Any]:
+            n_resamples: int = N_RESAMPLES, figures: bool = True) -> Summary:
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
     frame, summary = summarize_table(table, lineage, seed, n_resamples)
     out.mkdir(parents=True, exist_ok=True)
-    write_json(summary, out / "summary.json")
+    write_text(out / "summary.json", summary.to_json())
     render_report(frame, summary, out, lineage, figures=figures)
     return summary
-
-
-def write_json(data: dict[str, Any], path: Path) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=False, default=_jsonable))
-
-
-def _jsonable(o: object) -> object:
-    if hasattr(o, "item"):
-        return o.item()  # numpy scalars
-    return str(o)

@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from dualjudge.analysis.dual_judge import both_rows, degradation
+from dualjudge.analysis.results import Interaction, Type2AtVisibility
 
 DPI = 110
 
@@ -60,10 +61,10 @@ def joint_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
     return _save(fig, path)
 
 
-def type2_figure(by_visibility: dict[str, dict[str, float | None]], path: Path, title: str) -> Path:
+def type2_figure(by_visibility: dict[str, Type2AtVisibility], path: Path, title: str) -> Path:
     levels = sorted(by_visibility, key=float, reverse=True)
-    marginal = [by_visibility[v]["marginal_rate"] or 0.0 for v in levels]
-    conditional = [by_visibility[v]["conditional_rate"] or 0.0 for v in levels]
+    marginal = [by_visibility[v].marginal_rate or 0.0 for v in levels]
+    conditional = [by_visibility[v].conditional_rate or 0.0 for v in levels]
     x = np.arange(len(levels))
     fig = Figure(figsize=(5.6, 3.6))
     ax = fig.subplots()
@@ -78,17 +79,17 @@ def type2_figure(by_visibility: dict[str, dict[str, float | None]], path: Path, 
     return _save(fig, path)
 
 
-def heatmap_figure(matrices: dict[str, dict], path: Path, title: str) -> Path:
+def heatmap_figure(matrices: dict[str, Interaction], path: Path, title: str) -> Path:
     """Calibrated residuals (judge x generator family, from the self-preference analysis), one panel per
     outcome, on a diverging scale centred at 0."""
     fig = Figure(figsize=(5.4 * len(matrices), 4))
     axes = fig.subplots(1, len(matrices), squeeze=False)
     for ax, (name, inter) in zip(axes[0], matrices.items()):
-        m = np.array([[np.nan if c is None else c["estimate"] for c in row] for row in inter["residual"]], dtype=float)
+        m = np.array([[np.nan if c is None else c.estimate for c in row] for row in inter.residual], dtype=float)
         limit = float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 1.0
         im = ax.imshow(m, vmin=-limit, vmax=limit, cmap="RdBu_r")
-        ax.set_xticks(range(len(inter["families"])), inter["families"], rotation=45, ha="right")
-        ax.set_yticks(range(len(inter["judges"])), inter["judges"])
+        ax.set_xticks(range(len(inter.families)), inter.families, rotation=45, ha="right")
+        ax.set_yticks(range(len(inter.judges)), inter.judges)
         ax.set_xlabel("generator family")
         ax.set_ylabel("judge")
         ax.set_title("overall (points)" if name == "overall" else "equivalent (probability)")

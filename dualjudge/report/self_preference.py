@@ -1,105 +1,100 @@
-"""The report's self-preference section, from summary.json's `self_preference` entry."""
+"""The report's self-preference section, from the summary's typed `self_preference` results."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from dualjudge.analysis.results import Estimate, JudgeSelfPreference, OutcomeSelfPreference, SelfPreference
 from dualjudge.analysis.self_preference import format_p, sentence
 from dualjudge.report.tables import ci, num, table
 
 OUTCOME_TITLES = {"overall": "overall score (0-10 points)", "equivalent": "equivalent (probability, linear model)"}
+ALTERNATIVES = {"answer_matched": "the answer-matched model (scales fixed at 1)",
+                "did": "the pair-matched difference-in-differences"}
 
 
-def _interval(entry: dict[str, Any] | None, digits: int = 2) -> str:
-    if not entry:
-        return "-"
-    return f"{num(entry['estimate'], digits)} {ci([entry['ci_low'], entry['ci_high']], digits)}"
+def _interval(e: Estimate | None, digits: int = 2) -> str:
+    return "-" if e is None else f"{num(e.estimate, digits)} {ci([e.ci_low, e.ci_high], digits)}"
 
 
-def section(sp: dict[str, Any]) -> list[str]:
-    parts = [f"## Cross-family self-preference (lineage: {sp['lineage']})", "",
-             f"Headline: the calibrated index, {sp['method']}. Intervals: {sp['interval']}, "
-             f"{sp['resamples']} resamples. Adjusted p-values: {sp['adjustment']}.", ""]
-    for outcome in ("overall", "equivalent"):
-        if outcome in sp:
-            parts += _outcome(sp[outcome], outcome)
+def _headline(j: JudgeSelfPreference) -> str:
+    return "-" if j.estimate is None else f"{num(j.estimate)} {ci([j.ci_low, j.ci_high])}"
+
+
+def section(sp: SelfPreference) -> list[str]:
+    parts = [f"## Cross-family self-preference (lineage: {sp.lineage})", "",
+             f"Headline: the calibrated index, {sp.method}. Intervals: {sp.interval}, "
+             f"{sp.resamples} resamples. Adjusted p-values: {sp.adjustment}.", ""]
+    for name, outcome in sp.outcomes().items():
+        parts += _outcome(outcome, name)
     return parts
 
 
-def _outcome(e: dict[str, Any], outcome: str) -> list[str]:
+def _outcome(e: OutcomeSelfPreference, outcome: str) -> list[str]:
     parts = [f"### Self-preference on {OUTCOME_TITLES[outcome]}", ""]
-    for warning in e.get("warnings", []):
-        parts.append(f"**Warning:** {warning}")
-        parts.append("")
-    if not e["judges"]:
-        return parts + [f"Not estimable: {e['reason']}", ""]
-    estimated = [j for j in e["judges"] if j["estimate"] is not None]
+    for warning in e.warnings:
+        parts += [f"**Warning:** {warning}", ""]
+    if not e.judges:
+        return parts + [f"Not estimable: {e.reason}", ""]
+    estimated = [j for j in e.judges if j.estimate is not None]
     if estimated:
-        rows = [[j["judge"], j["family"], _interval({"estimate": j["estimate"], "ci_low": j["ci_low"],
-                                                     "ci_high": j["ci_high"]}),
-                 format_p(j["p"]), format_p(j["p_adjusted"]), _interval(j.get("self")), _interval(j.get("family_other"))]
-                for j in estimated]
+        rows = [[j.judge, j.family, _headline(j), format_p(j.p), format_p(j.p_adjusted), _interval(j.self),
+                 _interval(j.family_other)] for j in estimated]
         parts += [table(["judge", "family", "own-family effect [95% CI]", "p", "adjusted p", "own model",
                          "same family, other model"], rows), ""]
-        parts += [f"- {sentence(j, outcome)}" for j in estimated] + [""]
-    missing = [j for j in e["judges"] if j["estimate"] is None]
+        parts += [f"- {sentence(j, outcome)}" for j in estimated] + [""]  # type: ignore[arg-type]
+    missing = [j for j in e.judges if j.estimate is None]
     if missing:
         parts.append("Not estimable:")
-        parts += [f"- {j['judge']} ({j['family']}): {j['reason']}" for j in missing] + [""]
-    parts += _sensitivity(e, outcome)
-    parts += _interaction(e)
-    parts += _missing(e)
-    return parts
+        parts += [f"- {j.judge} ({j.family}): {j.reason}" for j in missing] + [""]
+    return parts + _sensitivity(e) + _interaction(e) + _missing(e)
 
 
-def _sensitivity(e: dict[str, Any], outcome: str) -> list[str]:
+def _sensitivity(e: OutcomeSelfPreference) -> list[str]:
     rows, words = [], []
-    labels = {"answer_matched": "the answer-matched model (scales fixed at 1)",
-              "did": "the pair-matched difference-in-differences"}
-    for j in e["judges"]:
-        panel = j["sensitivity"]
-        if not any(panel[k] for k in ("calibrated", "answer_matched", "did")):
+    for j in e.judges:
+        panel = j.sensitivity
+        if panel is None or not (panel.calibrated or panel.answer_matched or panel.did):
             continue
-        rows.append([j["judge"], _interval(panel["calibrated"]), _interval(panel["answer_matched"]),
-                     _interval(panel["did"]) if panel["did"] else f"- ({panel['did_reason'] or 'not estimable'})"])
-        for other in panel["disagree"]:
-            words.append(f"For {j['judge']}, the calibrated index ({num(panel['calibrated']['estimate'])}) and "
-                         f"{labels[other]} ({num(panel[other]['estimate'])}) disagree beyond their intervals: the judges "
-                         f"use the scale differently, or verdicts are missing unevenly, and only the calibrated index "
-                         f"allows for that.")
-    parts = []
+        rows.append([j.judge, _interval(panel.calibrated), _interval(panel.answer_matched),
+                     _interval(panel.did) if panel.did else f"- ({panel.did_reason or 'not estimable'})"])
+        for other in panel.disagree:
+            alternative = getattr(panel, other)
+            words.append(f"For {j.judge}, the calibrated index ({num(panel.calibrated.estimate)}) and "  # type: ignore[union-attr]
+                         f"{ALTERNATIVES[other]} ({num(alternative.estimate)}) disagree beyond their intervals: the "
+                         f"judges use the scale differently, or verdicts are missing unevenly, and only the "
+                         f"calibrated index allows for that.")
+    parts: list[str] = []
     if rows:
         parts = ["Sensitivity panel (same bootstrap; the alternatives assume every judge uses the scale alike):", "",
                  table(["judge", "calibrated", "answer-matched (slope 1)", "difference-in-differences"], rows), ""]
         parts += words + ([""] if words else [])
-    pooled = e.get("pooled")
-    if pooled:
-        line = (f"Pooled `{pooled['formula']}` ({pooled['interval']}): same_family "
-                f"{num(pooled['same_family']['estimate'], 3)} {ci(pooled['same_family']['ci'], 3)}")
-        if "self" in pooled:
-            line += f"; self {num(pooled['self']['estimate'], 3)} {ci(pooled['self']['ci'], 3)}"
+    if e.pooled:
+        p = e.pooled
+        line = (f"Pooled `{p.formula}` ({p.interval}): same_family {num(p.same_family.estimate, 3)} "
+                f"{ci(p.same_family.ci, 3)}")
+        if p.self:
+            line += f"; self {num(p.self.estimate, 3)} {ci(p.self.ci, 3)}"
         parts += [line + ".", ""]
-    elif e.get("pooled_reason"):
-        parts += [f"Pooled model not estimable: {e['pooled_reason']}.", ""]
+    elif e.pooled_reason:
+        parts += [f"Pooled model not estimable: {e.pooled_reason}.", ""]
     return parts
 
 
-def _interaction(e: dict[str, Any]) -> list[str]:
-    inter = e.get("interaction")
+def _interaction(e: OutcomeSelfPreference) -> list[str]:
+    inter = e.interaction
     if not inter:
         return []
-    rows = [[judge] + [_interval(cell) for cell in inter["double_centred"][i]] for i, judge in enumerate(inter["judges"])]
+    rows = [[judge] + [_interval(cell) for cell in inter.double_centred[i]] for i, judge in enumerate(inter.judges)]
     return ["Judge x generator family after calibration (mean of verdict minus leniency + scale x answer quality, "
             "double-centred; 95% CI). Own-family preference shows on the judge's own family; a cell off it that "
             "stands out is favouritism toward another family, which no per-judge baseline removes:", "",
-            table(["judge", *inter["families"]], rows), ""]
+            table(["judge", *inter.families], rows), ""]
 
 
-def _missing(e: dict[str, Any]) -> list[str]:
-    by = e.get("missing", {}).get("by_judge_family", {})
+def _missing(e: OutcomeSelfPreference) -> list[str]:
+    by = e.missing.by_judge_family if e.missing else {}
     if not by:
         return []
     families = sorted({f for cells in by.values() for f in cells})
-    rows = [[judge] + [f"{cells[f]['rate']:.1%} ({cells[f]['missing']}/{cells[f]['total']})" if f in cells else "-"
+    rows = [[judge] + [f"{cells[f].rate:.1%} ({cells[f].missing}/{cells[f].total})" if f in cells else "-"
                        for f in families] for judge, cells in by.items()]
     return ["Missing verdicts by judge x generator family (rate, count):", "", table(["judge", *families], rows), ""]

@@ -1,0 +1,246 @@
+"""The analysis summary as types: what summary.json holds (docs/summary.md), validated once and
+serialised once.
+
+The analysis modules compute plain values; `Summary.model_validate` checks them against these types
+(a key added or renamed without updating them is an error, not a silent change to summary.json),
+the report reads them as attributes, and `Summary.to_json` writes summary.json (NaN and infinities
+as null, so the file is strict JSON).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null")
+
+
+# -- the paper's tables -------------------------------------------------------------------------------
+class SystemMeans(_Result):
+    mean_overall: float | None
+    equivalence_rate: float | None
+    format_compliance: float | None
+    n: int
+
+
+class SignClusteredTest(_Result):
+    delta_overall: float | None
+    t: float | None
+    p: float | None
+    n_signs: int
+
+
+class PairedTest(_Result):
+    delta_overall: float | None
+    t: float | None
+    p: float | None
+    n_cells: int
+    sign_clustered: SignClusteredTest
+
+
+class ErrorCount(_Result):
+    count: int
+    rate: float | None
+
+
+class Type2AtVisibility(_Result):
+    n: int
+    n_high: int
+    count: int
+    marginal_rate: float | None
+    conditional_rate: float | None
+
+
+class WithinJudgeAgreement(_Result):
+    kappa: float | None
+    raw_agreement: float | None
+    n: int
+
+
+class JudgeSummary(_Result):
+    n_rows: int
+    systems: dict[str, SystemMeans]
+    system_models: dict[str, SystemMeans]
+    paired_tests: dict[str, PairedTest]
+    point_biserial_r: float | None
+    point_biserial_ci: list[float] | None
+    point_biserial_n: int
+    type1: ErrorCount
+    type2: ErrorCount
+    type2_by_visibility: dict[str, Type2AtVisibility]
+    status_counts: dict[str, dict[str, int]]
+    within_judge_agreement: WithinJudgeAgreement
+
+
+# -- self-preference ------------------------------------------------------------------------------------
+class Estimate(_Result):
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    p: float
+
+
+class Sensitivity(_Result):
+    calibrated: Estimate | None
+    answer_matched: Estimate | None
+    did: Estimate | None
+    did_reason: str | None
+    disagree: list[str]
+
+
+class JudgeSelfPreference(_Result):
+    judge: str
+    family: str
+    identified: bool
+    reason: str | None
+    estimate: float | None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    p_adjusted: float | None
+    self: Estimate | None = None
+    family_other: Estimate | None = None
+    n_own: dict[str, int] | None = None
+    sensitivity: Sensitivity | None = None
+
+
+class MissingCell(_Result):
+    missing: int
+    total: int
+    rate: float
+
+
+class Missing(_Result):
+    by_judge_family: dict[str, dict[str, MissingCell]]
+    warnings: list[str]
+
+
+class Interaction(_Result):
+    judges: list[str]
+    families: list[str]
+    residual: list[list[Estimate | None]]
+    double_centred: list[list[Estimate | None]]
+
+
+class PooledTerm(_Result):
+    estimate: float
+    se: float
+    ci: list[float]
+    p: float
+
+
+class Pooled(_Result):
+    formula: str
+    n: int
+    clusters: int
+    interval: str
+    same_family: PooledTerm
+    self: PooledTerm | None = None
+
+
+class OutcomeSelfPreference(_Result):
+    estimable: bool
+    reason: str | None
+    judges: list[JudgeSelfPreference]
+    warnings: list[str]
+    missing: Missing | None = None
+    n_signs: int | None = None
+    interaction: Interaction | None = None
+    pooled: Pooled | None = None
+    pooled_reason: str | None = None
+
+
+class SelfPreference(_Result):
+    lineage: str
+    method: str
+    interval: str
+    adjustment: str
+    resamples: int
+    seed: int
+    overall: OutcomeSelfPreference | None = None
+    equivalent: OutcomeSelfPreference | None = None
+
+    def outcomes(self) -> dict[str, OutcomeSelfPreference]:
+        return {name: o for name, o in (("overall", self.overall), ("equivalent", self.equivalent)) if o is not None}
+
+
+# -- agreement and probes -----------------------------------------------------------------------------
+class Alpha(_Result):
+    level: str
+    units: int
+    alpha: float | None = None
+    units_sampled: int | None = None
+
+
+class PairAgreement(_Result):
+    kappa_equivalent: float | None
+    raw_agreement: float | None
+    n: int
+
+
+class Agreement(_Result):
+    judges: list[str]
+    reason: str | None = None
+    alpha_overall: Alpha | None = None
+    alpha_equivalent: Alpha | None = None
+    pairwise: dict[str, PairAgreement] = {}
+
+
+class Rate(_Result):
+    estimate: float | None
+    ci: list[float] | None
+    n: int
+    reason: str | None = None
+
+
+class OrderProbe(_Result):
+    overall: Rate
+    per_judge: dict[str, Rate]
+    not_ok: int
+
+
+class ShiftAndFlips(_Result):
+    shift: Rate
+    flip_rate: Rate
+
+
+class PaddingKind(ShiftAndFlips):
+    per_judge: dict[str, ShiftAndFlips]
+
+
+class PaddingProbe(_Result):
+    kinds: dict[str, PaddingKind]
+    not_ok: int
+
+
+class Probes(_Result):
+    order: OrderProbe | None = None
+    padding: PaddingProbe | None = None
+
+
+class Bootstrap(_Result):
+    resamples: int
+    seed: int
+    cluster: str
+    ci: dict[str, str]
+
+
+class Summary(_Result):
+    n_rows: int
+    runs: list[str]
+    systems: dict[str, SystemMeans]
+    system_models: dict[str, SystemMeans]
+    paired_tests: dict[str, PairedTest]
+    judges: dict[str, JudgeSummary]
+    self_preference: SelfPreference
+    agreement: Agreement
+    bootstrap: Bootstrap
+    probes: Probes | None = None
+    table: str | None = None
+    analysis_seconds: float | None = None
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
