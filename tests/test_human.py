@@ -3,7 +3,8 @@ import json
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.human import export_sample, import_annotations
+from dualjudge.analysis.annotations import import_annotations
+from dualjudge.analysis.human import export_sample
 from dualjudge.analysis.simulate import simulate
 from dualjudge.errors import DualjudgeError
 from dualjudge.testbed.catalogue import default_catalogue

@@ -136,7 +136,7 @@ def human_import(
     annotations: Annotated[Path, typer.Argument(help="The filled CSV.")],
 ) -> None:
     """Validate annotations and compare them with the judges (human_check.json)."""
-    from dualjudge.analysis.human import import_annotations
+    from dualjudge.analysis.annotations import import_annotations
 
     res = import_annotations(run_dir, annotations)
     for judge, e in res["judges"].items():

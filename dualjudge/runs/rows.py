@@ -59,14 +59,35 @@ class Row:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AnswerRow(Row):
-    TABLE: ClassVar[str] = "answers"
+class _OfAnswer(Row):
+    """A row about one answer: its key's columns come first."""
+
     KEY: ClassVar[tuple[str, ...]] = ANSWER_KEY
 
     variant_id: str
     repeat: int
     system_model: str
     strategy: str
+
+    @property
+    def answer_key(self) -> AnswerKey:
+        return AnswerKey(self.variant_id, self.repeat, self.system_model, self.strategy)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _OfJudgedAnswer(_OfAnswer):
+    """A row about one answer as one judge model saw it, with one kind of judge."""
+
+    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind")
+
+    judge_model: str
+    kind: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerRow(_OfAnswer):
+    TABLE: ClassVar[str] = "answers"
+
     text: str | None
     predicted_category: str | None
     format_ok: int
@@ -76,22 +97,11 @@ class AnswerRow(Row):
     calls: int
     request_keys: str  # JSON list of the cache keys of the answer's calls
 
-    @property
-    def answer_key(self) -> AnswerKey:
-        return AnswerKey(self.variant_id, self.repeat, self.system_model, self.strategy)
-
 
 @dataclass(frozen=True, kw_only=True)
-class VerdictRow(Row):
+class VerdictRow(_OfJudgedAnswer):
     TABLE: ClassVar[str] = "verdicts"
-    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind")
 
-    variant_id: str
-    repeat: int
-    system_model: str
-    strategy: str
-    judge_model: str
-    kind: str
     accuracy: int | None = None
     completeness: int | None = None
     relevance: int | None = None
@@ -121,29 +131,17 @@ class OrderProbeRow(Row):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PaddingTextRow(Row):
+class PaddingTextRow(_OfAnswer):
     TABLE: ClassVar[str] = "padding_texts"
-    KEY: ClassVar[tuple[str, ...]] = ANSWER_KEY
 
-    variant_id: str
-    repeat: int
-    system_model: str
-    strategy: str
     text: str | None
     added_words: int | None
 
 
 @dataclass(frozen=True, kw_only=True)
-class PaddingProbeRow(Row):
+class PaddingProbeRow(_OfJudgedAnswer):
     TABLE: ClassVar[str] = "padding_probe"
-    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind")
 
-    variant_id: str
-    repeat: int
-    system_model: str
-    strategy: str
-    judge_model: str
-    kind: str
     original: float | None
     padded: float | None
     shift: float | None

@@ -24,7 +24,6 @@ from dualjudge.runs import plan
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.rows import (
     Answer,
-    AnswerKey,
     AnswerRow,
     OrderProbeRow,
     PaddingProbeRow,
@@ -173,7 +172,7 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
         done = ctx.store.done_keys(PaddingProbeRow.TABLE)
         out = []
         for padded in ctx.store.read(PaddingTextRow, status="ok"):
-            key = AnswerKey(padded.variant_id, padded.repeat, padded.system_model, padded.strategy)
+            key = padded.answer_key
             for kind in ctx.config.judges.kinds:
                 original = originals.get((*key.astuple(), kind))
                 if original is not None and key in signs and (*key.astuple(), judge, kind) not in done:

@@ -1,0 +1,119 @@
+"""The human check's annotations: read and validated against the sample key, then compared with the
+judges: Pearson and Spearman of human overall with each judge's overall and sub-scores; Cohen's kappa
+and raw agreement of human vs equivalence judge; and the direction of the disagreements.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dualjudge.analysis.agreement import kappa
+from dualjudge.analysis.human import ANNOTATION_COLUMNS, IDENTITY_COLUMNS, SAMPLE_KEY, read_key
+from dualjudge.analysis.table import read_csv, read_table
+from dualjudge.errors import DualjudgeError
+from dualjudge.files import write_text
+
+
+def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str) -> pd.DataFrame:
+    missing = [c for c in ("sample_id", *IDENTITY_COLUMNS, *ANNOTATION_COLUMNS) if c not in ann.columns]
+    if missing:
+        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)} (annotate the CSV that "
+                             f"`dualjudge human export` wrote, keeping its columns)")
+    ann = ann[ann[["accuracy", "completeness", "relevance", "equivalent"]].notna().any(axis=1)].copy()
+    blank = ann["sample_id"].isna() | (ann["sample_id"].astype(str).str.strip() == "")
+    if blank.any():
+        raise DualjudgeError(f"{where}: an annotated row has no sample_id")
+    unknown = sorted(set(ann["sample_id"].astype(str)) - set(samples))
+    if unknown:
+        raise DualjudgeError(f"{where}: unknown sample ids {', '.join(unknown[:5])}; were these annotations made for "
+                             f"another export?")
+    for row in ann.itertuples(index=False):
+        expected = samples[str(row.sample_id)]
+        for col in IDENTITY_COLUMNS:
+            got, want = getattr(row, col), expected[col]
+            if str(got).strip() != str(want) and not (col == "repeat" and _same_number(got, want)):
+                raise DualjudgeError(f"{where}: sample {row.sample_id} has {col} {got!r} but the sample key says "
+                                     f"{want!r}; these annotations belong to another export, so nothing was imported")
+    if ann["annotator"].isna().any():
+        raise DualjudgeError(f"{where}: every annotated row needs an annotator")
+    dup = ann.duplicated(["sample_id", "annotator"])
+    if dup.any():
+        r = ann[dup].iloc[0]
+        raise DualjudgeError(f"{where}: duplicate row for sample {r['sample_id']} by annotator {r['annotator']}")
+    for col in ("accuracy", "completeness", "relevance"):
+        values = pd.to_numeric(ann[col], errors="coerce")
+        bad = ann[values.isna() | (values < 0) | (values > 10) | (values != values.round())]
+        if len(bad):
+            raise DualjudgeError(f"{where}: {col} must be an integer 0-10 (sample {bad.iloc[0]['sample_id']}: "
+                                 f"{bad.iloc[0][col]!r})")
+        ann[col] = values.astype(int)
+    eq = ann["equivalent"].astype(str).str.strip().str.lower().map({"1": True, "0": False, "true": True,
+                                                                     "false": False, "1.0": True, "0.0": False})
+    if eq.isna().any():
+        raise DualjudgeError(f"{where}: equivalent must be 0 or 1 (sample {ann[eq.isna()].iloc[0]['sample_id']})")
+    ann["equivalent"] = eq.astype(bool)
+    return ann
+
+
+def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
+    key_path = run_dir / SAMPLE_KEY
+    if not key_path.is_file():
+        raise DualjudgeError(f"{run_dir}: no {SAMPLE_KEY}; run `dualjudge human export` first")
+    key = read_key(key_path)
+    ann = read_csv(annotations, {"sample_id": str, "annotator": str, "item_id": str, "system": str,
+                                 "system_model": str}, "annotation file")
+    ann = _validate(ann, key["samples"], str(annotations))
+    if ann.empty:
+        raise DualjudgeError(f"{annotations}: no annotated rows")
+    table = read_table(run_dir / key["table"])
+    ann["human_overall"] = ann[["accuracy", "completeness", "relevance"]].mean(axis=1)
+    per_sample = ann.groupby("sample_id").agg(human_overall=("human_overall", "mean"),
+                                              human_accuracy=("accuracy", "mean"),
+                                              human_completeness=("completeness", "mean"),
+                                              human_relevance=("relevance", "mean"),
+                                              human_equivalent=("equivalent", "mean")).reset_index()
+    per_sample["human_equivalent"] = per_sample["human_equivalent"] >= 0.5  # majority (ties count as equivalent)
+    meta = pd.DataFrame([{"sample_id": s, **v} for s, v in key["samples"].items()])
+    merged = per_sample.merge(meta, on="sample_id").merge(table, on=["item_id", "repeat", "system", "system_model"])
+    result: dict[str, Any] = {"n_samples": int(per_sample.shape[0]), "annotators": sorted(ann["annotator"].unique()),
+                              "judges": {}}
+    for judge, g in merged.groupby("judge_model", sort=True):
+        entry: dict[str, Any] = {}
+        q = g[g["quality_status"] == "ok"]
+        for human_col, judge_col in (("human_overall", "overall"), ("human_accuracy", "accuracy"),
+                                     ("human_completeness", "completeness"), ("human_relevance", "relevance")):
+            entry[judge_col] = _correlations(q[human_col], q[judge_col])
+        e = g[g["equivalence_status"] == "ok"]
+        h, j = e["human_equivalent"].astype(bool).to_numpy(), e["equivalent"].astype(bool).to_numpy()
+        entry["equivalence"] = {"kappa": kappa(h, j) if len(e) else None,
+                                "raw_agreement": float(np.mean(h == j)) if len(e) else None, "n": int(len(e)),
+                                "judge_yes_human_no": int(np.sum(j & ~h)), "judge_no_human_yes": int(np.sum(~j & h))}
+        diff = q["overall"] - q["human_overall"]
+        entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
+                                         "mean_judge_minus_human": float(diff.mean()) if len(diff) else None}
+        result["judges"][str(judge)] = entry
+    write_text(run_dir / "human_check.json", json.dumps(result, indent=2))
+    return result
+
+
+def _same_number(a: object, b: object) -> bool:
+    try:
+        return float(a) == float(b)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def _correlations(x: pd.Series, y: pd.Series) -> dict[str, Any]:
+    x, y = x.astype(float), y.astype(float)
+    if len(x) < 3 or x.nunique() < 2 or y.nunique() < 2:
+        return {"pearson": None, "spearman": None, "n": int(len(x))}
+    p = stats.pearsonr(x, y)
+    s = stats.spearmanr(x, y)
+    return {"pearson": float(p.statistic), "pearson_p": float(p.pvalue), "spearman": float(s.statistic),
+            "spearman_p": float(s.pvalue), "n": int(len(x))}
