@@ -113,16 +113,25 @@ def _constructed() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _only(d: dict, *keys: str) -> dict:
+    return {k: d[k] for k in keys}
+
+
 def test_type_errors_by_visibility_match_hand_counts():
     res = type_errors(validate(_constructed()))
     assert res["n"] == 13  # the parse failure is excluded
-    assert res["type1"] == {"count": 3, "rate": 3 / 13}  # (3, T), (2, T), (2, T)
-    assert res["type2"] == {"count": 4, "rate": 4 / 13}  # (8, F) x2, (7.5, F), (8.5, F)
+    assert _only(res["type1"], "count", "rate") == {"count": 3, "rate": 3 / 13}  # (3, T), (2, T), (2, T)
+    assert _only(res["type2"], "count", "rate") == {"count": 4, "rate": 4 / 13}  # (8, F) x2, (7.5, F), (8.5, F)
+    assert res["agreement_share"] == pytest.approx(6 / 13)  # in neither disagreement quadrant
     v = res["type2_by_visibility"]
     assert list(v) == ["1.0", "0.5", "0.1"]
-    assert v["1.0"] == {"n": 5, "n_high": 3, "count": 2, "marginal_rate": 2 / 5, "conditional_rate": 2 / 3}
-    assert v["0.5"] == {"n": 6, "n_high": 3, "count": 1, "marginal_rate": 1 / 6, "conditional_rate": 1 / 3}
-    assert v["0.1"] == {"n": 2, "n_high": 1, "count": 1, "marginal_rate": 1 / 2, "conditional_rate": 1.0}
+    keys = ("n", "n_high", "count", "marginal_rate", "conditional_rate")
+    assert _only(v["1.0"], *keys) == {"n": 5, "n_high": 3, "count": 2, "marginal_rate": 2 / 5, "conditional_rate": 2 / 3}
+    assert _only(v["0.5"], *keys) == {"n": 6, "n_high": 3, "count": 1, "marginal_rate": 1 / 6, "conditional_rate": 1 / 3}
+    assert _only(v["0.1"], *keys) == {"n": 2, "n_high": 1, "count": 1, "marginal_rate": 1 / 2, "conditional_rate": 1.0}
+    for entry in (res["type1"], res["type2"], v["1.0"]):  # sign-cluster bootstrap intervals around the rates
+        ci, rate = entry.get("ci") or entry["marginal_ci"], entry.get("rate", entry.get("marginal_rate"))
+        assert ci[0] <= rate <= ci[1]
 
 
 def test_paired_tests_match_scipy_on_cell_means(sim):
@@ -148,7 +157,7 @@ def test_summary_json_contract(tmp_path, sim):
         assert set(s) >= {"delta_overall", "t", "p", "n_cells"}
     for j in written["judges"].values():
         assert set(j) >= {"point_biserial_r", "point_biserial_ci", "type1", "type2", "type2_by_visibility"}
-        assert set(j["type1"]) == {"count", "rate"}
+        assert set(j["type1"]) == {"count", "rate", "ci"}
         for key, v in j["type2_by_visibility"].items():
             assert len(key.split(".")[1]) == 1
             assert set(v) >= {"n_high", "count", "marginal_rate", "conditional_rate"}
@@ -176,7 +185,8 @@ def test_agreement_between_identical_judges_is_perfect(sim):
 
 
 @pytest.mark.parametrize("mutate,needle", [
-    (lambda f: f.drop(columns=["overall", "judge_family"]), "missing columns judge_family, overall"),
+    (lambda f: f.drop(columns=["item_id", "judge_model"]), "missing columns item_id, judge_model"),
+    (lambda f: f.drop(columns=["overall", "equivalent"]), "needs an overall column"),
     (lambda f: f.assign(overall="high"), "column overall must be numeric, found 'high'"),
     (lambda f: f.assign(equivalent="maybe"), "column equivalent must be boolean"),
     (lambda f: f.assign(overall=11.0), "scores must lie between 0 and 10"),

@@ -18,8 +18,8 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from dualjudge.analysis.choices import Level
 from dualjudge.analysis.dual_judge import both_rows
+from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.errors import DualjudgeError
-from dualjudge.protocol.verdicts import GOOD
 
 RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
@@ -88,12 +88,12 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def within_judge(frame: pd.DataFrame) -> dict[str, Any]:
-    """One judge model's two judges: kappa and raw agreement of (overall > 7) with equivalent."""
+def within_judge(frame: pd.DataFrame, scale: Scale = PAPER_SCALE) -> dict[str, Any]:
+    """One judge model's two judges: kappa and raw agreement of "good" (overall > 7) with equivalent."""
     both = both_rows(frame)
     if both.empty:
         return {"kappa": None, "raw_agreement": None, "n": 0}
-    high = (both["overall"] > GOOD).to_numpy()
+    high = scale.good(both["overall"]).to_numpy()
     eq = both["equivalent"].astype(bool).to_numpy()
     return {"kappa": kappa(high, eq), "raw_agreement": float((high == eq).mean()), "n": int(len(both))}
 

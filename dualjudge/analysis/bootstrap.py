@@ -113,3 +113,13 @@ def mean_ci(frame: pd.DataFrame, values: pd.Series, seed: int = 0,
     signs = sorted(frame["sign_code"].unique())
     sums = per_sign_sums(frame, {"n": pd.Series(1.0, index=values.index), "s": values}, signs)
     return cluster_bootstrap(sums, lambda s: s[:, 1] / s[:, 0], seed, n_resamples)
+
+
+def ratio_ci(frame: pd.DataFrame, numerator: pd.Series, denominator: pd.Series, seed: int = 0,
+             n_resamples: int = N_RESAMPLES) -> tuple[float | None, tuple[float, float] | None]:
+    """sum(numerator) / sum(denominator) (a conditional rate) with a sign-level cluster-bootstrap CI."""
+    if float(denominator.sum()) == 0:
+        return None, None
+    signs = sorted(frame["sign_code"].unique())
+    sums = per_sign_sums(frame, {"d": denominator, "n": numerator}, signs)
+    return cluster_bootstrap(sums, lambda s: s[:, 1] / s[:, 0], seed, n_resamples)

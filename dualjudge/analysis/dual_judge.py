@@ -1,11 +1,14 @@
-"""The paper's dual-judge analyses, per judge model (Tables 1-3).
+"""The paper's dual-judge analyses, per judge model (Tables 1-3, Section 4).
 
 - system means: mean overall, equivalence rate, format compliance, n (per strategy, per system model);
 - paired t-tests of each strategy against SA on per-cell means (cell = sign x visibility x mode, and
   system model when there are several; repeats collapsed), and the same on per-sign means;
-- point-biserial r between overall and equivalent with a sign-level cluster-bootstrap CI;
-- Type I (equivalent and overall < 5) and Type II (not equivalent and overall > 7) counts and rates,
-  and by visibility: answers with overall > 7, Type II count, marginal and conditional rate.
+- point-biserial r between overall and equivalent with a sign-level cluster-bootstrap CI, and the mean
+  overall (with its SD) of answers judged equivalent and not equivalent;
+- Type I (equivalent and "poor", < 5) and Type II (not equivalent and "good", > 7) counts and rates with
+  sign-cluster bootstrap CIs, the share of rows in neither quadrant, and by visibility: answers judged
+  good, Type II count, marginal rate (of all answers) and conditional rate (of good answers), with CIs.
+The cuts are the scale's (scale.py): the paper's by default, other cuts for tables made elsewhere.
 """
 
 from __future__ import annotations
@@ -16,13 +19,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dualjudge.analysis.bootstrap import correlation_ci
+from dualjudge.analysis.bootstrap import correlation_ci, mean_ci, ratio_ci
 from dualjudge.analysis.choices import N_RESAMPLES
+from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.table import vis_key
-from dualjudge.protocol.verdicts import GOOD
 
 BASELINE = "sa"
-HIGH, LOW = GOOD, 5.0  # Type II: overall > 7 and not equivalent; Type I: overall < 5 and equivalent
 
 
 def _num(x: Any) -> float | None:
@@ -92,35 +94,59 @@ def point_biserial(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESA
     return {"r": r, "ci": list(ci) if ci else None, "n": int(len(both))}
 
 
-def type_errors(frame: pd.DataFrame) -> dict[str, Any]:
+def overall_given_equivalence(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Mean overall, its SD and n among answers the equivalence judge accepted ("1") and rejected ("0")."""
+    both = both_rows(frame)
+    out = {}
+    for label, value in (("1", True), ("0", False)):
+        g = both[both["equivalent"].astype(bool) == value]["overall"]
+        out[label] = {"mean": _num(g.mean()) if len(g) else None, "sd": _num(g.std(ddof=1)) if len(g) > 1 else None,
+                      "n": int(len(g))}
+    return out
+
+
+def _rate(frame: pd.DataFrame, hits: pd.Series, seed: int, n_resamples: int) -> dict[str, Any]:
+    n = len(frame)
+    count = int(hits.sum())
+    ci = mean_ci(frame, hits.astype("float64"), seed, n_resamples)[1] if n and frame["sign_code"].nunique() > 1 else None
+    return {"count": count, "rate": count / n if n else None, "ci": list(ci) if ci else None}
+
+
+def type_errors(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0,
+                n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     both = both_rows(frame)
     eq = both["equivalent"].astype(bool)
-    n = len(both)
-    t1 = int((eq & (both["overall"] < LOW)).sum())
-    t2 = int((~eq & (both["overall"] > HIGH)).sum())
+    good, poor = scale.good(both["overall"]), scale.poor(both["overall"])
+    type1, type2 = eq & poor, ~eq & good
     by_vis: dict[str, Any] = {}
     for v, g in both.groupby("visibility", sort=False):
-        g_eq = g["equivalent"].astype(bool)
-        high = int((g["overall"] > HIGH).sum())
-        count = int((~g_eq & (g["overall"] > HIGH)).sum())
-        by_vis[vis_key(v)] = {"n": int(len(g)), "n_high": high, "count": count,
-                              "marginal_rate": count / len(g) if len(g) else None,
-                              "conditional_rate": count / high if high else None}
+        g_good = scale.good(g["overall"])
+        g_t2 = ~g["equivalent"].astype(bool) & g_good
+        marginal = _rate(g, g_t2, seed, n_resamples)
+        conditional, cond_ci = ratio_ci(g, g_t2.astype("float64"), g_good.astype("float64"), seed, n_resamples) \
+            if g["sign_code"].nunique() > 1 else (int(g_t2.sum()) / int(g_good.sum()) if g_good.any() else None, None)
+        by_vis[vis_key(v)] = {"n": int(len(g)), "n_high": int(g_good.sum()), "count": marginal["count"],
+                              "marginal_rate": marginal["rate"], "marginal_ci": marginal["ci"],
+                              "conditional_rate": conditional, "conditional_ci": list(cond_ci) if cond_ci else None}
     by_vis = dict(sorted(by_vis.items(), key=lambda kv: -float(kv[0])))
-    return {"n": n, "type1": {"count": t1, "rate": t1 / n if n else None},
-            "type2": {"count": t2, "rate": t2 / n if n else None}, "type2_by_visibility": by_vis}
+    n = len(both)
+    return {"n": n, "type1": _rate(both, type1, seed, n_resamples), "type2": _rate(both, type2, seed, n_resamples),
+            "agreement_share": float(1 - (type1 | type2).mean()) if n else None, "type2_by_visibility": by_vis}
 
 
-def judge_summary(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def judge_summary(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0,
+                  n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     pb = point_biserial(frame, seed, n_resamples)
-    errors = type_errors(frame)
+    errors = type_errors(frame, scale, seed, n_resamples)
     return {
         "n_rows": int(len(frame)),
         "systems": system_means(frame),
         "system_models": system_means(frame, "system_model"),
         "paired_tests": paired_tests(frame),
         "point_biserial_r": pb["r"], "point_biserial_ci": pb["ci"], "point_biserial_n": pb["n"],
-        "type1": errors["type1"], "type2": errors["type2"], "type2_by_visibility": errors["type2_by_visibility"],
+        "overall_given_equivalent": overall_given_equivalence(frame),
+        "type1": errors["type1"], "type2": errors["type2"], "agreement_share": errors["agreement_share"],
+        "type2_by_visibility": errors["type2_by_visibility"],
         "status_counts": {"quality": frame["quality_status"].value_counts().to_dict(),
                           "equivalence": frame["equivalence_status"].value_counts().to_dict()},
     }

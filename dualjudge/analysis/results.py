@@ -42,14 +42,23 @@ class PairedTest(_Result):
 class ErrorCount(_Result):
     count: int
     rate: float | None
+    ci: list[float] | None = None
 
 
 class Type2AtVisibility(_Result):
     n: int
-    n_high: int
+    n_high: int  # answers judged "good" (the scale's high cut)
     count: int
     marginal_rate: float | None
     conditional_rate: float | None
+    marginal_ci: list[float] | None = None
+    conditional_ci: list[float] | None = None
+
+
+class ConditionalMean(_Result):
+    mean: float | None
+    sd: float | None
+    n: int
 
 
 class WithinJudgeAgreement(_Result):
@@ -66,8 +75,10 @@ class JudgeSummary(_Result):
     point_biserial_r: float | None
     point_biserial_ci: list[float] | None
     point_biserial_n: int
+    overall_given_equivalent: dict[str, ConditionalMean]  # "1": accepted, "0": rejected
     type1: ErrorCount
     type2: ErrorCount
+    agreement_share: float | None  # rows in neither disagreement quadrant
     type2_by_visibility: dict[str, Type2AtVisibility]
     status_counts: dict[str, dict[str, int]]
     within_judge_agreement: WithinJudgeAgreement
@@ -221,6 +232,79 @@ class Probes(_Result):
     padding: PaddingProbe | None = None
 
 
+class Accuracy(_Result):
+    accuracy: float
+    correct: int
+    n: int
+
+
+class AuditJudge(_Result):
+    good: int
+    good_but_wrong: int
+
+
+class Audit(_Result):
+    cut: str
+    per_judge: dict[str, AuditJudge]
+    ranking_by_score: list[str]
+    ranking_by_identification: list[str]
+    kendall_tau: float | None
+
+
+class Identification(_Result):
+    by_system: dict[str, Accuracy]
+    by_system_model: dict[str, Accuracy]
+    audit: Audit
+
+
+class MissingRate(_Result):
+    missing: int
+    asked: int
+    rate: float | None
+
+
+class KindMissingness(_Result):
+    overall: MissingRate
+    by_visibility: dict[str, MissingRate]
+    by_system_family: dict[str, MissingRate]
+
+
+class JudgeMissingness(_Result):
+    quality: KindMissingness
+    equivalence: KindMissingness
+    one_judge_failed: int
+
+
+class Missingness(_Result):
+    per_judge: dict[str, JudgeMissingness]
+    answers: int
+    never_scored: int
+    failed_system_calls: int | None = None
+
+
+class PairRisk(_Result):
+    winner: str | None
+    mean_difference: float
+    signs: int
+    p_wrong_winner: float
+    signs_for_90pct: int | None
+
+
+class DecisionRisk(_Result):
+    pairs: dict[str, PairRisk]
+    reason: str | None = None
+
+
+class ScaleUsed(_Result):
+    maximum: float
+    high: float
+    low: float
+    high_inclusive: bool
+    low_inclusive: bool
+    good: str
+    poor: str
+
+
 class Bootstrap(_Result):
     resamples: int
     seed: int
@@ -229,6 +313,8 @@ class Bootstrap(_Result):
 
 
 class Summary(_Result):
+    notes: list[str]  # what the table lacked and what the analysis did instead
+    scale: ScaleUsed
     n_rows: int
     runs: list[str]
     systems: dict[str, SystemMeans]
@@ -238,6 +324,9 @@ class Summary(_Result):
     self_preference: SelfPreference
     agreement: Agreement
     bootstrap: Bootstrap
+    identification: Identification | None = None
+    missingness: Missingness
+    decision_risk: DecisionRisk
     probes: Probes | None = None
     table: str | None = None
     analysis_seconds: float | None = None

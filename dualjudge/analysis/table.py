@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.errors import DualjudgeError
 from dualjudge.outcome import TABLE_STATUSES
 from dualjudge.testbed.occlusion import visibility_label
@@ -56,7 +57,7 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def read_table(path: Path) -> pd.DataFrame:
+def read_table(path: Path, scale: Scale = PAPER_SCALE) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".pq", ".csv"):
         raise DualjudgeError(f"{path}: unsupported table format (use .csv or .parquet)")
@@ -71,7 +72,7 @@ def read_table(path: Path) -> pd.DataFrame:
             frame = pd.read_parquet(path)
         except Exception as e:  # pyarrow raises its own error types for damaged files
             raise DualjudgeError(f"{path}: unreadable table ({type(e).__name__}: {_first_line(e)})") from None
-    return validate(frame, str(path))
+    return validate(frame, str(path), scale)
 
 
 def _booleans(col: pd.Series, name: str, where: str) -> pd.Series:
@@ -92,11 +93,61 @@ def _booleans(col: pd.Series, name: str, where: str) -> pd.Series:
     return pd.Series(out, index=col.index, dtype="boolean")
 
 
-def validate(frame: pd.DataFrame, where: str = "verdict table") -> pd.DataFrame:
-    missing = [c for c in REQUIRED if c not in frame.columns]
+MINIMAL = ("item_id", "system_model", "judge_model")  # and at least one of overall, equivalent
+
+
+def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
+    """Give every optional column that is absent its documented fallback; one note per fallback that
+    changes what the analysis can say."""
+    notes = []
+
+    def fill(name: str, value: object, note: str | None = None) -> None:
+        if name not in frame.columns:
+            frame[name] = value
+            if note:
+                notes.append(note)
+
+    if "overall" not in frame.columns and "equivalent" not in frame.columns:
+        raise DualjudgeError(f"{where}: needs an overall column (0-10 quality verdicts), an equivalent column "
+                             f"(0/1 equivalence verdicts), or both")
+    fill("run_id", "table")
+    fill("sign_code", frame["item_id"], "no sign_code column: each item is its own cluster in the bootstrap and "
+                                        "the self-preference intervals")
+    fill("category", pd.NA)
+    fill("visibility", np.nan, "no visibility column: no Type II rates by visibility and no degradation figure")
+    fill("mode", "none")
+    fill("repeat", 0)
+    fill("system", "all", "no system column (prompting strategy): no paired tests against SA")
+    fill("system_family", frame["system_model"], "no system_family column: each system model is its own family")
+    fill("judge_family", frame["judge_model"], "no judge_family column: each judge model is its own family")
+    fill("system_base_llm", frame["system_family"])
+    fill("judge_base_llm", frame["judge_family"])
+    fill("predicted_category", pd.NA, "no predicted_category column: no identification accuracy")
+    fill("format_ok", pd.NA)
+    for name in ("accuracy", "completeness", "relevance"):
+        fill(name, np.nan)
+    if "overall" not in frame.columns:
+        frame["overall"] = np.nan
+        frame["quality_status"] = "skipped"
+        notes.append("no overall column: only the equivalence judge's statistics")
+    if "equivalent" not in frame.columns:
+        frame["equivalent"] = pd.NA
+        frame["equivalence_status"] = "skipped"
+        notes.append("no equivalent column: only the quality judge's statistics")
+    fill("quality_status", np.where(pd.to_numeric(frame["overall"], errors="coerce").notna(), "ok", "not_run"))
+    fill("equivalence_status", np.where(frame["equivalent"].notna(), "ok", "not_run"))
+    return notes
+
+
+def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = PAPER_SCALE) -> pd.DataFrame:
+    """Check a verdict table and give absent optional columns their fallbacks (docs/verdict-table.md).
+    The notes on fallbacks are in `frame.attrs["notes"]`."""
+    missing = [c for c in MINIMAL if c not in frame.columns]
     if missing:
-        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)}")
+        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)} (the minimal table is item_id, "
+                             f"system_model, judge_model and overall and/or equivalent)")
     frame = frame.copy()
+    notes = _fill_optional(frame, where)
     for name in NUMERIC:
         try:
             frame[name] = pd.to_numeric(frame[name], errors="raise").astype("float64")
@@ -114,8 +165,9 @@ def validate(frame: pd.DataFrame, where: str = "verdict table") -> pd.DataFrame:
             raise DualjudgeError(f"{where}: column {name} has unknown states {sorted(bad)} "
                                  f"(expected {', '.join(sorted(STATUSES))})")
     scores = frame[["accuracy", "completeness", "relevance", "overall"]]
-    if ((scores < 0) | (scores > 10)).any().any():
-        raise DualjudgeError(f"{where}: scores must lie between 0 and 10")
+    if ((scores < 0) | (scores > scale.maximum)).any().any() or np.isinf(scores.to_numpy(dtype=float)).any():
+        raise DualjudgeError(f"{where}: scores must lie between 0 and {scale.maximum:g} (set the scale's maximum "
+                             f"with --scale-max)")
     vis = frame["visibility"]
     if ((vis <= 0) | (vis > 1)).any():
         raise DualjudgeError(f"{where}: visibility must lie in (0, 1]")
@@ -129,7 +181,8 @@ def validate(frame: pd.DataFrame, where: str = "verdict table") -> pd.DataFrame:
         blank = (frame[name].isna() | (frame[name].str.strip() == "")).fillna(True).astype(bool)
         if blank.any():
             raise DualjudgeError(f"{where}: column {name} is blank in row {int(blank.to_numpy().argmax()) + 1}; "
-                                 f"every row needs a {name}")
+                                 f"every row needs a {name} (or leave the column out: docs/verdict-table.md says "
+                                 f"what then)")
     dup = frame.duplicated(ROW_KEY, keep=False)
     if dup.any():
         first = frame[dup].iloc[0]
@@ -139,7 +192,9 @@ def validate(frame: pd.DataFrame, where: str = "verdict table") -> pd.DataFrame:
                              f"{first['system_model']}, judge {first['judge_model']}; each response x judge once")
     frame["visibility"] = frame["visibility"].round(6)  # float noise only: 0.55 stays 0.55
     frame["sign_code"] = frame["sign_code"].astype(str)
-    return frame.reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    frame.attrs["notes"] = notes
+    return frame
 
 
 def _is_number(v: object) -> bool:

@@ -23,13 +23,23 @@ def analyze(
     lineage: Annotated[Lineage, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
+    scale_max: Annotated[float, typer.Option(help="The quality scale's maximum (the paper: 10).")] = 10.0,
+    high: Annotated[float, typer.Option(help="\"Good\" above this score (Type II; the paper: 7).")] = 7.0,
+    low: Annotated[float, typer.Option(help="\"Poor\" below this score (Type I; the paper: 5).")] = 5.0,
+    high_inclusive: Annotated[bool, typer.Option(help="Count a score equal to --high as good.")] = False,
+    low_inclusive: Annotated[bool, typer.Option(help="Count a score equal to --low as poor.")] = False,
 ) -> None:
-    """Tables 1-3, self-preference with CIs, agreement and probes; writes the report."""
+    """Tables 1-3, self-preference with CIs, agreement, probes and more; writes the report.
+
+    The table needs item_id, system_model, judge_model and overall and/or equivalent; every other
+    column of the contract is optional and unlocks its sections (docs/verdict-table.md)."""
+    from dualjudge.analysis.scale import Scale
     from dualjudge.errors import DualjudgeError
     from dualjudge.report.build import analyze as run_analysis
 
+    scale = Scale(scale_max, high, low, high_inclusive, low_inclusive)
     try:
-        summary = run_analysis(table, out, lineage, seed, resamples)
+        summary = run_analysis(table, out, lineage, seed, resamples, scale=scale)
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
     judges = summary.self_preference.overall.judges if summary.self_preference.overall else []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.results import Summary
+from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.summary import summarize_table
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.report.render import render_report
@@ -18,9 +19,9 @@ ANALYSIS_FOLDERS = ("figures",)
 
 
 def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
-            n_resamples: int = N_RESAMPLES, figures: bool = True) -> Summary:
+            n_resamples: int = N_RESAMPLES, figures: bool = True, scale: Scale = PAPER_SCALE) -> Summary:
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
-    frame, summary = summarize_table(table, lineage, seed, n_resamples)
+    frame, summary = summarize_table(table, lineage, seed, n_resamples, scale)
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "summary.json", summary.to_json())
     render_report(frame, summary, out, lineage, figures=figures)
