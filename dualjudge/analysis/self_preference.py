@@ -31,7 +31,7 @@ from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interva
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
-from dualjudge.analysis.results import JudgeSelfPreference, OutcomeSelfPreference, SelfPreference
+from dualjudge.analysis.results import OutcomeSelfPreference, SelfPreference
 from dualjudge.errors import DualjudgeError
 
 OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", "quality_status"),
@@ -337,36 +337,3 @@ def cli_json(sp: SelfPreference, outcome: Outcome) -> dict[str, Any]:
         judges.append(row)
     return {"outcome": outcome, "method": sp.method, "interval": sp.interval, "adjustment": sp.adjustment,
             "lineage": sp.lineage, "n_signs": e.n_signs, "warnings": e.warnings, "judges": judges}
-
-
-def sentence(entry: JudgeSelfPreference, outcome: Outcome) -> str:
-    """One plain sentence per judge for the report."""
-    judge = entry.judge
-    if entry.estimate is None or entry.ci_low is None or entry.ci_high is None:
-        return f"{judge}: not estimable ({entry.reason})."
-    est, lo, hi = entry.estimate, entry.ci_low, entry.ci_high
-    if outcome == "overall":
-        size = f"{abs(est):.2f} points"
-        unit = lambda v: f"{v:.2f}"  # noqa: E731
-        verb = "scores"
-    else:
-        size = f"{abs(est) * 100:.1f} percentage points"
-        unit = lambda v: f"{v * 100:.1f}"  # noqa: E731
-        verb = "rates"
-    if outcome == "overall":
-        claim = f"{verb} its own family's answers {size} {'higher' if est >= 0 else 'lower'}"
-    else:
-        claim = f"{verb} its own family's answers equivalent {size} {'more' if est >= 0 else 'less'} often"
-    text = (f"{judge} {claim} than their quality warrants (95% CI {unit(lo)} to {unit(hi)}; "
-            f"p = {format_p(entry.p)}, adjusted {format_p(entry.p_adjusted)})")
-    if lo <= 0 <= hi:
-        text += "; the interval includes zero"
-    return text + "."
-
-
-def format_p(p: float | None) -> str:
-    if p is None:
-        return "-"
-    if p < 1e-4:
-        return f"{p:.1e}"
-    return f"{p:.4f}" if p < 0.01 else f"{p:.3f}"

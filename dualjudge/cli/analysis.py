@@ -109,8 +109,9 @@ def stats_self_preference(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The calibrated self-preference index per judge, with CIs and adjusted p-values."""
-    from dualjudge.analysis.self_preference import cli_json, for_outcome, sentence
+    from dualjudge.analysis.self_preference import cli_json, for_outcome
     from dualjudge.analysis.table import read_table
+    from dualjudge.report.self_preference import sentence
 
     sp, result = for_outcome(read_table(table), outcome, lineage, resamples, seed)
     if as_json:

@@ -11,8 +11,9 @@ from dualjudge.analysis.choices import Lineage
 from dualjudge.analysis.results import Summary
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
+from dualjudge.report.checks import section as checks_section
+from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
-from dualjudge.report.tables import ci, num, table
 
 
 def _figures(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, Path]]:
@@ -40,50 +41,15 @@ def markdown(summary: Summary, images: list[tuple[str, str]]) -> str:
     parts = ["# dualjudge report", "",
              f"Rows: {summary.n_rows}; runs: {', '.join(summary.runs) or '-'}. "
              f"CIs: sign-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
-             f"except self-preference (its section says how its intervals are made).", "",
-             "## Systems (all judges pooled)", ""]
-    parts.append(table(["system", "n", "mean overall", "equivalence rate", "format compliance"],
-                        [[k, str(v.n), num(v.mean_overall), num(v.equivalence_rate), num(v.format_compliance)]
-                         for k, v in summary.systems.items()]))
-    parts += ["", "## Paired t-tests against SA (per-cell means; and on per-sign means)", ""]
-    parts.append(table(["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],
-                        [[k, num(v.delta_overall), num(v.t), num(v.p, 4), str(v.n_cells),
-                          num(v.sign_clustered.delta_overall), num(v.sign_clustered.t),
-                          num(v.sign_clustered.p, 4)] for k, v in summary.paired_tests.items()]))
-    parts += ["", "## Per judge model", ""]
-    rows = []
-    for j, s in summary.judges.items():
-        rows.append([j, str(s.n_rows), num(s.point_biserial_r), ci(s.point_biserial_ci),
-                     f"{s.type1.count} ({num(s.type1.rate)})", f"{s.type2.count} ({num(s.type2.rate)})",
-                     num(s.within_judge_agreement.kappa)])
-    parts.append(table(["judge", "rows", "point-biserial r", "95% CI", "Type I", "Type II", "kappa(>7, equiv.)"], rows))
-    for j, s in summary.judges.items():
-        parts += ["", f"### Type II by visibility: {j}", ""]
-        parts.append(table(["visibility", "answers", "> 7", "Type II", "marginal", "conditional"],
-                            [[v, str(x.n), str(x.n_high), str(x.count), num(x.marginal_rate),
-                              num(x.conditional_rate)] for v, x in s.type2_by_visibility.items()]))
-    parts += [""] + self_preference_section(summary.self_preference)
-    ag = summary.agreement
-    parts += ["## Agreement between judge models", ""]
-    if ag.reason:
-        parts.append(ag.reason)
-    elif ag.alpha_overall and ag.alpha_equivalent:
-        parts.append(f"Krippendorff's alpha, overall ({ag.alpha_overall.level}): {num(ag.alpha_overall.alpha)}; "
-                     f"equivalent ({ag.alpha_equivalent.level}): {num(ag.alpha_equivalent.alpha)}")
-        parts += ["", table(["judges", "kappa (equivalent)", "raw agreement", "n"],
-                             [[k, num(v.kappa_equivalent), num(v.raw_agreement), str(v.n)]
-                              for k, v in ag.pairwise.items()])]
-    probes = summary.probes
-    if probes:
-        parts += ["", "## Judge probes", ""]
-        if probes.order:
-            o = probes.order.overall
-            parts.append(f"Order probe: flip rate {num(o.estimate)} (95% CI {ci(o.ci)}, {o.n} pairs).")
-        for kind, p in (probes.padding.kinds if probes.padding else {}).items():
-            parts.append(f"Padding probe ({kind}): mean shift {num(p.shift.estimate)} "
-                         f"(95% CI {ci(p.shift.ci)}); flip rate {num(p.flip_rate.estimate)} "
-                         f"(95% CI {ci(p.flip_rate.ci)}), n = {p.shift.n}.")
-    parts += ["", "## Figures", ""]
+             f"except self-preference (its section says how its intervals are made). Scale: 0-{summary.scale.maximum:g}, "
+             f"good {summary.scale.good}, poor {summary.scale.poor}.", ""]
+    if summary.notes:
+        parts += ["What the table lacks, and what the analysis does instead:", ""]
+        parts += [f"- {note}" for note in summary.notes] + [""]
+    parts += paper_section(summary)
+    parts += self_preference_section(summary.self_preference)
+    parts += checks_section(summary)
+    parts += ["## Figures", ""]
     for caption, src in images:
         parts += [f"![{caption}]({src})", ""]
     return "\n".join(parts) + "\n"

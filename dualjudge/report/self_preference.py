@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from dualjudge.analysis.choices import Outcome
 from dualjudge.analysis.results import Estimate, JudgeSelfPreference, OutcomeSelfPreference, SelfPreference
-from dualjudge.analysis.self_preference import format_p, sentence
-from dualjudge.report.tables import ci, num, table
+from dualjudge.report.tables import ci, num, pvalue, table
 
 OUTCOME_TITLES = {"overall": "overall score (0-10 points)", "equivalent": "equivalent (probability, linear model)"}
 ALTERNATIVES = {"answer_matched": "the answer-matched model (scales fixed at 1)",
@@ -36,7 +36,7 @@ def _outcome(e: OutcomeSelfPreference, outcome: str) -> list[str]:
         return parts + [f"Not estimable: {e.reason}", ""]
     estimated = [j for j in e.judges if j.estimate is not None]
     if estimated:
-        rows = [[j.judge, j.family, _headline(j), format_p(j.p), format_p(j.p_adjusted), _interval(j.self),
+        rows = [[j.judge, j.family, _headline(j), pvalue(j.p), pvalue(j.p_adjusted), _interval(j.self),
                  _interval(j.family_other)] for j in estimated]
         parts += [table(["judge", "family", "own-family effect [95% CI]", "p", "adjusted p", "own model",
                          "same family, other model"], rows), ""]
@@ -98,3 +98,28 @@ def _missing(e: OutcomeSelfPreference) -> list[str]:
     rows = [[judge] + [f"{cells[f].rate:.1%} ({cells[f].missing}/{cells[f].total})" if f in cells else "-"
                        for f in families] for judge, cells in by.items()]
     return ["Missing verdicts by judge x generator family (rate, count):", "", table(["judge", *families], rows), ""]
+
+
+def sentence(entry: JudgeSelfPreference, outcome: Outcome) -> str:
+    """One plain sentence per judge for the report."""
+    judge = entry.judge
+    if entry.estimate is None or entry.ci_low is None or entry.ci_high is None:
+        return f"{judge}: not estimable ({entry.reason})."
+    est, lo, hi = entry.estimate, entry.ci_low, entry.ci_high
+    if outcome == "overall":
+        size = f"{abs(est):.2f} points"
+        unit = lambda v: f"{v:.2f}"  # noqa: E731
+        verb = "scores"
+    else:
+        size = f"{abs(est) * 100:.1f} percentage points"
+        unit = lambda v: f"{v * 100:.1f}"  # noqa: E731
+        verb = "rates"
+    if outcome == "overall":
+        claim = f"{verb} its own family's answers {size} {'higher' if est >= 0 else 'lower'}"
+    else:
+        claim = f"{verb} its own family's answers equivalent {size} {'more' if est >= 0 else 'less'} often"
+    text = (f"{judge} {claim} than their quality warrants (95% CI {unit(lo)} to {unit(hi)}; "
+            f"p = {pvalue(entry.p)}, adjusted {pvalue(entry.p_adjusted)})")
+    if lo <= 0 <= hi:
+        text += "; the interval includes zero"
+    return text + "."

@@ -1,0 +1,71 @@
+"""The report's reliability sections: agreement between judges, missing verdicts, decision risk, probes."""
+
+from __future__ import annotations
+
+from dualjudge.analysis.results import Summary
+from dualjudge.report.tables import ci, num, rate, table
+
+
+def section(summary: Summary) -> list[str]:
+    return _agreement(summary) + _missingness(summary) + _decision_risk(summary) + _probes(summary)
+
+
+def _agreement(summary: Summary) -> list[str]:
+    ag = summary.agreement
+    parts = ["## Agreement between judge models", ""]
+    if ag.reason:
+        return parts + [ag.reason, ""]
+    if ag.alpha_overall and ag.alpha_equivalent:
+        parts.append(f"Krippendorff's alpha, overall ({ag.alpha_overall.level}): {num(ag.alpha_overall.alpha)}; "
+                     f"equivalent ({ag.alpha_equivalent.level}): {num(ag.alpha_equivalent.alpha)}")
+    parts += ["", table(["judges", "kappa (equivalent)", "raw agreement", "n"],
+                        [[k, num(v.kappa_equivalent), num(v.raw_agreement), str(v.n)] for k, v in ag.pairwise.items()])]
+    return parts + [""]
+
+
+def _missingness(summary: Summary) -> list[str]:
+    m = summary.missingness
+    parts = ["## Missing verdicts and answers", "",
+             f"{m.answers} answers; {m.never_scored} scored by no judge"
+             + (f"; {m.failed_system_calls} system calls produced no answer" if m.failed_system_calls is not None else "")
+             + ".", ""]
+    rows = []
+    for judge, j in m.per_judge.items():
+        rows.append([judge, f"{rate(j.quality.overall.rate)} ({j.quality.overall.missing}/{j.quality.overall.asked})",
+                     f"{rate(j.equivalence.overall.rate)} ({j.equivalence.overall.missing}/{j.equivalence.overall.asked})",
+                     str(j.one_judge_failed),
+                     "; ".join(f"{v}: {rate(x.rate)}" for v, x in j.quality.by_visibility.items()) or "-",
+                     "; ".join(f"{f}: {rate(x.rate)}" for f, x in j.quality.by_system_family.items()) or "-"])
+    parts.append(table(["judge", "quality missing", "equivalence missing", "one judge failed",
+                        "quality missing by visibility", "quality missing by system family"], rows))
+    return parts + [""]
+
+
+def _decision_risk(summary: Summary) -> list[str]:
+    d = summary.decision_risk
+    parts = ["## Decision risk between systems", ""]
+    if not d.pairs:
+        return parts + [f"Not computed: {d.reason or 'too few systems or signs'}.", ""]
+    parts.append("For each pair of strategies: the winner by mean overall (all judges), the sign-cluster bootstrap "
+                 "probability that the run names the wrong winner, and about how many signs would name the right "
+                 "one 90% of the time.")
+    parts += ["", table(["pair", "winner", "mean difference", "signs", "P(wrong winner)", "signs for 90%"],
+                        [[k, v.winner or "tie", num(v.mean_difference, 3), str(v.signs), rate(v.p_wrong_winner),
+                          str(v.signs_for_90pct) if v.signs_for_90pct is not None else "-"]
+                         for k, v in d.pairs.items()])]
+    return parts + [""]
+
+
+def _probes(summary: Summary) -> list[str]:
+    probes = summary.probes
+    if not probes:
+        return []
+    parts = ["## Judge probes", ""]
+    if probes.order:
+        o = probes.order.overall
+        parts.append(f"Order probe: flip rate {num(o.estimate)} (95% CI {ci(o.ci)}, {o.n} pairs).")
+    for kind, p in (probes.padding.kinds if probes.padding else {}).items():
+        parts.append(f"Padding probe ({kind}): mean shift {num(p.shift.estimate)} "
+                     f"(95% CI {ci(p.shift.ci)}); flip rate {num(p.flip_rate.estimate)} "
+                     f"(95% CI {ci(p.flip_rate.ci)}), n = {p.shift.n}.")
+    return parts + [""]
