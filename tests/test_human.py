@@ -83,3 +83,40 @@ def test_human_cli(cli, run_dir, tmp_path):
     assert code == 0 and "Pearson" in out
     code, _, err = cli("human", "import", str(tmp_path / "elsewhere"), str(tmp_path / "a.csv"))
     assert code == 2 and "human export" in err
+
+
+def test_the_paper_split_and_its_parameter(run_dir, tmp_path):
+    export_sample(run_dir / "verdicts.parquet", tmp_path / "s.csv", n=49, seed=0)
+    strata = pd.Series([v["stratum"] for v in json.loads((run_dir / "human_sample.json").read_text())["samples"].values()])
+    assert strata.value_counts().to_dict() == {"cell": 28, "type2": 12, "agreed_good": 9}  # the paper's 49
+    export_sample(run_dir / "verdicts.parquet", tmp_path / "s.csv", n=49, seed=0, type2=5, replace_key=True)
+    strata = pd.Series([v["stratum"] for v in json.loads((run_dir / "human_sample.json").read_text())["samples"].values()])
+    assert strata.value_counts().to_dict() == {"cell": 28, "type2": 5, "agreed_good": 16}
+
+
+def test_agreed_good_includes_an_overall_of_exactly_seven():
+    from dualjudge.analysis.human import select_sample
+    from dualjudge.analysis.table import validate
+
+    frame = simulate(n_signs=2, items_per_sign=7, repeats=1, seed=4)
+    frame["overall"], frame["equivalent"] = 5.0, False
+    target = frame["item_id"].iloc[0], frame["system_model"].iloc[0], frame["system"].iloc[0]
+    mask = (frame["item_id"] == target[0]) & (frame["system_model"] == target[1]) & (frame["system"] == target[2])
+    frame.loc[mask, ["overall", "equivalent"]] = [7.0, True]  # every judge: exactly 7 and equivalent
+    sample = select_sample(validate(frame), n=60, type2=0)
+    agreed = sample[sample["stratum"] == "agreed_good"]
+    assert len(agreed) == 1  # with "> 7" it would be none
+    assert tuple(agreed[["item_id", "system_model", "system"]].iloc[0]) == target
+
+
+def test_one_human_overall_score_against_the_judge_overall_and_each_sub_score(run_dir, tmp_path):
+    sample = export_sample(run_dir / "verdicts.parquet", tmp_path / "s.csv", n=30)
+    ann = sample.assign(annotator="ann1", human_overall=[(i * 7) % 11 for i in range(len(sample))],
+                        equivalent=[int(i % 3 == 0) for i in range(len(sample))])
+    ann.to_csv(tmp_path / "a.csv", index=False)  # sub-scores left empty: they are optional
+    res = import_annotations(run_dir, tmp_path / "a.csv")
+    j = res["judges"]["qwen-j"]
+    for axis in ("overall", "accuracy", "completeness", "relevance"):
+        assert set(j[axis]) >= {"pearson", "spearman", "kendall", "n"} and j[axis]["n"] == 30
+    e = j["equivalence"]
+    assert e["majority_baseline_agreement"] == pytest.approx(20 / 30)  # 10 of 30 said equivalent

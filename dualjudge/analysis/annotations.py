@@ -1,6 +1,9 @@
 """The human check's annotations: read and validated against the sample key, then compared with the
-judges: Pearson and Spearman of human overall with each judge's overall and sub-scores; Cohen's kappa
-and raw agreement of human vs equivalence judge; and the direction of the disagreements.
+judges, as the paper does (r = .81 with the judge's overall, .80 with its accuracy): Pearson, Spearman
+and Kendall of the human overall with each judge's overall and with each of its sub-scores; Cohen's
+kappa and raw agreement of human vs equivalence judge beside the always-majority baseline; and the
+direction of the disagreements. The human overall is the annotator's one 0-10 score; a file that has
+only the three sub-scores gets their mean.
 """
 
 from __future__ import annotations
@@ -14,18 +17,27 @@ import pandas as pd
 from scipy import stats
 
 from dualjudge.analysis.agreement import kappa
-from dualjudge.analysis.human import ANNOTATION_COLUMNS, IDENTITY_COLUMNS, SAMPLE_KEY, read_key
+from dualjudge.analysis.human import IDENTITY_COLUMNS, OPTIONAL_ANNOTATIONS, SAMPLE_KEY, read_key
 from dualjudge.analysis.table import read_csv, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 
 
 def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str) -> pd.DataFrame:
-    missing = [c for c in ("sample_id", *IDENTITY_COLUMNS, *ANNOTATION_COLUMNS) if c not in ann.columns]
+    wanted = ("sample_id", *IDENTITY_COLUMNS, "annotator", "equivalent")
+    missing = [c for c in wanted if c not in ann.columns]
+    if "human_overall" not in ann.columns:
+        missing += [c for c in OPTIONAL_ANNOTATIONS if c not in ann.columns]
     if missing:
         raise DualjudgeError(f"{where}: missing columns {', '.join(missing)} (annotate the CSV that "
-                             f"`dualjudge human export` wrote, keeping its columns)")
-    ann = ann[ann[["accuracy", "completeness", "relevance", "equivalent"]].notna().any(axis=1)].copy()
+                             f"`dualjudge human export` wrote: human_overall, or all of accuracy, completeness and "
+                             f"relevance, and equivalent)")
+    absent = [col for col in OPTIONAL_ANNOTATIONS if col not in ann.columns]
+    for col in ("human_overall", *OPTIONAL_ANNOTATIONS):
+        if col not in ann.columns:
+            ann[col] = np.nan
+    scores = ["human_overall", *OPTIONAL_ANNOTATIONS, "equivalent"]
+    ann = ann[ann[scores].notna().any(axis=1)].copy()
     blank = ann["sample_id"].isna() | (ann["sample_id"].astype(str).str.strip() == "")
     if blank.any():
         raise DualjudgeError(f"{where}: an annotated row has no sample_id")
@@ -46,13 +58,26 @@ def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str)
     if dup.any():
         r = ann[dup].iloc[0]
         raise DualjudgeError(f"{where}: duplicate row for sample {r['sample_id']} by annotator {r['annotator']}")
-    for col in ("accuracy", "completeness", "relevance"):
+    for col in OPTIONAL_ANNOTATIONS:
         values = pd.to_numeric(ann[col], errors="coerce")
-        bad = ann[values.isna() | (values < 0) | (values > 10) | (values != values.round())]
+        given = ann[col].notna()
+        bad = ann[given & (values.isna() | (values < 0) | (values > 10) | (values != values.round()))]
         if len(bad):
             raise DualjudgeError(f"{where}: {col} must be an integer 0-10 (sample {bad.iloc[0]['sample_id']}: "
                                  f"{bad.iloc[0][col]!r})")
-        ann[col] = values.astype(int)
+        ann[col] = values
+    overall = pd.to_numeric(ann["human_overall"], errors="coerce")
+    bad = ann[ann["human_overall"].notna() & (overall.isna() | (overall < 0) | (overall > 10))]
+    if len(bad):
+        raise DualjudgeError(f"{where}: human_overall must be a score 0-10 (sample {bad.iloc[0]['sample_id']}: "
+                             f"{bad.iloc[0]['human_overall']!r})")
+    subscores = ann[list(OPTIONAL_ANNOTATIONS)]
+    ann["human_overall"] = overall.where(overall.notna(),
+                                         subscores.mean(axis=1).where(subscores.notna().all(axis=1)))
+    if ann["human_overall"].isna().any():
+        raise DualjudgeError(f"{where}: sample {ann[ann['human_overall'].isna()].iloc[0]['sample_id']} has no overall "
+                             f"score (fill human_overall, or all three sub-scores"
+                             + (f"; missing columns {', '.join(absent)})" if absent else ")"))
     eq = ann["equivalent"].astype(str).str.strip().str.lower().map({"1": True, "0": False, "true": True,
                                                                      "false": False, "1.0": True, "0.0": False})
     if eq.isna().any():
@@ -72,7 +97,6 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
     if ann.empty:
         raise DualjudgeError(f"{annotations}: no annotated rows")
     table = read_table(run_dir / key["table"])
-    ann["human_overall"] = ann[["accuracy", "completeness", "relevance"]].mean(axis=1)
     per_sample = ann.groupby("sample_id").agg(human_overall=("human_overall", "mean"),
                                               human_accuracy=("accuracy", "mean"),
                                               human_completeness=("completeness", "mean"),
@@ -86,13 +110,13 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
     for judge, g in merged.groupby("judge_model", sort=True):
         entry: dict[str, Any] = {}
         q = g[g["quality_status"] == "ok"]
-        for human_col, judge_col in (("human_overall", "overall"), ("human_accuracy", "accuracy"),
-                                     ("human_completeness", "completeness"), ("human_relevance", "relevance")):
-            entry[judge_col] = _correlations(q[human_col], q[judge_col])
+        for judge_col in ("overall", "accuracy", "completeness", "relevance"):  # the human overall against each
+            entry[judge_col] = _correlations(q["human_overall"], q[judge_col])
         e = g[g["equivalence_status"] == "ok"]
         h, j = e["human_equivalent"].astype(bool).to_numpy(), e["equivalent"].astype(bool).to_numpy()
         entry["equivalence"] = {"kappa": kappa(h, j) if len(e) else None,
                                 "raw_agreement": float(np.mean(h == j)) if len(e) else None, "n": int(len(e)),
+                                "majority_baseline_agreement": float(max(h.mean(), 1 - h.mean())) if len(e) else None,
                                 "judge_yes_human_no": int(np.sum(j & ~h)), "judge_no_human_yes": int(np.sum(~j & h))}
         diff = q["overall"] - q["human_overall"]
         entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
@@ -112,8 +136,8 @@ def _same_number(a: object, b: object) -> bool:
 def _correlations(x: pd.Series, y: pd.Series) -> dict[str, Any]:
     x, y = x.astype(float), y.astype(float)
     if len(x) < 3 or x.nunique() < 2 or y.nunique() < 2:
-        return {"pearson": None, "spearman": None, "n": int(len(x))}
-    p = stats.pearsonr(x, y)
-    s = stats.spearmanr(x, y)
+        return {"pearson": None, "spearman": None, "kendall": None, "n": int(len(x))}
+    p, s, k = stats.pearsonr(x, y), stats.spearmanr(x, y), stats.kendalltau(x, y)
     return {"pearson": float(p.statistic), "pearson_p": float(p.pvalue), "spearman": float(s.statistic),
-            "spearman_p": float(s.pvalue), "n": int(len(x))}
+            "spearman_p": float(s.pvalue), "kendall": float(k.statistic), "kendall_p": float(k.pvalue),
+            "n": int(len(x))}

@@ -1,11 +1,13 @@
 """The human check's sample: a stratified, blinded sample for annotation, and its key.
 
-Export (like the paper's 49-row check): one answer per visibility x system cell, then Type II cases
-(some judge said "> 7" and "not equivalent"), then answers both judges agree are good, up to n. The
-sample carries the gold caption and description, the response and its metadata, and no judge score.
-Annotators fill accuracy, completeness, relevance (0-10) and equivalent (0/1), one row per sample and
-annotator; annotations.py reads them back and compares them with the judges. The key (which sample is
-which response) is never replaced silently: annotations may refer to it.
+Export (like the paper's 49-row check): one answer per visibility x system cell (28 in the paper's
+design), then `type2` Type II cases (some judge scored it > 7 and not equivalent; the paper: 12), then
+answers both judges agree are good (overall >= 7 and equivalent, as the paper defines them; the paper:
+9), up to n. The sample carries the gold caption and description, the response and its metadata, and
+no judge score. Annotators fill one overall score, `human_overall` (0-10; the sub-scores accuracy,
+completeness and relevance are optional), and equivalent (0/1), one row per sample and annotator;
+annotations.py reads them back and compares them with the judges. The key (which sample is which
+response) is never replaced silently: annotations may refer to it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from dualjudge.protocol.verdicts import GOOD
 from dualjudge.testbed.catalogue import default_catalogue
 
 SAMPLE_KEY = "human_sample.json"
-ANNOTATION_COLUMNS = ("annotator", "accuracy", "completeness", "relevance", "equivalent")
+ANNOTATION_COLUMNS = ("annotator", "human_overall", "equivalent")  # to fill
+OPTIONAL_ANNOTATIONS = ("accuracy", "completeness", "relevance")  # may stay empty
+PAPER_TYPE2 = 12  # the paper's 49: 28 cells, 12 Type II cases, 9 agreed-good answers
 IDENTITY_COLUMNS = ("item_id", "repeat", "system", "system_model")  # checked against the key on import
 RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
@@ -34,7 +38,7 @@ def _rank(seed: int, row: pd.Series) -> str:
     return seeded_rank(seed, *(row[c] for c in RESPONSE))
 
 
-def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFrame:
+def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0, type2: int = PAPER_TYPE2) -> pd.DataFrame:
     responses = frame.drop_duplicates(RESPONSE).copy()
     responses["_rank"] = responses.apply(lambda r: _rank(seed, r), axis=1)
     responses = responses.sort_values("_rank")
@@ -52,11 +56,10 @@ def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFra
     for (_, _), cell in responses.groupby(["visibility", "system"], sort=True):
         take(cell, 1, "cell")
     both = both_rows(frame)
-    remaining = max(0, n - len(chosen))
-    type2 = both[(both["overall"] > GOOD) & ~both["equivalent"].astype(bool)].drop_duplicates(RESPONSE)
-    type2 = type2.assign(_rank=type2.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")
-    take(type2, (remaining + 1) // 2, "type2")
-    agreed = both.groupby(RESPONSE).filter(lambda g: bool((g["overall"] > GOOD).all() and g["equivalent"].astype(bool).all()))
+    cases = both[(both["overall"] > GOOD) & ~both["equivalent"].astype(bool)].drop_duplicates(RESPONSE)
+    cases = cases.assign(_rank=cases.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")
+    take(cases, type2, "type2")
+    agreed = both.groupby(RESPONSE).filter(lambda g: bool((g["overall"] >= GOOD).all() and g["equivalent"].astype(bool).all()))
     agreed = agreed.drop_duplicates(RESPONSE)
     agreed = agreed.assign(_rank=agreed.apply(lambda r: _rank(seed, r), axis=1)).sort_values("_rank")
     take(agreed, n - len(chosen), "agreed_good")
@@ -66,7 +69,8 @@ def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0) -> pd.DataFra
     return sample
 
 
-def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replace_key: bool = False) -> pd.DataFrame:
+def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replace_key: bool = False,
+                  type2: int = PAPER_TYPE2) -> pd.DataFrame:
     """Write the blinded sample to `out_csv` and its key (which sample is which response) to the run
     directory. A different key already there is never replaced silently: annotations may refer to it."""
     if n < 1:
@@ -75,7 +79,9 @@ def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replac
     frame = read_table(table)
     if "response" not in frame.columns:
         raise DualjudgeError(f"{table}: the table has no response column; export from a dualjudge run")
-    sample = select_sample(frame, n, seed)
+    if type2 < 0:
+        raise DualjudgeError(f"--type2 must be 0 or more, got {type2}")
+    sample = select_sample(frame, n, seed, type2)
     cat = default_catalogue()
     rows = []
     for i, r in enumerate(sample.itertuples(index=False), start=1):
@@ -84,7 +90,7 @@ def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replac
                      "visibility": r.visibility, "mode": r.mode, "repeat": int(r.repeat), "system": r.system,
                      "system_model": r.system_model, "caption": sign.caption if sign else "",
                      "description": sign.description if sign else "", "response": r.response,
-                     **{c: "" for c in ANNOTATION_COLUMNS}})
+                     **{c: "" for c in (*ANNOTATION_COLUMNS, *OPTIONAL_ANNOTATIONS)}})
     out = pd.DataFrame(rows)
     key = {row["sample_id"]: {**{c: row[c] for c in ("item_id", "system", "system_model")}, "repeat": row["repeat"],
                               "stratum": s} for row, s in zip(rows, sample["stratum"])}

@@ -132,13 +132,15 @@ def human_export(
     seed: Annotated[int, typer.Option(help="Sampling seed.", min=0, max=2**63 - 1)] = 0,
     replace_key: Annotated[bool, typer.Option(help="Replace an earlier, different sample key (its annotations "
                                                    "will no longer import).")] = False,
+    type2: Annotated[int, typer.Option(help="Type II cases after one answer per visibility x system cell; the rest "
+                                            "are answers both judges call good (the paper: 12 and 9).", min=0)] = 12,
 ) -> None:
     """A stratified, blinded sample (no judge scores) to annotate."""
     from dualjudge.analysis.human import export_sample
 
-    sample = export_sample(run_dir / "verdicts.parquet", out, n, seed, replace_key)
-    console.print(f"wrote {len(sample)} samples to {out}; fill annotator, accuracy, completeness, relevance (0-10) "
-                  f"and equivalent (0/1), one row per sample and annotator")
+    sample = export_sample(run_dir / "verdicts.parquet", out, n, seed, replace_key, type2)
+    console.print(f"wrote {len(sample)} samples to {out}; fill annotator, human_overall (0-10) and equivalent (0/1), one "
+                  f"row per sample and annotator (accuracy, completeness, relevance are optional)")
 
 
 @human_app.command("import")
