@@ -110,3 +110,43 @@ def test_stats_cli(cli, tmp_path):
     assert set(res["annotators"][0]) == {"annotator", "n", "rho", "p_value", "rejected"}
     code, _, err = cli("stats", "alt-test", str(tmp_path / "none.csv"), "--candidate", "llm")
     assert code == 2
+
+
+def test_alt_test_humans_option_leaves_other_llms_out():
+    # the rejection example, plus a second LLM that always agrees with the candidate
+    labels = [("B", "A", "A", ""), ("B", "A", "A", ""), ("A", "B", "A", ""), ("A", "B", "A", ""),
+              ("A", "A", "B", ""), ("A", "A", "B", "")]
+    table = _alt_table(labels, ["A"] * 6)
+    other = table[table["annotator"] == "llm"].assign(annotator="other_llm")
+    both = pd.concat([table, other])
+    named = alt_test(both, "llm", min_items=1, humans=["h1", "h2", "h3"])
+    alone = alt_test(table, "llm", min_items=1)
+    assert named.omega == alone.omega == 1.0 and [a.annotator for a in named.annotators] == ["h1", "h2", "h3"]
+    unnamed = alt_test(both, "llm", min_items=1)  # the other LLM counts as a human and changes the verdict
+    assert "other_llm" in [a.annotator for a in unnamed.annotators]
+    with pytest.raises(DualjudgeError, match="at least three"):
+        alt_test(both, "llm", min_items=1, humans=["h1", "h2"])
+    with pytest.raises(DualjudgeError, match="not annotators"):
+        alt_test(both, "llm", min_items=1, humans=["h1", "h2", "h9"])
+
+
+def test_alt_test_wilcoxon_option():
+    labels = [("B", "A", "A", ""), ("B", "A", "A", ""), ("A", "B", "A", ""), ("A", "B", "A", ""),
+              ("A", "A", "B", ""), ("A", "A", "B", "")]
+    res = alt_test(_alt_table(labels, ["A"] * 6), "llm", min_items=1, test="wilcoxon")
+    d = np.array([-1, -1, 0, 0, 0, 0], dtype=float)  # every annotator's W_h - W_f
+    expected = stats.wilcoxon(d - 0.2, alternative="less", zero_method="zsplit").pvalue
+    assert all(a.p_value == pytest.approx(expected) for a in res.annotators)
+
+
+def test_label_table_keeps_none_and_na_as_labels(cli, tmp_path):
+    rows = [{"item": i, "annotator": a, "label": ["None", "NA", "null"][(i + k) % 3]}
+            for i in range(12) for k, a in enumerate(["x", "y", "z"])]
+    path = tmp_path / "labels.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    code, out, err = cli("stats", "alpha", str(path), "--level", "nominal", "--json")
+    assert code == 0, err
+    # three distinct labels, never missing: the same alpha as with A/B/C
+    abc = pd.DataFrame(rows).replace({"None": "A", "NA": "B", "null": "C"})
+    from dualjudge.analysis.agreement import alpha_from_long
+    assert json.loads(out)["alpha"] == pytest.approx(alpha_from_long(abc, "nominal"))

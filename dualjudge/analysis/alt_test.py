@@ -19,7 +19,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from dualjudge.analysis.agreement import check_label_table
-from dualjudge.analysis.choices import Metric
+from dualjudge.analysis.choices import AltTestKind, Metric
 from dualjudge.errors import DualjudgeError
 
 MIN_ITEMS = 30  # annotators with fewer kept items are not tested (the paper's rule)
@@ -57,6 +57,15 @@ def _score(pred: float, others: np.ndarray, metric: Metric) -> float:
     return -float(np.sqrt(np.mean((others - pred) ** 2)))
 
 
+def _p_value(d: np.ndarray, epsilon: float, test: AltTestKind) -> float:
+    """One-sided p for H0: mean (t) or median (Wilcoxon) of d = W_h - W_f >= epsilon; NaN when d is constant."""
+    if np.ptp(d) == 0:
+        return float("nan")
+    if test == "wilcoxon":
+        return float(stats.wilcoxon(d - epsilon, alternative="less", zero_method="zsplit").pvalue)
+    return float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
+
+
 def check_options(epsilon: float, q: float, metric: str, min_items: int) -> None:
     """The test's options, each checked by name: a bad one would silently turn the verdict."""
     if not (np.isfinite(epsilon) and 0 <= epsilon < 1):
@@ -70,13 +79,27 @@ def check_options(epsilon: float, q: float, metric: str, min_items: int) -> None
 
 
 def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float = 0.05,
-             metric: Metric = "accuracy", min_items: int = MIN_ITEMS) -> AltTestResult:
+             metric: Metric = "accuracy", min_items: int = MIN_ITEMS, humans: list[str] | None = None,
+             test: AltTestKind = "t") -> AltTestResult:
+    """`humans`: the human annotators (default: everyone but the candidate); other annotators in the
+    file (other LLMs) are left out. `test`: the authors' one-sample t-test, or the Wilcoxon signed-rank
+    test, which the authors recommend below 30 items."""
     check_options(epsilon, q, metric, min_items)
     check_label_table(long)
     annotators = sorted(set(long["annotator"].astype(str)))
     if candidate not in annotators:
         raise DualjudgeError(f"candidate {candidate!r} is not an annotator in the table ({', '.join(annotators)})")
+    if humans is not None:
+        unknown = sorted(set(humans) - set(annotators))
+        if unknown:
+            raise DualjudgeError(f"--humans names {', '.join(unknown)}, not annotators in the table")
+        if candidate in humans:
+            raise DualjudgeError(f"--humans includes the candidate {candidate!r}")
+        if len(set(humans)) < 3:
+            raise DualjudgeError("--humans needs at least three human annotators")
     labels = long.assign(annotator=long["annotator"].astype(str))
+    if humans is not None:
+        labels = labels[labels["annotator"].isin([*humans, candidate])]
     if metric == "neg_rmse":
         try:
             labels["label"] = pd.to_numeric(labels["label"], errors="raise")
@@ -85,7 +108,7 @@ def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float 
     else:
         labels["label"] = labels["label"].astype(str)
     wide = labels.pivot(index="item", columns="annotator", values="label")
-    humans = [a for a in annotators if a != candidate]
+    humans = sorted(humans) if humans is not None else [a for a in annotators if a != candidate]
     keep = wide[candidate].notna() & (wide[humans].notna().sum(axis=1) >= 2)
     wide = wide[keep]
     results, pvalues = [], []
@@ -103,7 +126,7 @@ def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float 
             w_f.append(float(s_f >= s_h))
             w_h.append(float(s_h >= s_f))
         d = np.array(w_h) - np.array(w_f)
-        p = float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue) if np.ptp(d) > 0 else float("nan")
+        p = _p_value(d, epsilon, test)
         results.append((j, len(rows), float(np.mean(w_f))))
         pvalues.append(p)
     if not results:

@@ -9,6 +9,7 @@ Lineage = Literal["family", "base_llm"]  # own family by vendor, or by text back
 Outcome = Literal["overall", "equivalent"]  # the quality judge's 0-10 overall, the equivalence judge's 0/1
 Level = Literal["nominal", "ordinal", "interval", "ratio"]  # Krippendorff's alpha level of measurement
 Metric = Literal["accuracy", "neg_rmse"]  # the alternative annotator test's alignment score
+AltTestKind = Literal["t", "wilcoxon"]  # its per-annotator test: the authors' t-test, or signed-rank for few items
 
 N_RESAMPLES = 2000  # sign-cluster bootstrap resamples, unless the user asks otherwise
 MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000  # fewer give no usable interval

@@ -40,13 +40,16 @@ _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}
 
 
-def read_csv(path: Path, dtype: dict[str, type], what: str) -> pd.DataFrame:
-    """A CSV the user named, or a one-line error saying why it cannot be read."""
+def read_csv(path: Path, dtype: dict[str, type], what: str, labels_as_text: bool = False) -> pd.DataFrame:
+    """A CSV the user named, or a one-line error saying why it cannot be read. With `labels_as_text`,
+    only an empty cell is missing: "None", "NA" and "null" stay labels."""
     if path.is_dir():
         raise DualjudgeError(f"{path}: is a folder, not a {what}")
     if not path.is_file():
         raise DualjudgeError(f"{path}: {what} not found")
     try:
+        if labels_as_text:
+            return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values=[""])  # type: ignore[arg-type]
         return pd.read_csv(path, dtype=dtype, keep_default_na=True)  # type: ignore[arg-type]
     except (ValueError, OSError, UnicodeDecodeError) as e:
         raise DualjudgeError(f"{path}: unreadable {what} ({type(e).__name__}: {_first_line(e)})") from None

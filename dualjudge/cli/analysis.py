@@ -8,7 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from dualjudge.analysis.choices import MAX_RESAMPLES, MIN_RESAMPLES, N_RESAMPLES, Level, Lineage, Metric, Outcome
+from dualjudge.analysis.choices import (
+    MAX_RESAMPLES,
+    MIN_RESAMPLES,
+    N_RESAMPLES,
+    AltTestKind,
+    Level,
+    Lineage,
+    Metric,
+    Outcome,
+)
 from dualjudge.cli.common import console
 
 stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
@@ -53,7 +62,7 @@ def analyze(
 def _read_long(path: Path):  # type: ignore[no-untyped-def]
     from dualjudge.analysis.table import read_csv
 
-    return read_csv(path, {"item": str, "annotator": str}, "label table")
+    return read_csv(path, {"item": str, "annotator": str}, "label table", labels_as_text=True)
 
 
 @stats_app.command("alpha")
@@ -80,13 +89,18 @@ def stats_alt_test(
     q: Annotated[float, typer.Option(help="Benjamini-Yekutieli level.")] = 0.05,
     metric: Annotated[Metric, typer.Option(help="accuracy or neg_rmse.")] = "accuracy",
     min_items: Annotated[int, typer.Option(help="Annotators with fewer items are not tested.")] = 30,
+    humans: Annotated[Optional[str], typer.Option(help="Comma-separated human annotators (default: every annotator "
+                                                       "but the candidate; name them when the file also holds other "
+                                                       "LLMs).")] = None,
+    test: Annotated[AltTestKind, typer.Option(help="t (the authors') or wilcoxon (signed-rank, for few items).")] = "t",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The alternative annotator test (Calderon et al. 2025): omega, rho, pass/fail, per-annotator results."""
     from dualjudge.analysis.alt_test import alt_test, check_options
+    from dualjudge.cli.common import csv_list
 
     check_options(epsilon, q, metric, min_items)
-    res = alt_test(_read_long(file), candidate, epsilon, q, metric, min_items)
+    res = alt_test(_read_long(file), candidate, epsilon, q, metric, min_items, csv_list(humans), test)
     if as_json:
         d = res.as_dict()
         print(json.dumps({k: d[k] for k in ("omega", "rho", "passed", "annotators")}))
