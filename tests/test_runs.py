@@ -295,3 +295,17 @@ def test_every_setting_declares_whether_it_changes_results():
     assert not affects_results(EngineSettings, "grammar_backend", "vllm")
     assert affects_results(EngineSettings, "structured_backend", "vllm")
     assert affects_results(RunConfig.model_fields["testbed"].annotation, "repeats")  # the default: it does
+
+
+def test_system_calls_without_an_answer_stay_in_the_table_and_every_denominator(tmp_path):
+    rec = Recorder(fail_after=30)
+    result = run_job(config(tmp_path), tmp_path / "run", engines=rec)
+    failed = result.counts["answers"].get("error", 0)
+    assert failed > 0
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    lost = table[table["system_status"] == "error"]
+    assert len(lost) == failed * 2  # one row per judge model
+    assert lost["response"].isna().all() and (lost["quality_status"] == "skipped").all()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["missingness"]["failed_system_calls"] == failed
+    assert summary["missingness"]["answers"] == 48

@@ -81,7 +81,7 @@ def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replac
         raise DualjudgeError(f"{table}: the table has no response column; export from a dualjudge run")
     if type2 < 0:
         raise DualjudgeError(f"--type2 must be 0 or more, got {type2}")
-    sample = select_sample(frame, n, seed, type2)
+    sample = select_sample(frame[frame["response"].notna()], n, seed, type2)
     cat = default_catalogue()
     rows = []
     for i, r in enumerate(sample.itertuples(index=False), start=1):

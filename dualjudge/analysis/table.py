@@ -14,7 +14,7 @@ import pandas as pd
 
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.errors import DualjudgeError
-from dualjudge.outcome import TABLE_STATUSES
+from dualjudge.outcome import FINAL, TABLE_STATUSES
 from dualjudge.testbed.occlusion import visibility_label
 
 # The contract, declared once: (column, kind, required), in the order a run writes them.
@@ -26,7 +26,7 @@ CONTRACT = (
     ("judge_family", "text", True), ("judge_base_llm", "text", False), ("accuracy", "number", True),
     ("completeness", "number", True), ("relevance", "number", True), ("overall", "number", True),
     ("equivalent", "boolean", True), ("quality_status", "text", True), ("equivalence_status", "text", True),
-    ("response", "text", False),
+    ("response", "text", False), ("system_status", "text", False),
 )
 COLUMNS = tuple(name for name, _, _ in CONTRACT)
 REQUIRED = tuple(name for name, _, required in CONTRACT if required)
@@ -162,8 +162,10 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
     frame["predicted_category"] = frame["predicted_category"].astype("string")
     frame["format_ok"] = _booleans(frame["format_ok"], "format_ok", where)
     frame["equivalent"] = _booleans(frame["equivalent"], "equivalent", where)
-    for name in ("quality_status", "equivalence_status"):
-        bad = set(frame[name].dropna()) - STATUSES
+    for name in ("quality_status", "equivalence_status", "system_status"):
+        if name not in frame.columns:
+            continue
+        bad = set(frame[name].dropna()) - (STATUSES if name != "system_status" else set(FINAL) | {"error"})
         if bad:
             raise DualjudgeError(f"{where}: column {name} has unknown states {sorted(bad)} "
                                  f"(expected {', '.join(sorted(STATUSES))})")

@@ -1,8 +1,10 @@
 """Export the verdict table (the contract in DESIGN.md) from a run's store.
 
 One row per response x judge model: the variant's metadata, the system, its answer's parsed
-category and format compliance, and both judges' verdicts with their outcome states. Families come
-from the model cards (vendor lineage in *_family, text-backbone lineage in *_base_llm).
+category and format compliance, and both judges' verdicts with their outcome states. A system call
+that produced no answer keeps its rows (system_status error, verdicts skipped), so every denominator
+can count it. Families come from the model cards (vendor lineage in *_family, text-backbone lineage
+in *_base_llm).
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
     cards = all_cards()
     verdicts = {v.key(): v for v in store.read(VerdictRow)}
     rows = []
-    answers = sorted((a for a in store.read(AnswerRow) if a.text is not None),
-                     key=lambda a: (a.system_model, a.strategy, a.variant_id, a.repeat))
+    answers = sorted(store.read(AnswerRow), key=lambda a: (a.system_model, a.strategy, a.variant_id, a.repeat))
     for a in answers:
         v = variants.get(a.variant_id)
         if v is None:
             continue
         system = cards[a.system_model]
+        unjudged = "skipped" if a.text is None else None  # a system call without an answer: nothing to judge
         for judge in judge_models:
             q = verdicts.get((*a.key(), judge, "quality"))
             e = verdicts.get((*a.key(), judge, "equivalence"))
@@ -45,9 +47,9 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
                 "accuracy": q.accuracy if q else None, "completeness": q.completeness if q else None,
                 "relevance": q.relevance if q else None, "overall": q.overall if q else None,
                 "equivalent": None if not e or e.equivalent is None else bool(e.equivalent),
-                "quality_status": q.status if q else ("not_run" if "quality" in kinds else "skipped"),
-                "equivalence_status": e.status if e else ("not_run" if "equivalence" in kinds else "skipped"),
-                "response": a.text,
+                "quality_status": q.status if q else unjudged or ("not_run" if "quality" in kinds else "skipped"),
+                "equivalence_status": e.status if e else unjudged or ("not_run" if "equivalence" in kinds else "skipped"),
+                "response": a.text, "system_status": a.status,
             })
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("accuracy", "completeness", "relevance"):
