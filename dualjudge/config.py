@@ -85,6 +85,9 @@ class JudgesSection(_Section):
     temperature: Float = Field(default=DEFAULT_JUDGE_SAMPLING.temperature, ge=0, le=2)
     # at least 128: the verdict's reasoning is bounded to what max_tokens leaves (protocol/verdicts.py)
     max_tokens: Int = Field(default=DEFAULT_JUDGE_SAMPLING.max_tokens, ge=128, le=4096)
+    # stability: k >= 2 extra passes of every verdict, sampled at pass_temperature with a seed per pass
+    passes: Int = Field(default=1, ge=1, le=10)
+    pass_temperature: Float = Field(default=0.7, gt=0, le=2)
 
 
 class ProbesSection(_Section):

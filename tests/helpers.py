@@ -48,7 +48,8 @@ class ScriptedEngines:
     def __init__(self, respond: Callable[[GenerationRequest], str | Exception]) -> None:
         self.respond = respond
         self.loaded: list[str] = []
-        self.engines: dict[str, ScriptedEngine] = {}
+        self.engines: dict[str, ScriptedEngine] = {}  # the first engine opened for each model
+        self.opened: list[ScriptedEngine] = []  # every engine opened
 
     async def identity(self, card) -> str:  # type: ignore[no-untyped-def]
         return f"{card.name}@test"
@@ -58,4 +59,5 @@ class ScriptedEngines:
         self.loaded.append(card.name)
         engine = ScriptedEngine(self.respond, model_identity=f"{card.name}@test")
         self.engines.setdefault(card.name, engine)
+        self.opened.append(engine)
         yield engine

@@ -305,6 +305,15 @@ class ScaleUsed(_Result):
     poor: str
 
 
+class Stability(_Result):
+    passes: int
+    answers: int  # with every pass ok
+    incomplete: int
+    exact_agreement: float | None = None
+    flip_rate: float | None = None
+    icc1: float | None = None
+
+
 class Bootstrap(_Result):
     resamples: int
     seed: int
@@ -328,6 +337,7 @@ class Summary(_Result):
     missingness: Missingness
     decision_risk: DecisionRisk
     probes: Probes | None = None
+    stability: dict[str, dict[str, Stability]] | None = None  # per judge, per kind
     table: str | None = None
     analysis_seconds: float | None = None
 

@@ -22,6 +22,7 @@ from dualjudge.analysis.probes import probes_near
 from dualjudge.analysis.results import Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
+from dualjudge.analysis.stability import stability_near
 from dualjudge.analysis.table import read_table
 
 
@@ -58,5 +59,6 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
     t0 = time.perf_counter()
     frame = read_table(table, scale)
     probes = probes_near(table, seed, n_resamples) or None
-    summary = summarize(frame, lineage, seed, n_resamples, scale, probes=probes, table=str(table))
+    summary = summarize(frame, lineage, seed, n_resamples, scale, probes=probes, table=str(table),
+                        stability=stability_near(table, scale))
     return frame, summary.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})

@@ -7,7 +7,19 @@ from dualjudge.report.tables import ci, num, rate, table
 
 
 def section(summary: Summary) -> list[str]:
-    return _agreement(summary) + _missingness(summary) + _decision_risk(summary) + _probes(summary)
+    return _agreement(summary) + _missingness(summary) + _decision_risk(summary) + _stability(summary) + \
+        _probes(summary)
+
+
+def _stability(summary: Summary) -> list[str]:
+    if not summary.stability:
+        return []
+    rows = [[judge, kind, str(s.passes), str(s.answers), rate(s.exact_agreement), rate(s.flip_rate), num(s.icc1)]
+            for judge, kinds in summary.stability.items() for kind, s in kinds.items()]
+    return ["## Stability across repeated judge passes", "",
+            f"Every verdict judged again in k passes at a sampling temperature, each with its own seed; a flip is a "
+            f"change of the pass/fail verdict (quality: {summary.scale.good}) between passes.", "",
+            table(["judge", "kind", "passes", "answers", "exact agreement", "flip rate", "ICC(1)"], rows), ""]
 
 
 def _agreement(summary: Summary) -> list[str]:

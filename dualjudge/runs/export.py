@@ -17,10 +17,11 @@ import pandas as pd
 from dualjudge.analysis.table import COLUMNS
 from dualjudge.files import replacing
 from dualjudge.inference.cards import all_cards
-from dualjudge.runs.rows import AnswerRow, OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.runs.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.store import Store
 
-RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_padding.csv", "manifest.json")
+RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_padding.csv", "judge_passes.csv",
+             "manifest.json")
 
 
 def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str,
@@ -69,8 +70,9 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
 
 
 def write_probe_tables(store: Store, variants: dict[str, dict[str, Any]], out: Path) -> None:
-    """probes_order.csv and probes_padding.csv, with the sign code of each variant (from the testbed)."""
-    for table, name in ((OrderProbeRow.TABLE, "probes_order.csv"), (PaddingProbeRow.TABLE, "probes_padding.csv")):
+    """probes_order.csv, probes_padding.csv and judge_passes.csv, with the sign code of each variant."""
+    for table, name in ((OrderProbeRow.TABLE, "probes_order.csv"), (PaddingProbeRow.TABLE, "probes_padding.csv"),
+                        (JudgePassRow.TABLE, "judge_passes.csv")):
         frame = pd.DataFrame([dict(r) for r in store.rows(table)])
         if frame.empty:
             continue

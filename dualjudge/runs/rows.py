@@ -148,7 +148,20 @@ class PaddingProbeRow(_OfJudgedAnswer):
     flipped: int | None
 
 
-ROW_TYPES: tuple[type[Row], ...] = (AnswerRow, VerdictRow, OrderProbeRow, PaddingTextRow, PaddingProbeRow)
+@dataclass(frozen=True, kw_only=True)
+class JudgePassRow(_OfJudgedAnswer):
+    """One more pass of a verdict (the stability check): pass 1..k, sampled with its own seed."""
+
+    TABLE: ClassVar[str] = "judge_passes"
+    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind", "pass_index")
+
+    pass_index: int
+    overall: float | None = None
+    equivalent: int | None = None
+
+
+ROW_TYPES: tuple[type[Row], ...] = (AnswerRow, VerdictRow, OrderProbeRow, PaddingTextRow, PaddingProbeRow,
+                                    JudgePassRow)
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ class Runner:
             await self._stage(model, [steps.answer_step(ctx, model, items), steps.padding_step(ctx, model)])
         for judge in self.config.judges.models:
             await self._stage(judge, [steps.judge_step(ctx, judge), steps.order_step(ctx, judge),
-                                      steps.rejudge_step(ctx, judge)])
+                                      steps.rejudge_step(ctx, judge), steps.passes_step(ctx, judge)])
         for table in WORK_TABLES:
             kinds = self.store.error_kinds(table)
             if kinds:

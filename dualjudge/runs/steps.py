@@ -1,7 +1,8 @@
 """The steps of a model's stage: which tasks are left, and what each task asks through the protocol.
 
     systems stage of a model:  answer (every variant x repeat x strategy), then pad its losing answers
-    judges stage of a model:   judge every answer (each kind), the order probe, re-judge padded answers
+    judges stage of a model:   judge every answer (each kind), the order probe, re-judge padded answers,
+                               and the stability passes (judges.passes >= 2)
 
 A step is generic in its task type. Its `tasks()` is computed when the step starts (so it sees the
 rows the previous steps wrote) and leaves out work already in a final state. The protocol asks and
@@ -18,6 +19,7 @@ from dualjudge.config import RunConfig
 from dualjudge.inference.types import Sampling
 from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.probes import PaddingResult, pad, run_order_probe
+from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.systems import Item, run_system
 from dualjudge.protocol.verdicts import EquivalenceVerdict, QualityVerdict
 from dualjudge.runs import plan
@@ -25,6 +27,7 @@ from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.rows import (
     Answer,
     AnswerRow,
+    JudgePassRow,
     OrderProbeRow,
     PaddingProbeRow,
     PaddingTextRow,
@@ -61,6 +64,11 @@ class Context:
     def judge_sampling(self) -> Sampling:
         j = self.config.judges
         return Sampling(temperature=j.temperature, max_tokens=j.max_tokens, seed=self.config.run.seed)
+
+    def pass_sampling(self, pass_index: int) -> Sampling:
+        j = self.config.judges
+        return Sampling(temperature=j.pass_temperature, max_tokens=j.max_tokens,
+                        seed=derive_seed(self.config.run.seed, "judge pass", pass_index))
 
     def padding_sampling(self) -> Sampling:
         return Sampling(temperature=0.0, max_tokens=self.config.probes.padding_max_tokens, seed=self.config.run.seed)
@@ -152,6 +160,41 @@ def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:
             flipped=None if res.flipped is None else int(res.flipped), error=res.detail))
 
     return Step(f"order probe: {judge}", tasks, work)
+
+
+@dataclass(frozen=True)
+class PassTask:
+    task: plan.JudgeTask
+    pass_index: int
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (*self.task.key, self.pass_index)
+
+
+def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
+    """The stability check: every verdict judged again `passes` times, each pass sampled at
+    pass_temperature under its own seed (pass 1..k; the verdict itself is not one of them)."""
+    passes = ctx.config.judges.passes
+
+    def tasks() -> list[PassTask]:
+        if passes < 2:
+            return []
+        done = ctx.store.done_keys(JudgePassRow.TABLE)
+        judged = plan.judge_tasks(ctx.answers(None), judge, ctx.config.judges.kinds)
+        return [t for t in (PassTask(task, k) for k in range(1, passes + 1) for task in judged) if t.key not in done]
+
+    async def work(t: PassTask, caller: CachingCaller) -> None:
+        a = t.task.answer
+        judged = await run_judge(t.task.kind, ctx.catalogue.sign(a.sign_code), a.text or "", caller,
+                                 ctx.pass_sampling(t.pass_index))
+        value = judged.value()
+        ctx.store.record(JudgePassRow(
+            **a.key.fields(), judge_model=judge, kind=t.task.kind, pass_index=t.pass_index, status=judged.status,
+            overall=value if t.task.kind == "quality" else None,
+            equivalent=None if value is None or t.task.kind != "equivalence" else int(value), error=judged.outcome.detail))
+
+    return Step(f"stability passes: {judge}", tasks, work)
 
 
 @dataclass(frozen=True)

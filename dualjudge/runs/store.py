@@ -63,6 +63,11 @@ CREATE TABLE IF NOT EXISTS padding_probe (
     original REAL, padded REAL, shift REAL, flipped INTEGER, attempts INTEGER NOT NULL, error TEXT,
     updated REAL NOT NULL,
     PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, kind));
+CREATE TABLE IF NOT EXISTS judge_passes (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
+    judge_model TEXT NOT NULL, kind TEXT NOT NULL, pass_index INTEGER NOT NULL, status TEXT NOT NULL,
+    overall REAL, equivalent INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, kind, pass_index));
 """
 CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS {schema}.cache (
