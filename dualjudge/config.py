@@ -22,6 +22,7 @@ from dualjudge.inference.settings import EngineSettings
 from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, JUDGE_KINDS, JudgeKind
 from dualjudge.protocol.probes import PADDING_SAMPLING
 from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Strategy
+from dualjudge.protocol.verdicts import OverallConvention
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import MODES, VISIBILITIES, check_visibility
@@ -85,6 +86,8 @@ class JudgesSection(_Section):
     temperature: Float = Field(default=DEFAULT_JUDGE_SAMPLING.temperature, ge=0, le=2)
     # at least 128: the verdict's reasoning is bounded to what max_tokens leaves (protocol/verdicts.py)
     max_tokens: Int = Field(default=DEFAULT_JUDGE_SAMPLING.max_tokens, ge=128, le=4096)
+    # overall: the mean of the three integer sub-scores (the paper's convention), or the judge's own integer
+    overall: OverallConvention = "mean_of_subscores"
     # stability: k >= 2 extra passes of every verdict, sampled at pass_temperature with a seed per pass
     passes: Int = Field(default=1, ge=1, le=10)
     pass_temperature: Float = Field(default=0.7, gt=0, le=2)

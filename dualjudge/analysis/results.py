@@ -323,6 +323,7 @@ class Bootstrap(_Result):
 
 class Summary(_Result):
     notes: list[str]  # what the table lacked and what the analysis did instead
+    overall_convention: str  # mean_of_subscores (the paper's) or judge_given
     scale: ScaleUsed
     n_rows: int
     runs: list[str]

@@ -35,6 +35,7 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         judges[str(judge)] = summary
     return Summary.model_validate({
         "notes": frame.attrs.get("notes", []),
+        "overall_convention": _convention(frame),
         "scale": scale.as_dict(),
         "n_rows": int(len(frame)),
         "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
@@ -51,6 +52,14 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
                       "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"}},
         **extra,
     })
+
+
+def _convention(frame: pd.DataFrame) -> str:
+    """How the table's overall was made: the column's value, or (for tables without it) the paper's."""
+    if "overall_convention" in frame.columns and frame["overall_convention"].notna().any():
+        values = sorted(set(frame["overall_convention"].dropna().astype(str)))
+        return values[0] if len(values) == 1 else "mixed: " + ", ".join(values)
+    return "mean_of_subscores (assumed: the table does not say)"
 
 
 def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,

@@ -26,7 +26,7 @@ CONTRACT = (
     ("judge_family", "text", True), ("judge_base_llm", "text", False), ("accuracy", "number", True),
     ("completeness", "number", True), ("relevance", "number", True), ("overall", "number", True),
     ("equivalent", "boolean", True), ("quality_status", "text", True), ("equivalence_status", "text", True),
-    ("response", "text", False), ("system_status", "text", False),
+    ("response", "text", False), ("system_status", "text", False), ("overall_convention", "text", False),
 )
 COLUMNS = tuple(name for name, _, _ in CONTRACT)
 REQUIRED = tuple(name for name, _, required in CONTRACT if required)

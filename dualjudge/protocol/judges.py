@@ -14,7 +14,9 @@ from dualjudge.protocol.prompts import load_prompt
 from dualjudge.protocol.verdicts import (
     JUDGE_DEFAULT_MAX_TOKENS,
     EquivalenceVerdict,
+    JudgedOverallVerdict,
     Outcome,
+    OverallConvention,
     PairwiseVerdict,
     QualityVerdict,
     _Verdict,
@@ -28,12 +30,19 @@ VERDICTS = {"quality": QualityVerdict, "equivalence": EquivalenceVerdict, "pairw
 DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
 
 
-def build_judge_request(kind: JudgeKind, sign: Sign, response: str,
-                        sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> GenerationRequest:
-    prompt = load_prompt(f"judge_{kind}")
+def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores") -> type[_Verdict]:
+    if kind == "quality" and convention == "judge_given":
+        return JudgedOverallVerdict
+    return VERDICTS[kind]
+
+
+def build_judge_request(kind: JudgeKind, sign: Sign, response: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
+                        convention: OverallConvention = "mean_of_subscores") -> GenerationRequest:
+    name = "judge_quality_overall" if kind == "quality" and convention == "judge_given" else f"judge_{kind}"
+    prompt = load_prompt(name)
     system, user = prompt.render(caption=sign.caption, description=sign.description, response=response)
     return GenerationRequest((Message("system", system), Message("user", user)), sampling,
-                             VERDICTS[kind].constraint(sampling.max_tokens), (prompt.sha256,))
+                             verdict_type(kind, convention).constraint(sampling.max_tokens), (prompt.sha256,))
 
 
 @dataclass(frozen=True)
@@ -59,15 +68,16 @@ class Judged:
 
 def verdict_value(outcome: Outcome) -> float | None:
     v = outcome.verdict
-    if isinstance(v, QualityVerdict):
-        return v.overall
+    if isinstance(v, (QualityVerdict, JudgedOverallVerdict)):
+        return float(v.overall)
     if isinstance(v, EquivalenceVerdict):
         return float(v.equivalent)
     return None
 
 
 async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,
-                    sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> Judged:
-    request = build_judge_request(kind, sign, response, sampling)
+                    sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
+                    convention: OverallConvention = "mean_of_subscores") -> Judged:
+    request = build_judge_request(kind, sign, response, sampling, convention)
     result = await call(request)
-    return Judged(request, result, interpret(VERDICTS[kind], result))
+    return Judged(request, result, interpret(verdict_type(kind, convention), result))

@@ -64,7 +64,13 @@ class _Verdict(BaseModel):
         return Constraint.json_schema(schema)
 
 
+OverallConvention = Literal["mean_of_subscores", "judge_given"]
+
+
 class QualityVerdict(_Verdict):
+    """The quality judge's verdict; its overall is the mean of the three integer sub-scores (the
+    default convention: an overall of 7.33 is then possible, and is "good")."""
+
     reasoning: str = Field(max_length=REASONING_MAX, description="Short justification, written first.")
     accuracy: int = Field(ge=0, le=10, description="Does the response identify the sign and its rule correctly?")
     completeness: int = Field(ge=0, le=10, description="Does it cover every element of the gold description?")
@@ -77,6 +83,21 @@ class QualityVerdict(_Verdict):
     @classmethod
     def widest(cls) -> QualityVerdict:
         return cls(reasoning="", accuracy=10, completeness=10, relevance=10)
+
+
+class JudgedOverallVerdict(_Verdict):
+    """The quality judge's verdict under the judge_given convention: the judge also gives its own integer
+    overall score, which is used as is."""
+
+    reasoning: str = Field(max_length=REASONING_MAX, description="Short justification, written first.")
+    accuracy: int = Field(ge=0, le=10, description="Does the response identify the sign and its rule correctly?")
+    completeness: int = Field(ge=0, le=10, description="Does it cover every element of the gold description?")
+    relevance: int = Field(ge=0, le=10, description="Does it stay on what the sign requires of a road user?")
+    overall: int = Field(ge=0, le=10, description="The overall grade, an integer.")
+
+    @classmethod
+    def widest(cls) -> JudgedOverallVerdict:
+        return cls(reasoning="", accuracy=10, completeness=10, relevance=10, overall=10)
 
 
 class EquivalenceVerdict(_Verdict):

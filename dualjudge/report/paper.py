@@ -22,9 +22,8 @@ def section(summary: Summary) -> list[str]:
         parts.append("No paired tests: the table has no SA answers beside another strategy on the same cells.")
     good, poor = s.scale.good, s.scale.poor
     parts += ["", "## Per judge model", "",
-              f"Overall is the mean of the three integer sub-scores (accuracy, completeness, relevance), so a "
-              f"\"good\" answer ({good}) includes 7.33. Type I: equivalent and {poor}; Type II: not equivalent and "
-              f"{good}; rates with 95% sign-cluster bootstrap intervals.", ""]
+              f"{_convention(s.overall_convention, good)} Type I: equivalent and {poor}; Type II: not equivalent "
+              f"and {good}; rates with 95% sign-cluster bootstrap intervals.", ""]
     if all(js.point_biserial_n == 0 for js in s.judges.values()):
         return parts + ["The point-biserial r, Type I/II rates and Type II by visibility need both judges' verdicts on "
                         "the same rows; this table has none.", ""] + _identification(summary)
@@ -47,6 +46,15 @@ def section(summary: Summary) -> list[str]:
                            [[v, str(x.n), str(x.n_high), str(x.count), _rate_ci(x.marginal_rate, x.marginal_ci),
                              _rate_ci(x.conditional_rate, x.conditional_ci)] for v, x in js.type2_by_visibility.items()]))
     return parts + [""] + _identification(summary)
+
+
+def _convention(convention: str, good: str) -> str:
+    if convention.startswith("judge_given"):
+        return "Overall is the judge's own integer grade (the judge_given convention)."
+    text = (f"Overall is the mean of the three integer sub-scores (accuracy, completeness, relevance), so a "
+            f"\"good\" answer ({good}) includes 7.33; the judge_given convention (a run option) uses the judge's own "
+            f"integer grade instead.")
+    return text if convention == "mean_of_subscores" else f"{text} ({convention})"
 
 
 def _mean_sd(m: object) -> str:

@@ -24,8 +24,8 @@ RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_pad
              "manifest.json")
 
 
-def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str,
-                  judge_models: tuple[str, ...], kinds: tuple[str, ...]) -> pd.DataFrame:
+def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str, judge_models: tuple[str, ...],
+                  kinds: tuple[str, ...], overall_convention: str = "mean_of_subscores") -> pd.DataFrame:
     cards = all_cards()
     verdicts = {v.key(): v for v in store.read(VerdictRow)}
     rows = []
@@ -50,7 +50,7 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
                 "equivalent": None if not e or e.equivalent is None else bool(e.equivalent),
                 "quality_status": q.status if q else unjudged or ("not_run" if "quality" in kinds else "skipped"),
                 "equivalence_status": e.status if e else unjudged or ("not_run" if "equivalence" in kinds else "skipped"),
-                "response": a.text, "system_status": a.status,
+                "response": a.text, "system_status": a.status, "overall_convention": overall_convention,
             })
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("accuracy", "completeness", "relevance"):

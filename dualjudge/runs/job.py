@@ -60,7 +60,8 @@ def stored_config(store: Store, out: Path) -> RunConfig:
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     check_output_dir(out, "run directory", RUN_FILES)
     variants = load_variants(out)
-    table = verdict_table(store, variants, config.run.name, config.judges.models, config.judges.kinds)
+    table = verdict_table(store, variants, config.run.name, config.judges.models, config.judges.kinds,
+                          config.judges.overall)
     write_table(table, out)
     write_probe_tables(store, variants, out)
     return table

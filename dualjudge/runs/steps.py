@@ -21,7 +21,7 @@ from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.probes import PaddingResult, pad, run_order_probe
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.systems import Item, run_system
-from dualjudge.protocol.verdicts import EquivalenceVerdict, QualityVerdict
+from dualjudge.protocol.verdicts import EquivalenceVerdict, JudgedOverallVerdict, QualityVerdict
 from dualjudge.runs import plan
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.rows import (
@@ -123,10 +123,11 @@ def judge_step(ctx: Context, judge: str) -> Step[plan.JudgeTask]:
 
     async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
         sign = ctx.catalogue.sign(t.answer.sign_code)
-        judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling())
+        judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling(),
+                                 ctx.config.judges.overall)
         v = judged.verdict
         scores = {}
-        if isinstance(v, QualityVerdict):
+        if isinstance(v, (QualityVerdict, JudgedOverallVerdict)):
             scores = {"accuracy": v.accuracy, "completeness": v.completeness, "relevance": v.relevance,
                       "overall": v.overall}
         elif isinstance(v, EquivalenceVerdict):
@@ -187,7 +188,7 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
     async def work(t: PassTask, caller: CachingCaller) -> None:
         a = t.task.answer
         judged = await run_judge(t.task.kind, ctx.catalogue.sign(a.sign_code), a.text or "", caller,
-                                 ctx.pass_sampling(t.pass_index))
+                                 ctx.pass_sampling(t.pass_index), ctx.config.judges.overall)
         value = judged.value()
         ctx.store.record(JudgePassRow(
             **a.key.fields(), judge_model=judge, kind=t.task.kind, pass_index=t.pass_index, status=judged.status,
@@ -226,7 +227,7 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
         kind = t.original.kind
         before = t.original.overall if kind == "quality" else t.original.equivalent
         judged = await run_judge(kind, ctx.catalogue.sign(t.sign_code), t.padded.text or "", caller,  # type: ignore[arg-type]
-                                 ctx.judge_sampling())
+                                 ctx.judge_sampling(), ctx.config.judges.overall)
         res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)
         ctx.store.record(PaddingProbeRow(
             variant_id=t.padded.variant_id, repeat=t.padded.repeat, system_model=t.padded.system_model,
