@@ -120,3 +120,15 @@ def test_one_human_overall_score_against_the_judge_overall_and_each_sub_score(ru
         assert set(j[axis]) >= {"pearson", "spearman", "kendall", "n"} and j[axis]["n"] == 30
     e = j["equivalence"]
     assert e["majority_baseline_agreement"] == pytest.approx(20 / 30)  # 10 of 30 said equivalent
+
+
+def test_the_imported_human_check_appears_in_the_report(cli, run_dir, tmp_path):
+    sample = export_sample(run_dir / "verdicts.parquet", tmp_path / "s.csv", n=30)
+    _annotate(sample).to_csv(tmp_path / "a.csv", index=False)
+    import_annotations(run_dir, tmp_path / "a.csv")
+    code, _, err = cli("analyze", str(run_dir / "verdicts.parquet"), "--out", str(tmp_path / "out"), "--resamples", "100")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["human"]["n_samples"] == 30 and "qwen-j" in summary["human"]["judges"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Human check" in report and "30 samples" in report and "majority baseline" in report

@@ -131,7 +131,9 @@ def test_bounded_verdicts_compile_in_xgrammar_and_llguidance_and_close_within_ma
     llguidance = pytest.importorskip("llguidance")
     vocab = [chr(i) for i in range(32, 127)] + ["</s>"]
     compiler = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1]))
-    for model in (QualityVerdict, EquivalenceVerdict, PairwiseVerdict):
+    from dualjudge.protocol.verdicts import JudgedOverallVerdict
+
+    for model in (QualityVerdict, EquivalenceVerdict, PairwiseVerdict, JudgedOverallVerdict):
         constraint = model.constraint(max_tokens)
         compiled = compiler.compile_json_schema(constraint.spec, any_whitespace=False)
         n = model.reasoning_chars(max_tokens)

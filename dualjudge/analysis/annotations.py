@@ -22,6 +22,8 @@ from dualjudge.analysis.table import read_csv, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 
+HUMAN_CHECK = "human_check.json"
+
 
 def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str) -> pd.DataFrame:
     wanted = ("sample_id", *IDENTITY_COLUMNS, "annotator", "equivalent")
@@ -122,8 +124,19 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
         entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
                                          "mean_judge_minus_human": float(diff.mean()) if len(diff) else None}
         result["judges"][str(judge)] = entry
-    write_text(run_dir / "human_check.json", json.dumps(result, indent=2))
+    write_text(run_dir / HUMAN_CHECK, json.dumps(result, indent=2))
     return result
+
+
+def human_check_near(table: Path) -> dict[str, Any] | None:
+    """The last `dualjudge human import` of this run (human_check.json beside the table), if any."""
+    path = table.parent / HUMAN_CHECK
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return None  # a damaged file: the report says no human check, `human import` rewrites it
 
 
 def _same_number(a: object, b: object) -> bool:

@@ -314,6 +314,46 @@ class Stability(_Result):
     icc1: float | None = None
 
 
+class HumanCorrelation(_Result):
+    pearson: float | None
+    spearman: float | None
+    kendall: float | None = None
+    n: int
+    pearson_p: float | None = None
+    spearman_p: float | None = None
+    kendall_p: float | None = None
+
+
+class HumanEquivalence(_Result):
+    kappa: float | None
+    raw_agreement: float | None
+    n: int
+    majority_baseline_agreement: float | None = None
+    judge_yes_human_no: int
+    judge_no_human_yes: int
+
+
+class HumanDisagreement(_Result):
+    judge_higher: int
+    judge_lower: int
+    mean_judge_minus_human: float | None
+
+
+class HumanJudge(_Result):
+    overall: HumanCorrelation
+    accuracy: HumanCorrelation
+    completeness: HumanCorrelation
+    relevance: HumanCorrelation
+    equivalence: HumanEquivalence
+    overall_disagreement: HumanDisagreement
+
+
+class HumanCheck(_Result):
+    n_samples: int
+    annotators: list[str]
+    judges: dict[str, HumanJudge]
+
+
 class Bootstrap(_Result):
     resamples: int
     seed: int
@@ -339,6 +379,7 @@ class Summary(_Result):
     decision_risk: DecisionRisk
     probes: Probes | None = None
     stability: dict[str, dict[str, Stability]] | None = None  # per judge, per kind
+    human: HumanCheck | None = None  # from `dualjudge human import` (human_check.json beside the table)
     table: str | None = None
     analysis_seconds: float | None = None
 

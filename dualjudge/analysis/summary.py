@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dualjudge.analysis import agreement, dual_judge
+from dualjudge.analysis.annotations import human_check_near
 from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.decision import decision_risk
@@ -69,5 +70,5 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
     frame = read_table(table, scale)
     probes = probes_near(table, seed, n_resamples) or None
     summary = summarize(frame, lineage, seed, n_resamples, scale, probes=probes, table=str(table),
-                        stability=stability_near(table, scale))
+                        stability=stability_near(table, scale), human=human_check_near(table))
     return frame, summary.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})

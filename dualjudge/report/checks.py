@@ -7,8 +7,29 @@ from dualjudge.report.tables import ci, num, rate, table
 
 
 def section(summary: Summary) -> list[str]:
-    return _agreement(summary) + _missingness(summary) + _decision_risk(summary) + _stability(summary) + \
-        _probes(summary)
+    return _human(summary) + _agreement(summary) + _missingness(summary) + _decision_risk(summary) + \
+        _stability(summary) + _probes(summary)
+
+
+def _human(summary: Summary) -> list[str]:
+    parts = ["## Human check", ""]
+    h = summary.human
+    if h is None:
+        return parts + ["No human annotations yet: `dualjudge human export RUN` writes a blinded, stratified sample "
+                        "(the paper's 49), `dualjudge human import RUN FILE` compares it with the judges.", ""]
+    parts.append(f"{h.n_samples} samples, annotators {', '.join(h.annotators)}: the human overall score against each "
+                 f"judge's overall and sub-scores (Pearson r; Spearman, Kendall), and the human equivalence "
+                 f"decision against the equivalence judge (Cohen's kappa, beside the agreement of always saying the "
+                 f"majority answer).")
+    rows = []
+    for judge, j in h.judges.items():
+        rows.append([judge, num(j.overall.pearson), num(j.overall.spearman), num(j.overall.kendall),
+                     num(j.accuracy.pearson), num(j.completeness.pearson), num(j.relevance.pearson),
+                     num(j.equivalence.kappa), rate(j.equivalence.raw_agreement),
+                     rate(j.equivalence.majority_baseline_agreement)])
+    parts += ["", table(["judge", "r overall", "Spearman", "Kendall", "r accuracy", "r completeness", "r relevance",
+                         "kappa (equiv.)", "agreement", "majority baseline"], rows)]
+    return parts + [""]
 
 
 def _stability(summary: Summary) -> list[str]:
