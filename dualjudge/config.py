@@ -17,13 +17,13 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.inference.cards import get_card
+from dualjudge.inference.cards import ModelCard, all_cards, get_card, user_cards_dir
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, JUDGE_KINDS, JudgeKind
 from dualjudge.protocol.probes import PADDING_SAMPLING
 from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Strategy
 from dualjudge.protocol.verdicts import OverallConvention
-from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields
+from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import MODES, VISIBILITIES, check_visibility
 from dualjudge.tomlfile import first_error, read_toml
@@ -104,6 +104,11 @@ class ProbesSection(_Section):
 EngineSection = EngineSettings  # declared once, in inference/settings.py
 
 
+class ModelsSection(_Section):
+    # a folder of the user's own model cards (overriding built-ins by name); default DUALJUDGE_MODELS
+    dir: Str | None = setting(None, affects_results=False)
+
+
 class RunConfig(_Section):
     run: RunSection = RunSection()
     testbed: TestbedSection = TestbedSection()
@@ -111,14 +116,15 @@ class RunConfig(_Section):
     judges: JudgesSection
     probes: ProbesSection = ProbesSection()
     engine: EngineSection = EngineSection()
+    models: ModelsSection = ModelsSection()
 
     @model_validator(mode="after")
     def _models_exist(self) -> RunConfig:
         for name in (*self.systems.models, *self.judges.models, *self.engine.endpoints):
-            get_card(name)  # raises a DualjudgeError naming the unknown model
+            self.card(name)  # raises a DualjudgeError naming the unknown model
         if self.testbed.modality == "image":
             for name in self.systems.models:
-                if "image" not in get_card(name).modalities:
+                if "image" not in self.card(name).modalities:
                     raise ValueError(f"systems.models: {name} is text-only; set testbed.modality = \"text\"")
         return self
 
@@ -127,7 +133,24 @@ class RunConfig(_Section):
         concurrency, endpoints, timeouts, the cache file, nor another backend's grammar backend)."""
         backend = self.engine.backend
         data = {name: result_fields(getattr(self, name), backend) for name in type(self).model_fields}
+        data = {name: fields for name, fields in data.items() if fields}  # a plumbing-only section adds nothing
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+    def cards(self) -> dict[str, ModelCard]:
+        """Every model card this configuration can name: built-in, and the user's folder."""
+        return all_cards(user_dir=user_cards_dir(self.models.dir))
+
+    def card(self, name: str) -> ModelCard:
+        return get_card(name, user_dir=user_cards_dir(self.models.dir))
+
+    def roles(self) -> dict[str, list[str]]:
+        """Each model of the study and its roles in it ("system", "judge")."""
+        out: dict[str, list[str]] = {}
+        for name in self.systems.models:
+            out.setdefault(name, []).append("system")
+        for name in self.judges.models:
+            out.setdefault(name, []).append("judge")
+        return out
 
     def all_models(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*self.systems.models, *self.judges.models)))

@@ -9,6 +9,7 @@ when asking whether a judge favours its own family. The analysis can use either.
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, Union
@@ -59,6 +60,7 @@ class VllmArgs(_Strict):
     config_format: str | None = None
     load_format: str | None = None
     max_num_seqs: int | None = Field(default=None, ge=1)
+    tensor_parallel_size: int | None = Field(default=None, ge=1)
     extra_args: tuple[str, ...] = ()
 
 
@@ -66,6 +68,8 @@ class ModelCard(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     family: str
     base_llm: str
+    # the Hugging Face config's architectures[0]: what the preflight checks against vLLM's registry offline
+    architecture: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     modalities: tuple[Literal["text", "image"], ...] = Field(min_length=1)
     parameters_b: float = Field(gt=0)
     min_gpu_memory_gb: float = Field(gt=0)
@@ -92,7 +96,8 @@ class ModelCard(_Strict):
         if template is not None:
             args += ["--chat-template", str(template)]
         for flag, value in (("--tokenizer-mode", v.tokenizer_mode), ("--config-format", v.config_format),
-                            ("--load-format", v.load_format), ("--max-num-seqs", v.max_num_seqs)):
+                            ("--load-format", v.load_format), ("--max-num-seqs", v.max_num_seqs),
+                            ("--tensor-parallel-size", v.tensor_parallel_size)):
             if value is not None:
                 args += [flag, str(value)]
         return args + list(v.extra_args)
@@ -114,19 +119,38 @@ def load_card(path: Path) -> ModelCard:
     return card
 
 
-@lru_cache(maxsize=4)
-def _all_cards(directory: Path, stamps: tuple[tuple[str, int], ...]) -> dict[str, ModelCard]:
-    return {p.stem: load_card(p) for p in sorted(directory.glob("*.toml"))}
+@lru_cache(maxsize=8)
+def _cards_in(directory: Path, stamps: tuple[tuple[str, int], ...]) -> dict[str, tuple[ModelCard, Path]]:
+    return {p.stem: (load_card(p), p) for p in sorted(directory.glob("*.toml"))}
 
 
-def all_cards(directory: Path | None = None) -> dict[str, ModelCard]:
-    """Every card in the folder, re-read when the folder or any card in it changes."""
-    d = directory or models_dir()
-    return _all_cards(d, tuple((p.name, p.stat().st_mtime_ns) for p in sorted(d.glob("*.toml"))))
+def _folder(directory: Path) -> dict[str, tuple[ModelCard, Path]]:
+    if not directory.is_dir():
+        raise DualjudgeError(f"{directory}: model card folder not found")
+    return _cards_in(directory, tuple((p.name, p.stat().st_mtime_ns) for p in sorted(directory.glob("*.toml"))))
 
 
-def get_card(name: str, directory: Path | None = None) -> ModelCard:
-    cards = all_cards(directory)
+def user_cards_dir(configured: str | Path | None = None) -> Path | None:
+    """The user's card folder: the configuration's [models] dir, else DUALJUDGE_MODELS, else none."""
+    chosen = configured or os.environ.get("DUALJUDGE_MODELS")
+    return Path(chosen).expanduser() if chosen else None
+
+
+def cards_with_sources(user_dir: Path | None = None, directory: Path | None = None) -> dict[str, tuple[ModelCard, Path]]:
+    """Every card with the file it came from: the built-in cards (models/), then the user's folder,
+    whose cards override built-ins of the same name. Re-read when a folder or a card changes."""
+    found = dict(_folder(directory or models_dir()))
+    if user_dir is not None:
+        found.update(_folder(user_dir))
+    return found
+
+
+def all_cards(directory: Path | None = None, user_dir: Path | None = None) -> dict[str, ModelCard]:
+    return {name: card for name, (card, _) in cards_with_sources(user_dir or user_cards_dir(), directory).items()}
+
+
+def get_card(name: str, directory: Path | None = None, user_dir: Path | None = None) -> ModelCard:
+    cards = all_cards(directory, user_dir)
     if name not in cards:
         raise DualjudgeError(f"unknown model {name!r}; known models: {', '.join(cards)}")
     return cards[name]

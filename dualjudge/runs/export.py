@@ -16,7 +16,7 @@ import pandas as pd
 
 from dualjudge.analysis.table import COLUMNS
 from dualjudge.files import replacing
-from dualjudge.inference.cards import all_cards
+from dualjudge.inference.cards import ModelCard, all_cards
 from dualjudge.runs.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.store import Store
 
@@ -25,8 +25,9 @@ RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_pad
 
 
 def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str, judge_models: tuple[str, ...],
-                  kinds: tuple[str, ...], overall_convention: str = "mean_of_subscores") -> pd.DataFrame:
-    cards = all_cards()
+                  kinds: tuple[str, ...], overall_convention: str = "mean_of_subscores",
+                  cards: dict[str, ModelCard] | None = None) -> pd.DataFrame:
+    cards = cards if cards is not None else all_cards()
     verdicts = {v.key(): v for v in store.read(VerdictRow)}
     rows = []
     answers = sorted(store.read(AnswerRow), key=lambda a: (a.system_model, a.strategy, a.variant_id, a.repeat))

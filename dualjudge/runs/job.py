@@ -12,7 +12,6 @@ import pandas as pd
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir
-from dualjudge.inference.cards import get_card
 from dualjudge.inference.engines import EngineFactory
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
@@ -29,7 +28,7 @@ SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to sh
 
 def caveats(config: RunConfig) -> list[str]:
     """What a reader of this run's results must be told: a run of sub-1B models only measures nothing."""
-    return [SMALL_MODELS_NOTE] if all(get_card(m).parameters_b < 1 for m in config.all_models()) else []
+    return [SMALL_MODELS_NOTE] if all(config.card(m).parameters_b < 1 for m in config.all_models()) else []
 
 
 @dataclass
@@ -61,7 +60,7 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     check_output_dir(out, "run directory", RUN_FILES)
     variants = load_variants(out)
     table = verdict_table(store, variants, config.run.name, config.judges.models, config.judges.kinds,
-                          config.judges.overall)
+                          config.judges.overall, config.cards())
     write_table(table, out)
     write_probe_tables(store, variants, out)
     return table

@@ -19,7 +19,6 @@ from typing import Any
 from dualjudge import __version__
 from dualjudge.config import RunConfig
 from dualjudge.files import write_text
-from dualjudge.inference.cards import get_card
 from dualjudge.inference.weights import locate
 from dualjudge.paths import project_root
 from dualjudge.protocol.prompts import prompt_hashes
@@ -73,7 +72,7 @@ def hardware() -> dict[str, Any]:
 def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     models = {}
     for name in config.all_models():
-        card = get_card(name)
+        card = config.card(name)
         found = locate(card)
         models[name] = {"family": card.family, "base_llm": card.base_llm, "card": card.model_dump(mode="json"),
                         "weights": found.record if found else None}

