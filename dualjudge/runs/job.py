@@ -13,6 +13,7 @@ from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir
 from dualjudge.inference.engines import EngineFactory
+from dualjudge.inference.preflight import ModelCheck, check_models, failures
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
 from dualjudge.runs.lock import run_lock
@@ -29,6 +30,22 @@ SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to sh
 def caveats(config: RunConfig) -> list[str]:
     """What a reader of this run's results must be told: a run of sub-1B models only measures nothing."""
     return [SMALL_MODELS_NOTE] if all(config.card(m).parameters_b < 1 for m in config.all_models()) else []
+
+
+def preflight(config: RunConfig, for_run: bool = True) -> list[ModelCheck]:
+    """Every model of the study checked against this machine, loading nothing."""
+    return check_models(config.roles(), config.cards(), config.engine.backend, config.testbed.modality,
+                        frozenset(config.engine.endpoints), for_run=for_run)
+
+
+def require_preflight(config: RunConfig) -> list[ModelCheck]:
+    """The checks, or a one-line error naming each model that cannot run and why."""
+    checks = preflight(config)
+    failed = failures(checks)
+    if failed:
+        raise DualjudgeError(f"preflight: {failed} (nothing was loaded; `dualjudge models check CONFIG` shows "
+                             f"every check; --skip-preflight runs anyway)")
+    return checks
 
 
 @dataclass
