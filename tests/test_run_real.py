@@ -17,6 +17,7 @@ import pytest
 
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.weights import fetch
+from tests.test_plan import made
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,6 +78,11 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 2"))
     out = tmp_path / "run"
     db = out / "results.sqlite"
+    planned = subprocess.run([sys.executable, "-m", "dualjudge.cli", "plan", str(config), "--out", str(out), "--json"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    assert plan["cached"] == 0 and not out.exists()
 
     proc = _cli("run", str(config), "--out", str(out))
     children.append(proc)
@@ -122,6 +128,11 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     assert "135M/270M" in output and "summary" in output
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["models"]["smollm2-135m-instruct"]["weights"]["gguf_sha256"].startswith("b179c952")
+    # the plan made before any model loaded counted what the runner sent: exactly, except where it said "at most"
+    actual = made(db)
+    for row in plan["rows"]:
+        sent = actual.get((row["model"], row["stage"]), 0)
+        assert sent <= row["requests"] if row["upper_bound"] else sent == row["requests"], (row, sent)
 
     # a third run answers everything from the store, loads no model, and is quick
     t0 = time.time()

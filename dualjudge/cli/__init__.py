@@ -23,6 +23,7 @@ from dualjudge.cli import analysis, data, models, run  # noqa: E402
 app.add_typer(data.app, name="data")
 app.add_typer(models.app, name="models")
 app.command("run")(run.run)
+app.command("plan")(run.plan)
 app.command("status")(run.status)
 app.command("export")(run.export)
 app.command("analyze")(analysis.analyze)

@@ -170,3 +170,54 @@ def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
     finally:
         store.close()
     console.print(f"wrote {len(table)} rows to {run_dir}/verdicts.parquet and verdicts.csv")
+
+
+def plan(
+    config: Annotated[Path, typer.Argument(help="Run configuration (TOML).")],
+    out: Annotated[Optional[Path], typer.Option(help="The run directory it would use (default: runs/<run.name>); "
+                                                     "its cache and request log count.")] = None,
+    measured: Annotated[Optional[list[Path]], typer.Option(
+        help="Another run directory whose request log times the models (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """What a run will ask of each model, before anything loads: requests per model and stage, how many
+    the cache already answers, tokens, GPU memory and an estimated wall time."""
+    import json
+
+    from dualjudge.config import load_config
+    from dualjudge.runs.estimate import estimate
+
+    cfg = load_config(config)
+    with err_console.status(f"planning {config}: building every request the run will make"):
+        est = estimate(cfg, out or Path("runs") / cfg.run.name, str(config), tuple(measured or ()))
+    if as_json:
+        console.print_json(json.dumps(est.as_dict()))
+        return
+    t = Table(title=f"plan: {config}")
+    for col in ("model", "stage", "requests", "cached", "to send", "prompt tokens", "completion tokens (max)"):
+        t.add_column(col, no_wrap=True, justify="left" if col in ("model", "stage") else "right")
+    for r in est.rows:
+        t.add_row(r.model, r.stage, f"{'≤ ' if r.upper_bound else ''}{r.requests}", str(r.cached), str(r.to_send),
+                  f"{r.prompt_tokens:,}", f"{r.completion_tokens:,}")
+    console.print(t)
+    m = Table(title="per model")
+    for col in ("model", "roles", "GPU memory", "tokens counted by", "time", "time from"):
+        m.add_column(col, no_wrap=col not in ("time from",))
+    for c in est.models:
+        m.add_row(c.model, "+".join(c.roles), "attached" if c.gpu_memory_gb is None else f"{c.gpu_memory_gb:g} GB",
+                  c.tokens, _duration(c.seconds), c.time_basis)
+    console.print(m)
+    total = est.seconds
+    console.print(f"total: {est.total_requests} requests, {est.cached} answered from the cache, "
+                  f"{est.total_requests - est.cached} to send; time {_duration(total)}"
+                  + (" (without model loading)" if total else ""))
+    for note in est.notes:
+        console.print(f"note: {note}", highlight=False)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"

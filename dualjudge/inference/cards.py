@@ -74,6 +74,9 @@ class ModelCard(_Strict):
     parameters_b: float = Field(gt=0)
     min_gpu_memory_gb: float = Field(gt=0)
     notes: str | None = None
+    # completion tokens per second a run reaches with this model (batched, on the GPU it is sized for):
+    # what `dualjudge plan` times a model by until a run has measured it
+    throughput_hint: float | None = Field(default=None, gt=0)
     weights: Weights
     vllm: VllmArgs = VllmArgs()
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference.types import Image
+from dualjudge.protocol.systems import Item
 from dualjudge.runs.store import Store
-from dualjudge.testbed.variants import load_manifest
+from dualjudge.testbed.variants import build_variants, load_manifest
 
 STORE_FILE = "results.sqlite"
 TESTBED = "testbed"
@@ -23,3 +26,20 @@ def load_run_store(out: Path) -> Store:
 def load_variants(out: Path) -> dict[str, dict[str, Any]]:
     """The run's variants by id, from the testbed manifest it built."""
     return {r["variant_id"]: r for r in load_manifest(out / TESTBED).to_dict("records")}
+
+
+def build_testbed(config: RunConfig, folder: Path) -> list[dict[str, Any]]:
+    """Render (or import) the configuration's variants into `folder` (a run's testbed/); its rows."""
+    t = config.testbed
+    frame = build_variants(folder, size=t.size, seed=config.run.seed, codes=t.codes(), visibilities=t.visibilities,
+                           modes=t.modes, images_dir=Path(t.images).expanduser() if t.images else None)
+    return frame.to_dict("records")
+
+
+def testbed_items(config: RunConfig, folder: Path, variants: list[dict[str, Any]]) -> list[Item]:
+    """Each variant as a system sees it: its scene text, and its image for the image modality."""
+    out = []
+    for v in variants:
+        image = Image.from_png((folder / v["image_path"]).read_bytes()) if config.testbed.modality == "image" else None
+        out.append(Item(v["variant_id"], str(v["sign_code"]), v["scene_text"], image))
+    return out

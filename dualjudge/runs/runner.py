@@ -21,17 +21,14 @@ from typing import Any
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.engines import EngineFactory, Engines
-from dualjudge.inference.types import Image
-from dualjudge.protocol.systems import Item
 from dualjudge.runs import steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
 from dualjudge.runs.progress import Progress, QuietProgress, run_in_order
 from dualjudge.runs.rows import Answer, AnswerRow
-from dualjudge.runs.rundir import STORE_FILE, TESTBED
+from dualjudge.runs.rundir import STORE_FILE, TESTBED, build_testbed, testbed_items
 from dualjudge.runs.steps import Step
 from dualjudge.runs.store import WORK_TABLES, Store
 from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.variants import build_variants
 
 
 @dataclass
@@ -69,29 +66,11 @@ class Runner:
             raise DualjudgeError(f"{self.out} holds a run of a different configuration; use another --out "
                                  f"(responses are reused through the cache)")
 
-    # -- testbed -------------------------------------------------------------------------------
-    def testbed(self) -> list[dict[str, Any]]:
-        t = self.config.testbed
-        folder = self.out / TESTBED
-        frame = build_variants(folder, size=t.size, seed=self.config.run.seed, codes=t.codes(),
-                               visibilities=t.visibilities, modes=t.modes,
-                               images_dir=Path(t.images).expanduser() if t.images else None)
-        return frame.to_dict("records")
-
-    def items(self, variants: list[dict[str, Any]]) -> list[Item]:
-        out = []
-        for v in variants:
-            image = None
-            if self.config.testbed.modality == "image":
-                image = Image.from_png((self.out / TESTBED / v["image_path"]).read_bytes())
-            out.append(Item(v["variant_id"], str(v["sign_code"]), v["scene_text"], image))
-        return out
-
     # -- orchestration -------------------------------------------------------------------------
     async def run(self) -> RunReport:
-        variants = self.testbed()
+        variants = build_testbed(self.config, self.out / TESTBED)
         self.variants = {v["variant_id"]: v for v in variants}
-        items = self.items(variants)
+        items = testbed_items(self.config, self.out / TESTBED, variants)
         ctx = steps.Context(self.config, self.store, self.catalogue, self._answers)
         for model in self.config.systems.models:
             await self._stage(model, [steps.answer_step(ctx, model, items), steps.padding_step(ctx, model)])

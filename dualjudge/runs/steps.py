@@ -58,20 +58,41 @@ class Context:
     answers: Callable[[str | None], list[Answer]]  # the run's answers (of one system model, or all)
 
     def system_sampling(self) -> Sampling:
-        s = self.config.systems
-        return Sampling(temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p)
+        return system_sampling(self.config)
 
     def judge_sampling(self) -> Sampling:
-        j = self.config.judges
-        return Sampling(temperature=j.temperature, max_tokens=j.max_tokens, seed=self.config.run.seed)
+        return judge_sampling(self.config)
 
     def pass_sampling(self, pass_index: int) -> Sampling:
-        j = self.config.judges
-        return Sampling(temperature=j.pass_temperature, max_tokens=j.max_tokens,
-                        seed=derive_seed(self.config.run.seed, "judge pass", pass_index))
+        return pass_sampling(self.config, pass_index)
 
     def padding_sampling(self) -> Sampling:
-        return Sampling(temperature=0.0, max_tokens=self.config.probes.padding_max_tokens, seed=self.config.run.seed)
+        return padding_sampling(self.config)
+
+
+def system_sampling(config: RunConfig) -> Sampling:
+    s = config.systems
+    return Sampling(temperature=s.temperature, max_tokens=s.max_tokens, top_p=s.top_p)
+
+
+def judge_sampling(config: RunConfig) -> Sampling:
+    j = config.judges
+    return Sampling(temperature=j.temperature, max_tokens=j.max_tokens, seed=config.run.seed)
+
+
+def pass_sampling(config: RunConfig, pass_index: int) -> Sampling:
+    j = config.judges
+    return Sampling(temperature=j.pass_temperature, max_tokens=j.max_tokens,
+                    seed=derive_seed(config.run.seed, "judge pass", pass_index))
+
+
+def padding_sampling(config: RunConfig) -> Sampling:
+    return Sampling(temperature=0.0, max_tokens=config.probes.padding_max_tokens, seed=config.run.seed)
+
+
+def padding_share(config: RunConfig) -> int:
+    """How many answers of each system model the padding probe restates (padding_samples split evenly)."""
+    return -(-config.probes.padding_samples // len(config.systems.models))
 
 
 # -- systems ------------------------------------------------------------------------------------------
@@ -102,9 +123,8 @@ def padding_step(ctx: Context, model: str) -> Step[Answer]:
     def tasks() -> list[Answer]:
         if not p.padding:
             return []
-        share = -(-p.padding_samples // len(ctx.config.systems.models))
         done = ctx.store.done_keys(PaddingTextRow.TABLE)
-        return [a for a in plan.padding_sample(ctx.answers(model), share, ctx.config.run.seed)
+        return [a for a in plan.padding_sample(ctx.answers(model), padding_share(ctx.config), ctx.config.run.seed)
                 if a.key.astuple() not in done]
 
     async def work(a: Answer, caller: CachingCaller) -> None:

@@ -1,0 +1,390 @@
+"""`dualjudge plan`: what a run will ask of each model, before any model loads.
+
+Per model and stage: the requests the runner will make, how many the response cache already
+answers, the prompt and completion tokens of the rest, the GPU memory the model needs and the wall
+time it will take. The requests are counted by building the very requests the runner builds (the
+same protocol functions, the same seeds and cache keys), answered by a caller that only reads the
+caches, so "cached" is exact. Work that depends on results is counted at its upper bound and marked:
+the padding probe restates only losing answers, which are known only once the answers are.
+
+Assumed: every system call returns an answer (a failed one is not judged, so a failing run sends
+fewer judge requests). Tokens: the model's own tokenizer when its weights are present, otherwise
+about four characters a token; an answer not yet generated counts at its max_tokens; image tokens
+are not counted. Time: seconds per request measured in earlier sessions of this run directory (or of
+`--measured` ones) for the same model, else the card's throughput_hint over the completion tokens,
+else unknown; each row says which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dualjudge.config import RunConfig
+from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.engines import EngineFactory, Engines
+from dualjudge.inference.preflight import needed_gb
+from dualjudge.inference.types import GenerationRequest, GenerationResult
+from dualjudge.inference.weights import locate
+from dualjudge.protocol.judges import build_judge_request, run_judge
+from dualjudge.protocol.probes import build_padding_request, build_pairwise_request, pad, run_order_probe
+from dualjudge.protocol.systems import STEPS, Item, build_step_request, run_system
+from dualjudge.runs import plan, steps
+from dualjudge.runs.caller import CacheMiss
+from dualjudge.runs.rows import Answer, AnswerKey
+from dualjudge.runs.rundir import STORE_FILE, TESTBED, build_testbed, testbed_items
+from dualjudge.runs.store import Store
+from dualjudge.testbed.catalogue import Catalogue, default_catalogue
+from dualjudge.testbed.variants import MANIFEST_CSV, load_manifest
+
+T = TypeVar("T")
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD = 4  # chat-template tokens around each message
+MIN_MEASURED = 5  # requests a session must have sent before its pace counts
+
+
+@dataclass
+class StageCount:
+    model: str
+    stage: str
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0  # of the requests still to send
+    completion_tokens: int = 0  # of the requests still to send, at most (max_tokens each)
+    upper_bound: bool = False  # the count depends on results and is at most this
+
+    @property
+    def to_send(self) -> int:
+        return self.requests - self.cached
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "to_send": self.to_send}
+
+
+@dataclass
+class ModelCost:
+    model: str
+    roles: list[str]
+    gpu_memory_gb: float | None  # None: served at an attached endpoint
+    tokens: str  # how tokens were counted
+    seconds: float | None
+    time_basis: str
+
+
+@dataclass
+class Estimate:
+    config: str
+    rows: list[StageCount]
+    models: list[ModelCost]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_requests(self) -> int:
+        return sum(r.requests for r in self.rows)
+
+    @property
+    def cached(self) -> int:
+        return sum(r.cached for r in self.rows)
+
+    @property
+    def seconds(self) -> float | None:
+        times = [m.seconds for m in self.models]
+        return None if any(t is None for t in times) else sum(t for t in times if t is not None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"config": self.config, "total_requests": self.total_requests, "cached": self.cached,
+                "to_send": self.total_requests - self.cached, "seconds": self.seconds,
+                "rows": [r.as_dict() for r in self.rows], "models": [asdict(m) for m in self.models],
+                "notes": self.notes}
+
+
+class CacheProbe:
+    """A caller that answers from the caches only and counts what it answered; a miss raises CacheMiss."""
+
+    def __init__(self, caches: list[Store], identity: str) -> None:
+        self.caches = caches
+        self.identity = identity
+        self.hits = 0
+
+    async def __call__(self, request: GenerationRequest) -> GenerationResult:
+        if request.sampling.deterministic:
+            key = request.key(self.identity)
+            for cache in self.caches:
+                hit = cache.cache_get(key)
+                if hit is not None:
+                    self.hits += 1
+                    return hit
+        raise CacheMiss(request.key(self.identity))
+
+
+class TokenCounter:
+    """The model's tokenizer when its weights are here; otherwise about four characters a token."""
+
+    def __init__(self, card: ModelCard) -> None:
+        self.encode: Callable[[str], int] | None = None
+        found = locate(card)
+        if found is not None:
+            try:
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(str(found.path))
+                self.encode = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            except (OSError, ValueError, ImportError):
+                self.encode = None
+        self.method = "tokenizer" if self.encode else f"about {CHARS_PER_TOKEN} characters a token"
+
+    def count(self, request: GenerationRequest, pending: int = 0) -> int:
+        """Prompt tokens of a request, plus `pending` tokens of earlier outputs not yet known."""
+        texts = [m.text for m in request.messages]
+        n = sum(self.encode(t) for t in texts) if self.encode else math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
+        return n + MESSAGE_OVERHEAD * len(texts) + pending
+
+
+async def _probe(work: Callable[[CacheProbe], Awaitable[T]], caches: list[Store], identity: str) -> tuple[T | None, int]:
+    """Run one task's protocol against the caches: its result when every call was cached, and the hits."""
+    probe = CacheProbe(caches, identity)
+    try:
+        return await work(probe), probe.hits
+    except CacheMiss:
+        return None, probe.hits
+
+
+@dataclass
+class _Study:
+    config: RunConfig
+    caches: list[Store]
+    catalogue: Catalogue
+    identities: dict[str, str]
+    counters: dict[str, TokenCounter]
+
+    async def answers(self, model: str, items: list[Item]) -> tuple[StageCount, dict[AnswerKey, Answer]]:
+        """The systems stage of a model: every (strategy, variant, repeat), MA as its three calls."""
+        c = self.config
+        row, known = StageCount(model, "answers"), {}
+        sampling, counter = steps.system_sampling(c), self.counters[model]
+        for t in plan.answer_tasks(c, items, model):
+            n_steps = len(STEPS[t.strategy])
+            row.requests += n_steps
+            ans, hits = await _probe(lambda call, t=t: run_system(  # type: ignore[misc]
+                t.strategy, t.item, call, modality=c.testbed.modality, sign_type_mode=c.systems.sign_type,
+                sampling=sampling, run_seed=c.run.seed, repeat=t.answer.repeat), self.caches, self.identities[model])
+            row.cached += hits
+            if ans is not None and ans.text is not None:
+                sign = self.catalogue.sign(t.item.sign_code)
+                known[t.answer] = Answer(t.answer, ans.text, ans.predicted_category, sign.code, sign.category)
+            for i in range(hits, n_steps):  # the calls still to send; earlier outputs count at max_tokens
+                request = build_step_request(t.strategy, i, t.item, modality=c.testbed.modality,
+                                             sign_type_mode=c.systems.sign_type, sampling=sampling,
+                                             previous=("",) * i)
+                row.prompt_tokens += counter.count(request, pending=i * sampling.max_tokens)
+                row.completion_tokens += sampling.max_tokens
+        return row, known
+
+    async def padding(self, model: str, answers: list[Answer], known: dict[AnswerKey, Answer]
+                      ) -> tuple[StageCount, dict[AnswerKey, str]]:
+        """Losing answers of this model restated: exact once all its answers are known, else at most the share."""
+        c = self.config
+        row, padded = StageCount(model, "padding"), {}
+        if not c.probes.padding:
+            return row, padded
+        share = steps.padding_share(c)
+        mine = [a for a in answers if a.key.system_model == model]
+        sample = plan.padding_sample([known[a.key] for a in mine if a.key in known], share, c.run.seed)
+        unknown = sum(a.key not in known for a in mine)
+        row.requests = min(share, len(sample) + unknown)
+        row.upper_bound = unknown > 0
+        sampling = steps.padding_sampling(c)
+        for a in sample[:row.requests]:
+            text, hits = await _probe(lambda call, a=a: pad(a.text or "", call, sampling),  # type: ignore[misc]
+                                      self.caches, self.identities[model])
+            row.cached += hits
+            if text is not None and text.text is not None:
+                padded[a.key] = text.text
+        pending = row.requests - row.cached
+        request = build_padding_request("", sampling)
+        row.prompt_tokens = pending * self.counters[model].count(request, pending=c.systems.max_tokens)
+        row.completion_tokens = pending * sampling.max_tokens
+        return row, padded
+
+    async def judged(self, judge: str, stage: str, tasks: Iterable[tuple[Answer, Any]], known: dict[AnswerKey, Answer],
+                     run: Callable[[Answer, Any, CacheProbe], Awaitable[object]],
+                     request: Callable[[Answer, Any], GenerationRequest], calls: int = 1) -> StageCount:
+        """A judge step over answers: each task's calls answered from the caches when its answer is known."""
+        row = StageCount(judge, stage)
+        counter = self.counters[judge]
+        for answer, extra in tasks:
+            row.requests += calls
+            hits = 0
+            if answer.key in known:
+                _, hits = await _probe(lambda call, a=known[answer.key], x=extra: run(a, x, call),  # type: ignore[misc]
+                                       self.caches, self.identities[judge])
+                row.cached += hits
+            if hits < calls:
+                pending = 0 if answer.key in known else self.config.systems.max_tokens
+                r = request(known.get(answer.key, answer), extra)
+                row.prompt_tokens += (calls - hits) * counter.count(r, pending=pending)
+                row.completion_tokens += (calls - hits) * r.sampling.max_tokens
+        return row
+
+    async def judge_stage(self, judge: str, answers: list[Answer], known: dict[AnswerKey, Answer],
+                          padded: dict[AnswerKey, str], padding_bound: int) -> list[StageCount]:
+        c = self.config
+        sampling, convention = steps.judge_sampling(c), c.judges.overall
+        sign = self.catalogue.sign
+        verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(answers, judge, c.judges.kinds)]
+        rows = [await self.judged(
+            judge, "verdicts", verdicts, known,
+            lambda a, kind, call: run_judge(kind, sign(a.sign_code), a.text or "", call, sampling, convention),
+            lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention))]
+        if c.probes.order:
+            row = StageCount(judge, "order probe")
+            for a, b in plan.order_pairs(answers, c.probes.order_pairs, c.run.seed):
+                row.requests += 2
+                hits, ready = 0, a.key in known and b.key in known
+                first, second = known.get(a.key, a), known.get(b.key, b)
+                if ready:
+                    _, hits = await _probe(lambda call, x=first, y=second: run_order_probe(  # type: ignore[misc]
+                        sign(x.sign_code), x.text or "", y.text or "", call, sampling),
+                        self.caches, self.identities[judge])
+                    row.cached += hits
+                r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling)
+                pending = 0 if ready else 2 * c.systems.max_tokens
+                row.prompt_tokens += (2 - hits) * self.counters[judge].count(r, pending=pending)
+                row.completion_tokens += (2 - hits) * sampling.max_tokens
+            rows.append(row)
+        if c.probes.padding:
+            restated = [(a, kind) for a in answers for kind in c.judges.kinds if a.key in padded]
+            row = await self.judged(
+                judge, "padding judged", restated, {k: known[k] for k in padded},
+                lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention),
+                lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling,
+                                                    convention))
+            unknown = padding_bound - len(padded)  # restatements not yet made: each judged for every kind
+            row.requests += unknown * len(c.judges.kinds)
+            row.prompt_tokens += unknown * len(c.judges.kinds) * self.counters[judge].count(
+                build_judge_request("quality", sign(answers[0].sign_code), "", sampling, convention),
+                pending=c.probes.padding_max_tokens) if answers else 0
+            row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
+            row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok
+            rows.append(row)
+        if c.judges.passes >= 2:
+            passes = [(a, (kind, k)) for k in range(1, c.judges.passes + 1) for a, kind in verdicts]
+            rows.append(await self.judged(
+                judge, "stability passes", passes, known,
+                lambda a, x, call: run_judge(x[0], sign(a.sign_code), a.text or "", call,
+                                             steps.pass_sampling(c, x[1]), convention),
+                lambda a, x: build_judge_request(x[0], sign(a.sign_code), a.text or "",
+                                                 steps.pass_sampling(c, x[1]), convention)))
+        return rows
+
+
+def _variants(config: RunConfig, out: Path, tmp: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """The run directory's testbed when it has one, else the configuration's rendered into `tmp`."""
+    folder = out / TESTBED
+    if (folder / MANIFEST_CSV).is_file():
+        return folder, load_manifest(folder).to_dict("records")
+    return tmp, build_testbed(config, tmp)
+
+
+def busy_seconds(spans: Iterable[tuple[float, float]]) -> float:
+    """Wall time covered by (start, end) intervals: the time a model was answering, however many at once."""
+    total, end = 0.0, -math.inf
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def measured_pace(stores: list[Store], model: str) -> tuple[float, int, int] | None:
+    """Seconds per request for a model in earlier sessions: the time it was busy (the union of its
+    requests' [sent, answered] intervals, so other models' stages and loading do not count) over the
+    requests it answered, with the requests and sessions it rests on."""
+    seconds, requests, sessions = 0.0, 0, 0
+    for store in stores:
+        if not store.has_table("request_log"):
+            continue
+        by_session: dict[str, list[tuple[float, float]]] = {}
+        for session, at, latency in store.db.execute(
+                "SELECT session, at, latency_s FROM request_log WHERE model = ? AND ok = 1", (model,)):
+            by_session.setdefault(session, []).append((at - (latency or 0.0), at))
+        for spans in by_session.values():
+            busy = busy_seconds(spans)
+            if len(spans) >= MIN_MEASURED and busy > 0:
+                seconds, requests, sessions = seconds + busy, requests + len(spans), sessions + 1
+    return (seconds / requests, requests, sessions) if requests else None
+
+
+def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: TokenCounter,
+          logs: list[Store]) -> ModelCost:
+    to_send = sum(r.to_send for r in rows)
+    completion = sum(r.completion_tokens for r in rows)
+    pace = measured_pace(logs, card.name)
+    if to_send == 0:
+        seconds, basis = 0.0, "nothing to send"
+    elif pace is not None:
+        seconds, basis = to_send * pace[0], (f"measured: {pace[0]:.2f} s a request over {pace[1]} requests in "
+                                             f"{pace[2]} earlier session(s)")
+    elif card.throughput_hint:
+        seconds, basis = completion / card.throughput_hint, (f"card hint: {card.throughput_hint:g} completion "
+                                                             f"tokens/s, at max_tokens (an upper bound)")
+    else:
+        seconds, basis = None, "unknown: no run has measured this model and its card has no throughput_hint"
+    attached = card.name in config.engine.endpoints
+    return ModelCost(card.name, config.roles()[card.name], None if attached else round(needed_gb(card), 1),
+                     counter.method, seconds, basis)
+
+
+async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches: list[Store],
+                    logs: list[Store], variants: list[dict[str, Any]], items: list[Item]) -> list[StageCount | ModelCost]:
+    cards = {m: config.card(m) for m in config.all_models()}
+    study = _Study(config, caches, default_catalogue(), {m: await engines.identity(cards[m]) for m in cards},
+                   {m: TokenCounter(cards[m]) for m in cards})
+    known: dict[AnswerKey, Answer] = {}
+    padded: dict[AnswerKey, str] = {}
+    rows: dict[str, list[StageCount]] = {m: [] for m in cards}
+    by_id = {v["variant_id"]: v for v in variants}
+    every = [Answer(t.answer, "", None, str(by_id[t.item.variant_id]["sign_code"]), by_id[t.item.variant_id]["category"])
+             for m in config.systems.models for t in plan.answer_tasks(config, items, m)]
+    padding_bound = 0
+    for model in config.systems.models:
+        answered, mine = await study.answers(model, items)
+        known.update(mine)
+        pad_row, restated = await study.padding(model, every, known)
+        padded.update(restated)
+        padding_bound += pad_row.requests
+        rows[model] += [answered, pad_row] if config.probes.padding else [answered]
+    for judge in config.judges.models:
+        rows[judge] += await study.judge_stage(judge, every, known, padded, padding_bound)
+    flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
+    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs) for m in cards]
+
+
+def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tuple[Path, ...] = (),
+             engines: EngineFactory | None = None) -> Estimate:
+    """The plan of a run of `config` into `out` (which may not exist yet); nothing is written anywhere."""
+    engines = engines or Engines(config.engine, seed=config.run.seed)
+    shared = Path(config.engine.cache).expanduser() if config.engine.cache else None
+    opened = [Store(p, readonly=True) for p in (out / STORE_FILE, shared) if p is not None and p.is_file()]
+    logs = [s for s in opened if s.path == out / STORE_FILE] + \
+        [Store(d / STORE_FILE, readonly=True) for d in measured if (d / STORE_FILE).is_file()]
+    try:
+        with tempfile.TemporaryDirectory(prefix="dualjudge-plan-") as tmp:
+            folder, variants = _variants(config, out, Path(tmp))
+            items = testbed_items(config, folder, variants)
+            flat = asyncio.run(_estimate(config, out, engines, opened, logs, variants, items))
+    finally:
+        for store in {id(s): s for s in opened + logs}.values():
+            store.close()
+    notes = ["counts assume every system call returns an answer; a failed answer is not judged",
+             "tokens of outputs not yet generated count at max_tokens; image tokens are not counted"]
+    if config.probes.padding:
+        notes.append("padding counts are upper bounds until the answers are known: only losing answers are restated, "
+                     "and a restatement is judged only where the judge's verdict on the original is ok")
+    return Estimate(config_name, [r for r in flat if isinstance(r, StageCount)],
+                    [m for m in flat if isinstance(m, ModelCost)], notes)

@@ -1,0 +1,136 @@
+"""`dualjudge plan`: the requests a run will send, counted before any model loads, against real runs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from dualjudge.config import RunConfig, load_config
+from dualjudge.runs.estimate import Estimate, busy_seconds, estimate
+from dualjudge.runs.job import run_job
+from tests.test_runs import CONFIG, Recorder
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGE_SQL = {  # the requests a finished run made, per stage, read from its store
+    "answers": "SELECT system_model, SUM(calls) FROM answers GROUP BY system_model",
+    "padding": "SELECT system_model, COUNT(*) FROM padding_texts GROUP BY system_model",
+    "verdicts": "SELECT judge_model, COUNT(*) FROM verdicts GROUP BY judge_model",
+    "order probe": "SELECT judge_model, 2 * COUNT(*) FROM order_probe GROUP BY judge_model",
+    "padding judged": "SELECT judge_model, COUNT(*) FROM padding_probe GROUP BY judge_model",
+    "stability passes": "SELECT judge_model, COUNT(*) FROM judge_passes GROUP BY judge_model",
+}
+
+
+def config_with(**changes: str) -> RunConfig:
+    text = CONFIG
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    import tomllib
+
+    return RunConfig(**tomllib.loads(text))
+
+
+def made(db: Path) -> dict[tuple[str, str], int]:
+    with sqlite3.connect(db) as con:
+        return {(model, stage): int(n) for stage, sql in STAGE_SQL.items() for model, n in con.execute(sql)}
+
+
+def rows(est: Estimate) -> dict[tuple[str, str], int]:
+    return {(r.model, r.stage): r.requests for r in est.rows}
+
+
+def test_the_plan_counts_every_request_the_runner_then_sends(tmp_path):
+    config = config_with(**{'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]':
+                            'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n[probes]'})
+    out = tmp_path / "run"
+    engines = Recorder()
+    before = estimate(config, out, engines=engines)
+    assert not out.exists()  # planning writes nothing
+    assert before.cached == 0 and before.total_requests > 0
+    # 6 variants (2 signs x (full + 0.5 in 2 modes)) x 2 repeats x (SA 1 + MA 3 calls) per system model;
+    # 48 answers x 2 kinds per judge, and 2 stability passes of each verdict
+    assert rows(before)[("smollm2-135m-instruct", "answers")] == 6 * 2 * 4
+    assert rows(before)[("gemma-3-270m", "verdicts")] == 48 * 2
+    assert rows(before)[("gemma-3-270m", "stability passes")] == 2 * 96
+
+    result = run_job(config, out, engines=engines)
+    assert result.report.sessions_requests == engines.calls == before.total_requests
+    actual = made(out / "results.sqlite")
+    for r in before.rows:
+        if r.upper_bound:
+            assert actual.get((r.model, r.stage), 0) <= r.requests, r
+        else:
+            assert actual[(r.model, r.stage)] == r.requests, r
+
+    after = estimate(config, out, engines=engines)
+    assert rows(after) == rows(before)
+    assert after.cached == after.total_requests and all(r.to_send == 0 for r in after.rows)
+    assert not [r for r in after.rows if r.stage == "padding" and r.upper_bound]  # the answers are known now
+    assert {m.model: m.seconds for m in after.models} == {"smollm2-135m-instruct": 0.0, "gemma-3-270m": 0.0}
+
+
+def test_a_half_done_run_plans_only_what_is_left(tmp_path):
+    config = config_with()
+    out = tmp_path / "run"
+    broken = Recorder(fail_after=40)  # the engine goes down part-way through the first system model
+    run_job(config, out, engines=broken)
+    plan = estimate(config, out, engines=broken)
+    assert 0 < plan.cached < plan.total_requests
+    answered = {r.model: r for r in plan.rows if r.stage == "answers"}
+    assert answered["smollm2-135m-instruct"].cached == 40 and answered["gemma-3-270m"].cached == 0
+    resumed = Recorder()
+    result = run_job(config, out, engines=resumed)
+    assert resumed.calls == result.report.sessions_requests == plan.total_requests - plan.cached
+
+
+def test_time_comes_from_measured_sessions_then_card_hints(tmp_path, monkeypatch):
+    config = config_with()
+    measured = tmp_path / "earlier"
+    run_job(config, measured, engines=Recorder())
+    with sqlite3.connect(measured / "results.sqlite") as con:  # pretend each request took 0.5 s, one at a time
+        con.execute("UPDATE request_log SET latency_s = 0.5, at = rowid")
+    plan = estimate(config, tmp_path / "new", measured=(measured,), engines=Recorder())
+    pace = {m.model: m for m in plan.models}
+    smol = pace["smollm2-135m-instruct"]
+    assert smol.time_basis.startswith("measured: 0.50 s a request over")
+    to_send = sum(r.to_send for r in plan.rows if r.model == "smollm2-135m-instruct")
+    assert smol.seconds == pytest.approx(0.5 * to_send)
+
+    cards = tmp_path / "cards"
+    cards.mkdir()
+    card = (ROOT / "models" / "gemma-3-270m.toml").read_text()
+    (cards / "gemma-3-270m.toml").write_text(card.replace("min_gpu_memory_gb", "throughput_hint = 100\nmin_gpu_memory_gb"))
+    monkeypatch.setenv("DUALJUDGE_MODELS", str(cards))
+    hinted = {m.model: m for m in estimate(config, tmp_path / "new", engines=Recorder()).models}
+    gemma = hinted["gemma-3-270m"]
+    completion = sum(r.completion_tokens for r in plan.rows if r.model == "gemma-3-270m")
+    assert gemma.time_basis.startswith("card hint: 100 completion tokens/s")
+    assert gemma.seconds == pytest.approx(completion / 100)
+    assert hinted["smollm2-135m-instruct"].seconds is None  # neither measured nor hinted: said, not guessed
+
+
+def test_busy_time_is_the_union_of_request_intervals():
+    assert busy_seconds([(0, 2), (1, 3), (10, 11)]) == 4
+    assert busy_seconds([(5, 6), (0, 10)]) == 10
+    assert busy_seconds([]) == 0
+
+
+def test_plan_command_prints_json_and_a_table(cli, tmp_path):
+    out = tmp_path / "never-written"
+    code, stdout, err = cli("plan", str(ROOT / "benchmarks" / "smoke.toml"), "--out", str(out), "--json")
+    assert code == 0, err
+    plan = json.loads(stdout)
+    assert plan["total_requests"] == sum(r["requests"] for r in plan["rows"]) > 0
+    assert {r["stage"] for r in plan["rows"]} == {"answers", "padding", "verdicts", "order probe", "padding judged"}
+    assert set(plan["rows"][0]) >= {"model", "stage", "requests", "cached", "to_send", "upper_bound",
+                                    "prompt_tokens", "completion_tokens"}
+    smoke = load_config(ROOT / "benchmarks" / "smoke.toml")
+    answers = next(r for r in plan["rows"] if r["stage"] == "answers")
+    assert answers["requests"] == 4 * (1 + 3)  # 4 variants, SA and MA
+    assert next(r for r in plan["rows"] if r["stage"] == "order probe")["requests"] == 2 * smoke.probes.order_pairs
+    assert not out.exists()
+    code, stdout, _ = cli("plan", str(ROOT / "benchmarks" / "smoke.toml"), "--out", str(out))
+    assert code == 0 and "to send" in stdout and "padding judged" in stdout and "≤" in stdout
