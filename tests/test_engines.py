@@ -251,3 +251,38 @@ def test_a_dead_api_server_leaves_no_process_behind_and_its_key_is_in_no_command
         assert group_members(pgid) == []  # its engine core and workers went with it
     finally:
         server.stop()
+
+
+def test_a_hosted_card_against_a_vllm_server_standing_in_for_the_api(smollm2_server, tmp_path, monkeypatch):
+    """A hosted card (OpenAI dialect: JSON schemas as response_format) pointed at a local vLLM server:
+    the judges' verdicts come back schema-valid, and the key comes from the named variable."""
+    from dualjudge.inference.cards import load_card
+    from dualjudge.inference.engines import Engines, open_engine
+    from dualjudge.inference.settings import EngineSettings
+
+    card_file = tmp_path / "stand-in.toml"
+    card_file.write_text(f"""name = "stand-in"
+family = "huggingface"
+base_llm = "huggingface"
+modalities = ["text"]
+
+[weights]
+source = "remote"
+base_url = "{smollm2_server.base_url}"
+model = "smollm2-135m-instruct"
+version = "local-stand-in"
+api_key_env = "DJ_STAND_IN_KEY"
+""")
+    monkeypatch.setenv("DJ_STAND_IN_KEY", smollm2_server.api_key)
+    card = load_card(card_file)
+    judges, _ = _judge_and_system_requests()
+
+    async def go():
+        async with open_engine(card, Engines(EngineSettings())) as engine:
+            return await asyncio.gather(*[engine.generate(r) for r in judges])
+
+    for req, res in zip(judges, run(go())):
+        assert res.ok, res.error
+        model = QualityVerdict if req.constraint.schema["title"] == "QualityVerdict" else EquivalenceVerdict
+        outcome = interpret(model, res)
+        assert outcome.status == "ok", (res.text, outcome.detail)

@@ -54,7 +54,7 @@ def list_models(
     for r in rows:
         family = r["family"] if r["family"] == r["base_llm"] else f"{r['family']} ({r['base_llm']})"
         weights = "hub@" + r["weights"].rsplit("@", 1)[1] if "@" in r["weights"] else r["weights"]
-        table.add_row(r["name"], family, r["architecture"], f"{r['parameters_b']:g}B", weights,
+        table.add_row(r["name"], family, r["architecture"], f"{r['parameters_b']:g}B" if r["parameters_b"] else "-", weights,
                       _size(r["local_bytes"]) if r["local_bytes"] is not None else "-",
                       r["card"].replace(f"{user}/", "") if user else r["card"])
     console.print(table)

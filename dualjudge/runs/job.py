@@ -29,13 +29,15 @@ SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to sh
 
 def caveats(config: RunConfig) -> list[str]:
     """What a reader of this run's results must be told: a run of sub-1B models only measures nothing."""
-    return [SMALL_MODELS_NOTE] if all(config.card(m).parameters_b < 1 for m in config.all_models()) else []
+    sizes = [config.card(m).parameters_b for m in config.all_models()]
+    return [SMALL_MODELS_NOTE] if all(b is not None and b < 1 for b in sizes) else []
 
 
 def preflight(config: RunConfig, for_run: bool = True) -> list[ModelCheck]:
     """Every model of the study checked against this machine, loading nothing."""
     return check_models(config.roles(), config.cards(), config.engine.backend, config.testbed.modality,
-                        frozenset(config.engine.endpoints), for_run=for_run)
+                        frozenset(config.engine.endpoints), for_run=for_run,
+                        regex=config.systems.sign_type == "constrained")
 
 
 def require_preflight(config: RunConfig) -> list[ModelCheck]:

@@ -70,7 +70,10 @@ def hardware() -> dict[str, Any]:
 
 
 def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's manifest. A run that used a hosted model is marked not reproducible offline (its
+    provider's model cannot be loaded here); no API key is ever part of it."""
     models = {}
+    hosted = [name for name in config.all_models() if config.card(name).hosted]
     for name in config.all_models():
         card = config.card(name)
         found = locate(card)
@@ -84,7 +87,9 @@ def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = 
         "structured_outputs_backend": config.engine.structured_backend if config.engine.backend == "vllm"
         else config.engine.grammar_backend,
         "engine_backend": config.engine.backend, "versions": versions(), "git_commit": git_commit(),
-        "hardware": hardware(), "models": models, "prompts": prompt_hashes(), **(extra or {}),
+        "hardware": hardware(), "models": models, "prompts": prompt_hashes(),
+        "reproducible_offline": not hosted,
+        "not_reproducible_because": [f"{name} is a hosted model" for name in hosted], **(extra or {}),
     }
 
 
