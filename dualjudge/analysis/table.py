@@ -27,6 +27,7 @@ CONTRACT = (
     ("completeness", "number", True), ("relevance", "number", True), ("overall", "number", True),
     ("equivalent", "boolean", True), ("quality_status", "text", True), ("equivalence_status", "text", True),
     ("response", "text", False), ("system_status", "text", False), ("overall_convention", "text", False),
+    ("judge_variant", "text", False),
 )
 COLUMNS = tuple(name for name, _, _ in CONTRACT)
 REQUIRED = tuple(name for name, _, required in CONTRACT if required)
@@ -34,7 +35,8 @@ NUMERIC = tuple(name for name, kind, _ in CONTRACT if kind == "number")
 TEXT = tuple(name for name, kind, required in CONTRACT if kind == "text" and required)
 # every row needs these: they say which answer and which judge a verdict belongs to
 IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family", "judge_model", "judge_family")
-ROW_KEY = ["run_id", "item_id", "repeat", "system", "system_model", "judge_model"]  # one row per response x judge
+# one row per response x judge (x judge variant)
+ROW_KEY = ["run_id", "item_id", "repeat", "system", "system_model", "judge_model", "judge_variant"]
 STATUSES = set(TABLE_STATUSES)
 _TRUE = {"true", "1", "yes", "t"}
 _FALSE = {"false", "0", "no", "f"}
@@ -127,6 +129,7 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
     fill("judge_base_llm", frame["judge_family"])
     fill("predicted_category", pd.NA, "no predicted_category column: no identification accuracy")
     fill("format_ok", pd.NA)
+    fill("judge_variant", "holistic")  # a table from elsewhere has one judge design
     for name in ("accuracy", "completeness", "relevance"):
         fill(name, np.nan)
     if "overall" not in frame.columns:

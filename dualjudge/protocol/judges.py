@@ -11,6 +11,7 @@ from typing import Literal, get_args
 
 from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Message, Sampling
 from dualjudge.protocol.prompts import load_prompt
+from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.verdicts import (
     JUDGE_DEFAULT_MAX_TOKENS,
     EquivalenceVerdict,
@@ -21,6 +22,7 @@ from dualjudge.protocol.verdicts import (
     QualityVerdict,
     _Verdict,
     interpret,
+    rubric_verdict,
 )
 from dualjudge.testbed.catalogue import Sign
 
@@ -30,19 +32,33 @@ VERDICTS = {"quality": QualityVerdict, "equivalence": EquivalenceVerdict, "pairw
 DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
 
 
-def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores") -> type[_Verdict]:
+def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores",
+                 rubric: Rubric | None = None) -> type[_Verdict]:
+    """The verdict schema of a judge: holistic (rubric None) or scoring the rubric's clauses first."""
+    if rubric is not None:
+        return rubric_verdict(kind, rubric.ids)
     if kind == "quality" and convention == "judge_given":
         return JudgedOverallVerdict
     return VERDICTS[kind]
 
 
 def build_judge_request(kind: JudgeKind, sign: Sign, response: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
-                        convention: OverallConvention = "mean_of_subscores") -> GenerationRequest:
-    name = "judge_quality_overall" if kind == "quality" and convention == "judge_given" else f"judge_{kind}"
-    prompt = load_prompt(name)
-    system, user = prompt.render(caption=sign.caption, description=sign.description, response=response)
+                        convention: OverallConvention = "mean_of_subscores",
+                        rubric: Rubric | None = None) -> GenerationRequest:
+    """A judge request: the holistic prompt, or with a rubric the rubric prompt listing its clauses
+    (the rubric's hash joins the prompt's in the cache key)."""
+    values = {"caption": sign.caption, "description": sign.description, "response": response}
+    if rubric is not None:
+        prompt = load_prompt(f"judge_{kind}_rubric")
+        system, user = prompt.render(**values, clauses=rubric.block())
+        hashes: tuple[str, ...] = (prompt.sha256, rubric.sha256)
+    else:
+        prompt = load_prompt("judge_quality_overall" if kind == "quality" and convention == "judge_given"
+                             else f"judge_{kind}")
+        system, user = prompt.render(**values)
+        hashes = (prompt.sha256,)
     return GenerationRequest((Message("system", system), Message("user", user)), sampling,
-                             verdict_type(kind, convention).constraint(sampling.max_tokens), (prompt.sha256,))
+                             verdict_type(kind, convention, rubric).constraint(sampling.max_tokens), hashes)
 
 
 @dataclass(frozen=True)
@@ -67,17 +83,20 @@ class Judged:
 
 
 def verdict_value(outcome: Outcome) -> float | None:
+    """The verdict as a number: a quality verdict's overall, an equivalence verdict's 1/0 (holistic or rubric)."""
     v = outcome.verdict
-    if isinstance(v, (QualityVerdict, JudgedOverallVerdict)):
-        return float(v.overall)
-    if isinstance(v, EquivalenceVerdict):
-        return float(v.equivalent)
+    if v is None:
+        return None
+    if hasattr(v, "overall"):
+        return float(getattr(v, "overall"))
+    if hasattr(v, "equivalent"):
+        return float(getattr(v, "equivalent"))
     return None
 
 
 async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,
                     sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
-                    convention: OverallConvention = "mean_of_subscores") -> Judged:
-    request = build_judge_request(kind, sign, response, sampling, convention)
+                    convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None) -> Judged:
+    request = build_judge_request(kind, sign, response, sampling, convention, rubric)
     result = await call(request)
-    return Judged(request, result, interpret(verdict_type(kind, convention), result))
+    return Judged(request, result, interpret(verdict_type(kind, convention, rubric), result))

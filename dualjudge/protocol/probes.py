@@ -14,16 +14,24 @@ from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampli
 from dualjudge.outcome import Status
 from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, verdict_value
 from dualjudge.protocol.prompts import load_prompt
-from dualjudge.protocol.verdicts import GOOD, Outcome, PairwiseVerdict, QualityVerdict, interpret
+from dualjudge.protocol.rubric import Rubric
+from dualjudge.protocol.verdicts import GOOD, Outcome, PairwiseVerdict, interpret, rubric_verdict
 from dualjudge.testbed.catalogue import Sign
 
 PADDING_SAMPLING = Sampling(temperature=0.0, max_tokens=512, seed=0)
 
 
-def build_pairwise_request(sign: Sign, first: str, second: str,
-                           sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> GenerationRequest:
+def build_pairwise_request(sign: Sign, first: str, second: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
+                           rubric: Rubric | None = None) -> GenerationRequest:
+    values = {"caption": sign.caption, "description": sign.description, "response_a": first, "response_b": second}
+    if rubric is not None:
+        prompt = load_prompt("judge_pairwise_rubric")
+        system, user = prompt.render(**values, clauses=rubric.block())
+        return GenerationRequest((Message("system", system), Message("user", user)), sampling,
+                                 rubric_verdict("pairwise", rubric.ids).constraint(sampling.max_tokens),
+                                 (prompt.sha256, rubric.sha256))
     prompt = load_prompt("judge_pairwise")
-    system, user = prompt.render(caption=sign.caption, description=sign.description, response_a=first, response_b=second)
+    system, user = prompt.render(**values)
     return GenerationRequest((Message("system", system), Message("user", user)), sampling,
                              PairwiseVerdict.constraint(sampling.max_tokens), (prompt.sha256,))
 
@@ -50,9 +58,10 @@ class OrderResult:
 
 def order_result(ab: Outcome, ba: Outcome) -> OrderResult:
     def winner(o: Outcome, swapped: bool) -> int | None:
-        if o.status != "ok" or not isinstance(o.verdict, PairwiseVerdict):
+        choice = getattr(o.verdict, "winner", None) if o.status == "ok" else None
+        if choice is None:
             return None
-        first = o.verdict.winner == "A"
+        first = choice == "A"
         return (2 if first else 1) if swapped else (1 if first else 2)
 
     w_ab, w_ba = winner(ab, False), winner(ba, True)
@@ -62,9 +71,10 @@ def order_result(ab: Outcome, ba: Outcome) -> OrderResult:
 
 
 async def run_order_probe(sign: Sign, response_1: str, response_2: str, call: Caller,
-                          sampling: Sampling = DEFAULT_JUDGE_SAMPLING) -> OrderResult:
-    ab = interpret(PairwiseVerdict, await call(build_pairwise_request(sign, response_1, response_2, sampling)))
-    ba = interpret(PairwiseVerdict, await call(build_pairwise_request(sign, response_2, response_1, sampling)))
+                          sampling: Sampling = DEFAULT_JUDGE_SAMPLING, rubric: Rubric | None = None) -> OrderResult:
+    model = rubric_verdict("pairwise", rubric.ids) if rubric is not None else PairwiseVerdict
+    ab = interpret(model, await call(build_pairwise_request(sign, response_1, response_2, sampling, rubric)))
+    ba = interpret(model, await call(build_pairwise_request(sign, response_2, response_1, sampling, rubric)))
     return order_result(ab, ba)
 
 
@@ -130,5 +140,5 @@ class PaddingResult:
 
 
 def padding_effect(original: Outcome, padded: Outcome, original_text: str, padded_text: str) -> PaddingResult:
-    kind = "quality" if isinstance(original.verdict, QualityVerdict) else "equivalence"
+    kind = "quality" if hasattr(original.verdict, "overall") else "equivalence"
     return PaddingResult(kind, verdict_value(original), padded, len(padded_text.split()) - len(original_text.split()))

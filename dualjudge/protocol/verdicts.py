@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from dualjudge.inference.types import Constraint, GenerationResult
 from dualjudge.outcome import Status
@@ -116,6 +117,70 @@ class PairwiseVerdict(_Verdict):
     @classmethod
     def widest(cls) -> PairwiseVerdict:
         return cls(reasoning="", winner="A")
+
+
+class _RubricVerdict(_Verdict):
+    """A rubric judge's verdict: its clause scores (fields named after the rubric's clause ids) come
+    after the reasoning and before the conclusion. The classes are built per rubric (`rubric_verdict`)."""
+
+    CLAUSES: ClassVar[tuple[str, ...]] = ()
+    WIDEST: ClassVar[dict[str, object]] = {}
+
+    def criteria(self) -> dict[str, object]:
+        """The clause scores (pairwise: a_<id> and b_<id>)."""
+        return {name: getattr(self, name) for name in type(self).model_fields
+                if name not in ("reasoning", "accuracy", "completeness", "relevance", "overall", "equivalent", "winner")}
+
+    @classmethod
+    def widest(cls) -> _Verdict:
+        return cls(reasoning="", **cls.WIDEST)
+
+
+class _RubricQuality(_RubricVerdict):
+    @property
+    def overall(self) -> float:
+        return (getattr(self, "accuracy") + getattr(self, "completeness") + getattr(self, "relevance")) / 3
+
+
+def _reasoning() -> tuple[type, object]:
+    return str, Field(max_length=REASONING_MAX, description="Short justification, written first.")
+
+
+def _axes() -> dict[str, tuple[type, object]]:
+    return {"accuracy": (int, Field(ge=0, le=10, description="Identification and rule, 0-10.")),
+            "completeness": (int, Field(ge=0, le=10, description="Every element of the reference, 0-10.")),
+            "relevance": (int, Field(ge=0, le=10, description="Stays on what the sign requires, 0-10."))}
+
+
+@lru_cache(maxsize=64)
+def rubric_verdict(kind: str, clauses: tuple[str, ...]) -> type[_RubricVerdict]:
+    """The verdict class of a rubric judge of `kind` ("quality", "equivalence", "pairwise") for these
+    clause ids: each clause constrained in the schema, before the scores or the decision."""
+    score = (int, Field(ge=0, le=2, description="0, 1 or 2 by the clause's bands."))
+    fields: dict[str, tuple[type, object]] = {"reasoning": _reasoning()}
+    widest: dict[str, object]
+    if kind == "quality":
+        fields |= {c: score for c in clauses} | _axes()
+        widest = {c: 2 for c in clauses} | {"accuracy": 10, "completeness": 10, "relevance": 10}
+        base: type[_RubricVerdict] = _RubricQuality
+        name = "RubricQualityVerdict"
+    elif kind == "equivalence":
+        fields |= {c: (bool, Field(description="True when the response matches the reference on this clause."))
+                   for c in clauses}
+        fields["equivalent"] = (bool, Field(description="True only if the response states the same rule."))
+        widest = {c: False for c in clauses} | {"equivalent": False}
+        base, name = _RubricVerdict, "RubricEquivalenceVerdict"
+    elif kind == "pairwise":
+        fields |= {f"{side}_{c}": score for side in ("a", "b") for c in clauses}
+        fields["winner"] = (Literal["A", "B"], Field(description="The better response."))
+        widest = {f"{side}_{c}": 2 for side in ("a", "b") for c in clauses} | {"winner": "A"}
+        base, name = _RubricVerdict, "RubricPairwiseVerdict"
+    else:
+        raise ValueError(f"unknown judge kind {kind!r}")
+    model = create_model(name, __base__=base, **fields)  # type: ignore[call-overload]
+    model.CLAUSES = clauses
+    model.WIDEST = widest
+    return model
 
 
 @dataclass(frozen=True)

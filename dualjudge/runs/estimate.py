@@ -33,7 +33,9 @@ from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import locate
 from dualjudge.protocol.judges import build_judge_request, run_judge
 from dualjudge.protocol.probes import build_padding_request, build_pairwise_request, pad, run_order_probe
+from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.systems import STEPS, Item, build_step_request, run_system
+from dualjudge.protocol.variants import variant_rubric
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss
 from dualjudge.runs.rows import Answer, AnswerKey
@@ -233,14 +235,30 @@ class _Study:
 
     async def judge_stage(self, judge: str, answers: list[Answer], known: dict[AnswerKey, Answer],
                           padded: dict[AnswerKey, str], padding_bound: int) -> list[StageCount]:
+        """A judge model's stage, every judge variant's requests added up per step."""
+        merged: dict[str, StageCount] = {}
+        for variant in self.config.judges.variants:
+            rubric = variant_rubric(variant, self.config.judges.rubrics)
+            for row in await self.judge_variant(judge, rubric, answers, known, padded, padding_bound):
+                into = merged.setdefault(row.stage, StageCount(judge, row.stage))
+                into.requests += row.requests
+                into.cached += row.cached
+                into.prompt_tokens += row.prompt_tokens
+                into.completion_tokens += row.completion_tokens
+                into.upper_bound = into.upper_bound or row.upper_bound
+        return list(merged.values())
+
+    async def judge_variant(self, judge: str, rubric: Rubric | None, answers: list[Answer],
+                            known: dict[AnswerKey, Answer], padded: dict[AnswerKey, str],
+                            padding_bound: int) -> list[StageCount]:
         c = self.config
         sampling, convention = steps.judge_sampling(c), c.judges.overall
         sign = self.catalogue.sign
         verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(answers, judge, c.judges.kinds)]
         rows = [await self.judged(
             judge, "verdicts", verdicts, known,
-            lambda a, kind, call: run_judge(kind, sign(a.sign_code), a.text or "", call, sampling, convention),
-            lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention))]
+            lambda a, kind, call: run_judge(kind, sign(a.sign_code), a.text or "", call, sampling, convention, rubric),
+            lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric))]
         if c.probes.order:
             row = StageCount(judge, "order probe")
             for a, b in plan.order_pairs(answers, c.probes.order_pairs, c.run.seed):
@@ -249,10 +267,10 @@ class _Study:
                 first, second = known.get(a.key, a), known.get(b.key, b)
                 if ready:
                     _, hits = await _probe(lambda call, x=first, y=second: run_order_probe(  # type: ignore[misc]
-                        sign(x.sign_code), x.text or "", y.text or "", call, sampling),
+                        sign(x.sign_code), x.text or "", y.text or "", call, sampling, rubric),
                         self.caches, self.identities[judge])
                     row.cached += hits
-                r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling)
+                r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling, rubric)
                 pending = 0 if ready else 2 * c.systems.max_tokens
                 row.prompt_tokens += (2 - hits) * self.counters[judge].count(r, pending=pending)
                 row.completion_tokens += (2 - hits) * sampling.max_tokens
@@ -261,13 +279,14 @@ class _Study:
             restated = [(a, kind) for a in answers for kind in c.judges.kinds if a.key in padded]
             row = await self.judged(
                 judge, "padding judged", restated, {k: known[k] for k in padded},
-                lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention),
+                lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention,
+                                                rubric),
                 lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling,
-                                                    convention))
+                                                    convention, rubric))
             unknown = padding_bound - len(padded)  # restatements not yet made: each judged for every kind
             row.requests += unknown * len(c.judges.kinds)
             row.prompt_tokens += unknown * len(c.judges.kinds) * self.counters[judge].count(
-                build_judge_request("quality", sign(answers[0].sign_code), "", sampling, convention),
+                build_judge_request("quality", sign(answers[0].sign_code), "", sampling, convention, rubric),
                 pending=c.probes.padding_max_tokens) if answers else 0
             row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
             row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok
@@ -277,9 +296,9 @@ class _Study:
             rows.append(await self.judged(
                 judge, "stability passes", passes, known,
                 lambda a, x, call: run_judge(x[0], sign(a.sign_code), a.text or "", call,
-                                             steps.pass_sampling(c, x[1]), convention),
+                                             steps.pass_sampling(c, x[1]), convention, rubric),
                 lambda a, x: build_judge_request(x[0], sign(a.sign_code), a.text or "",
-                                                 steps.pass_sampling(c, x[1]), convention)))
+                                                 steps.pass_sampling(c, x[1]), convention, rubric)))
         return rows
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from dualjudge.analysis.table import COLUMNS
 from dualjudge.files import replacing
 from dualjudge.inference.cards import ModelCard, all_cards
+from dualjudge.protocol.variants import HOLISTIC
 from dualjudge.runs.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.store import Store
 
@@ -26,9 +27,14 @@ RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_pad
 
 def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str, judge_models: tuple[str, ...],
                   kinds: tuple[str, ...], overall_convention: str = "mean_of_subscores",
-                  cards: dict[str, ModelCard] | None = None) -> pd.DataFrame:
+                  cards: dict[str, ModelCard] | None = None,
+                  judge_variants: tuple[str, ...] = (HOLISTIC,)) -> pd.DataFrame:
+    """One row per answer x judge model x judge variant. Variants found in the store beyond the
+    configured ones (a rubric clarification's) follow them."""
     cards = cards if cards is not None else all_cards()
     verdicts = {v.key(): v for v in store.read(VerdictRow)}
+    extra = {v.judge_variant for v in verdicts.values()} - set(judge_variants)
+    judge_variants = (*judge_variants, *sorted(extra))
     rows = []
     answers = sorted(store.read(AnswerRow), key=lambda a: (a.system_model, a.strategy, a.variant_id, a.repeat))
     for a in answers:
@@ -37,9 +43,11 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
             continue
         system = cards[a.system_model]
         unjudged = "skipped" if a.text is None else None  # a system call without an answer: nothing to judge
-        for judge in judge_models:
-            q = verdicts.get((*a.key(), judge, "quality"))
-            e = verdicts.get((*a.key(), judge, "equivalence"))
+        for judge, jv in ((j, v) for v in judge_variants for j in judge_models):
+            q = verdicts.get((*a.key(), judge, jv, "quality"))
+            e = verdicts.get((*a.key(), judge, jv, "equivalence"))
+            if jv in extra and q is None and e is None:
+                continue  # a variant added to the run later (a rubric clarification) judged only its test split
             rows.append({
                 "run_id": run_id, "item_id": a.variant_id, "sign_code": str(v["sign_code"]), "category": v["category"],
                 "visibility": float(v["visibility"]), "mode": v["mode"], "repeat": a.repeat, "system": a.strategy,
@@ -52,6 +60,7 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
                 "quality_status": q.status if q else unjudged or ("not_run" if "quality" in kinds else "skipped"),
                 "equivalence_status": e.status if e else unjudged or ("not_run" if "equivalence" in kinds else "skipped"),
                 "response": a.text, "system_status": a.status, "overall_convention": overall_convention,
+                "judge_variant": jv,
             })
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in ("accuracy", "completeness", "relevance"):

@@ -79,7 +79,7 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     check_output_dir(out, "run directory", RUN_FILES)
     variants = load_variants(out)
     table = verdict_table(store, variants, config.run.name, config.judges.models, config.judges.kinds,
-                          config.judges.overall, config.cards())
+                          config.judges.overall, config.cards(), config.judges.variants)
     write_table(table, out)
     write_probe_tables(store, variants, out)
     return table

@@ -36,11 +36,12 @@ class AnswerTask:
 class JudgeTask:
     answer: Answer
     judge_model: str
+    variant: str
     kind: JudgeKind
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (*self.answer.key.astuple(), self.judge_model, self.kind)
+        return (*self.answer.key.astuple(), self.judge_model, self.variant, self.kind)
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,13 @@ class OrderTask:
     first: Answer
     second: Answer
     judge_model: str
+    variant: str
 
     @property
     def key(self) -> tuple[Any, ...]:
         a, b = self.first.key, self.second.key
-        return (a.variant_id, a.repeat, self.judge_model, a.system_model, a.strategy, b.system_model, b.strategy)
+        return (a.variant_id, a.repeat, self.judge_model, self.variant, a.system_model, a.strategy, b.system_model,
+                b.strategy)
 
 
 def answer_tasks(config: RunConfig, items: list[Item], model: str) -> list[AnswerTask]:
@@ -63,10 +66,13 @@ def answer_tasks(config: RunConfig, items: list[Item], model: str) -> list[Answe
             for item in items for r in range(config.testbed.repeats)]
 
 
-def judge_tasks(answers: list[Answer], judge_model: str, kinds: tuple[JudgeKind, ...]) -> list[JudgeTask]:
-    """Every answer with text, for every kind; sorted so one response's two judge requests are adjacent."""
+def judge_tasks(answers: list[Answer], judge_model: str, kinds: tuple[JudgeKind, ...],
+                variants: tuple[str, ...] = ("holistic",)) -> list[JudgeTask]:
+    """Every answer with text, for every variant and kind; a variant's requests together (they share its
+    prompt prefix), and within it one response's judge requests adjacent."""
     ordered = sorted(answers, key=lambda a: (a.key.strategy, a.key.variant_id, a.key.repeat, a.key.system_model))
-    return [JudgeTask(a, judge_model, kind) for a in ordered if a.text is not None for kind in kinds]
+    return [JudgeTask(a, judge_model, variant, kind) for variant in variants for a in ordered if a.text is not None
+            for kind in kinds]
 
 
 def order_pairs(answers: list[Answer], n: int, seed: int) -> list[tuple[Answer, Answer]]:

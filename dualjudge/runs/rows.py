@@ -1,9 +1,10 @@
 """The run store's rows and keys, as types: one dataclass per table, and the answer key they share.
 
 An answer is identified by (variant_id, repeat, system_model, strategy): `AnswerKey`. A verdict adds
-the judge model and kind; an order-probe pair adds the judge and the two answers' models and
-strategies. Each row class names its table and its key columns; the store maps rows to tables with
-them (store.py), so a table's key is declared here and nowhere else.
+the judge model, the judge variant (holistic, rubric, ...) and the kind; an order-probe pair adds the
+judge, its variant and the two answers' models and strategies. Each row class names its table and
+its key columns; the store maps rows to tables with them (store.py), so a table's key is declared
+here and nowhere else.
 """
 
 from __future__ import annotations
@@ -76,11 +77,12 @@ class _OfAnswer(Row):
 
 @dataclass(frozen=True, kw_only=True)
 class _OfJudgedAnswer(_OfAnswer):
-    """A row about one answer as one judge model saw it, with one kind of judge."""
+    """A row about one answer as one judge model saw it, in one judge variant, with one kind of judge."""
 
-    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind")
+    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "judge_variant", "kind")
 
     judge_model: str
+    judge_variant: str
     kind: str
 
 
@@ -108,6 +110,7 @@ class VerdictRow(_OfJudgedAnswer):
     overall: float | None = None
     equivalent: int | None = None
     reasoning: str | None = None
+    criteria: str | None = None  # JSON: a rubric judge's clause scores
     completion_tokens: int = 0
     request_key: str | None = None
 
@@ -115,12 +118,13 @@ class VerdictRow(_OfJudgedAnswer):
 @dataclass(frozen=True, kw_only=True)
 class OrderProbeRow(Row):
     TABLE: ClassVar[str] = "order_probe"
-    KEY: ClassVar[tuple[str, ...]] = ("variant_id", "repeat", "judge_model", "first_model", "first_strategy",
-                                      "second_model", "second_strategy")
+    KEY: ClassVar[tuple[str, ...]] = ("variant_id", "repeat", "judge_model", "judge_variant", "first_model",
+                                      "first_strategy", "second_model", "second_strategy")
 
     variant_id: str
     repeat: int
     judge_model: str
+    judge_variant: str
     first_model: str
     first_strategy: str
     second_model: str
@@ -153,7 +157,7 @@ class JudgePassRow(_OfJudgedAnswer):
     """One more pass of a verdict (the stability check): pass 1..k, sampled with its own seed."""
 
     TABLE: ClassVar[str] = "judge_passes"
-    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "kind", "pass_index")
+    KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "judge_variant", "kind", "pass_index")
 
     pass_index: int
     overall: float | None = None

@@ -19,9 +19,11 @@ from dualjudge.config import RunConfig
 from dualjudge.inference.types import Sampling
 from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.probes import PaddingResult, pad, run_order_probe
+from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.systems import Item, run_system
-from dualjudge.protocol.verdicts import EquivalenceVerdict, JudgedOverallVerdict, QualityVerdict
+from dualjudge.protocol.variants import variant_rubric
+from dualjudge.protocol.verdicts import _RubricVerdict
 from dualjudge.runs import plan
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.rows import (
@@ -56,6 +58,10 @@ class Context:
     store: Store
     catalogue: Catalogue
     answers: Callable[[str | None], list[Answer]]  # the run's answers (of one system model, or all)
+
+    def rubric(self, variant: str) -> Rubric | None:
+        """The rubric a judge variant scores with (None: holistic)."""
+        return variant_rubric(variant, self.config.judges.rubrics)
 
     def system_sampling(self) -> Sampling:
         return system_sampling(self.config)
@@ -137,24 +143,27 @@ def padding_step(ctx: Context, model: str) -> Step[Answer]:
 
 # -- judges -------------------------------------------------------------------------------------------
 def judge_step(ctx: Context, judge: str) -> Step[plan.JudgeTask]:
+    j = ctx.config.judges
+
     def tasks() -> list[plan.JudgeTask]:
         done = ctx.store.done_keys(VerdictRow.TABLE)
-        return [t for t in plan.judge_tasks(ctx.answers(None), judge, ctx.config.judges.kinds) if t.key not in done]
+        return [t for t in plan.judge_tasks(ctx.answers(None), judge, j.kinds, j.variants) if t.key not in done]
 
     async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
         sign = ctx.catalogue.sign(t.answer.sign_code)
-        judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling(),
-                                 ctx.config.judges.overall)
+        judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling(), j.overall,
+                                 ctx.rubric(t.variant))
         v = judged.verdict
-        scores = {}
-        if isinstance(v, (QualityVerdict, JudgedOverallVerdict)):
-            scores = {"accuracy": v.accuracy, "completeness": v.completeness, "relevance": v.relevance,
-                      "overall": v.overall}
-        elif isinstance(v, EquivalenceVerdict):
-            scores = {"equivalent": int(v.equivalent)}
+        scores: dict[str, object] = {}
+        if v is not None and hasattr(v, "overall"):
+            scores = {"accuracy": getattr(v, "accuracy"), "completeness": getattr(v, "completeness"),
+                      "relevance": getattr(v, "relevance"), "overall": getattr(v, "overall")}
+        elif v is not None and hasattr(v, "equivalent"):
+            scores = {"equivalent": int(getattr(v, "equivalent"))}
+        criteria = dumps(v.criteria()) if isinstance(v, _RubricVerdict) else None
         ctx.store.record(VerdictRow(
-            **t.answer.key.fields(), judge_model=judge, kind=t.kind, status=judged.status,
-            reasoning=getattr(v, "reasoning", None), completion_tokens=judged.result.completion_tokens,
+            **t.answer.key.fields(), judge_model=judge, judge_variant=t.variant, kind=t.kind, status=judged.status,
+            reasoning=getattr(v, "reasoning", None), criteria=criteria, completion_tokens=judged.result.completion_tokens,
             request_key=judged.request.key(caller.identity), error=judged.outcome.detail, **scores))
 
     return Step(f"judges: {judge}", tasks, work)
@@ -168,14 +177,16 @@ def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:
             return []
         done = ctx.store.done_keys(OrderProbeRow.TABLE)
         pairs = plan.order_pairs(ctx.answers(None), probes.order_pairs, ctx.config.run.seed)
-        return [t for t in (plan.OrderTask(a, b, judge) for a, b in pairs) if t.key not in done]
+        return [t for t in (plan.OrderTask(a, b, judge, variant) for variant in ctx.config.judges.variants
+                            for a, b in pairs) if t.key not in done]
 
     async def work(t: plan.OrderTask, caller: CachingCaller) -> None:
         res = await run_order_probe(ctx.catalogue.sign(t.first.sign_code), t.first.text or "", t.second.text or "",
-                                    caller, ctx.judge_sampling())
+                                    caller, ctx.judge_sampling(), ctx.rubric(t.variant))
         a, b = t.first.key, t.second.key
         ctx.store.record(OrderProbeRow(
-            variant_id=a.variant_id, repeat=a.repeat, judge_model=judge, first_model=a.system_model,
+            variant_id=a.variant_id, repeat=a.repeat, judge_model=judge, judge_variant=t.variant,
+            first_model=a.system_model,
             first_strategy=a.strategy, second_model=b.system_model, second_strategy=b.strategy, status=res.status,
             winner_ab=res.winner_ab, winner_ba=res.winner_ba,
             flipped=None if res.flipped is None else int(res.flipped), error=res.detail))
@@ -202,16 +213,17 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
         if passes < 2:
             return []
         done = ctx.store.done_keys(JudgePassRow.TABLE)
-        judged = plan.judge_tasks(ctx.answers(None), judge, ctx.config.judges.kinds)
+        judged = plan.judge_tasks(ctx.answers(None), judge, ctx.config.judges.kinds, ctx.config.judges.variants)
         return [t for t in (PassTask(task, k) for k in range(1, passes + 1) for task in judged) if t.key not in done]
 
     async def work(t: PassTask, caller: CachingCaller) -> None:
         a = t.task.answer
         judged = await run_judge(t.task.kind, ctx.catalogue.sign(a.sign_code), a.text or "", caller,
-                                 ctx.pass_sampling(t.pass_index), ctx.config.judges.overall)
+                                 ctx.pass_sampling(t.pass_index), ctx.config.judges.overall, ctx.rubric(t.task.variant))
         value = judged.value()
         ctx.store.record(JudgePassRow(
-            **a.key.fields(), judge_model=judge, kind=t.task.kind, pass_index=t.pass_index, status=judged.status,
+            **a.key.fields(), judge_model=judge, judge_variant=t.task.variant, kind=t.task.kind,
+            pass_index=t.pass_index, status=judged.status,
             overall=value if t.task.kind == "quality" else None,
             equivalent=None if value is None or t.task.kind != "equivalence" else int(value), error=judged.outcome.detail))
 
@@ -221,7 +233,7 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
 @dataclass(frozen=True)
 class RejudgeTask:
     padded: PaddingTextRow
-    original: VerdictRow
+    original: VerdictRow  # this judge's verdict on the original answer, in the same variant and kind
     sign_code: str
 
 
@@ -232,26 +244,29 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
         if not ctx.config.probes.padding:
             return []
         signs = {a.key: a.sign_code for a in ctx.answers(None)}
-        originals = {(*r.key()[:4], r.kind): r for r in ctx.store.read(VerdictRow, status="ok", judge_model=judge)}
+        originals = {(*r.key()[:4], r.judge_variant, r.kind): r
+                     for r in ctx.store.read(VerdictRow, status="ok", judge_model=judge)}
         done = ctx.store.done_keys(PaddingProbeRow.TABLE)
         out = []
-        for padded in ctx.store.read(PaddingTextRow, status="ok"):
-            key = padded.answer_key
-            for kind in ctx.config.judges.kinds:
-                original = originals.get((*key.astuple(), kind))
-                if original is not None and key in signs and (*key.astuple(), judge, kind) not in done:
-                    out.append(RejudgeTask(padded, original, signs[key]))
+        for variant in ctx.config.judges.variants:
+            for padded in ctx.store.read(PaddingTextRow, status="ok"):
+                key = padded.answer_key
+                for kind in ctx.config.judges.kinds:
+                    original = originals.get((*key.astuple(), variant, kind))
+                    if original is not None and key in signs and (*key.astuple(), judge, variant, kind) not in done:
+                        out.append(RejudgeTask(padded, original, signs[key]))
         return out
 
     async def work(t: RejudgeTask, caller: CachingCaller) -> None:
         kind = t.original.kind
         before = t.original.overall if kind == "quality" else t.original.equivalent
         judged = await run_judge(kind, ctx.catalogue.sign(t.sign_code), t.padded.text or "", caller,  # type: ignore[arg-type]
-                                 ctx.judge_sampling(), ctx.config.judges.overall)
+                                 ctx.judge_sampling(), ctx.config.judges.overall, ctx.rubric(t.original.judge_variant))
         res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)
         ctx.store.record(PaddingProbeRow(
             variant_id=t.padded.variant_id, repeat=t.padded.repeat, system_model=t.padded.system_model,
-            strategy=t.padded.strategy, judge_model=judge, kind=kind, status=judged.status, original=res.original,
+            strategy=t.padded.strategy, judge_model=judge, judge_variant=t.original.judge_variant, kind=kind,
+            status=judged.status, original=res.original,
             padded=res.padded_value, shift=res.score_shift, flipped=None if res.flipped is None else int(res.flipped),
             error=judged.outcome.detail))
 

@@ -40,16 +40,18 @@ CREATE TABLE IF NOT EXISTS answers (
     PRIMARY KEY (variant_id, repeat, system_model, strategy));
 CREATE TABLE IF NOT EXISTS verdicts (
     variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    judge_model TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
+    judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
     accuracy INTEGER, completeness INTEGER, relevance INTEGER, overall REAL, equivalent INTEGER, reasoning TEXT,
-    completion_tokens INTEGER, request_key TEXT, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, kind));
+    criteria TEXT, completion_tokens INTEGER, request_key TEXT, attempts INTEGER NOT NULL, error TEXT,
+    updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind));
 CREATE TABLE IF NOT EXISTS order_probe (
-    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, judge_model TEXT NOT NULL,
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL,
     first_model TEXT NOT NULL, first_strategy TEXT NOT NULL, second_model TEXT NOT NULL, second_strategy TEXT NOT NULL,
     status TEXT NOT NULL, winner_ab INTEGER, winner_ba INTEGER, flipped INTEGER,
     attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, judge_model, first_model, first_strategy, second_model, second_strategy));
+    PRIMARY KEY (variant_id, repeat, judge_model, judge_variant, first_model, first_strategy, second_model,
+                 second_strategy));
 CREATE TABLE IF NOT EXISTS padding_texts (
     variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
     status TEXT NOT NULL, text TEXT, added_words INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
@@ -59,15 +61,15 @@ CREATE TABLE IF NOT EXISTS request_log (
     latency_s REAL, completion_tokens INTEGER, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS padding_probe (
     variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    judge_model TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
+    judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
     original REAL, padded REAL, shift REAL, flipped INTEGER, attempts INTEGER NOT NULL, error TEXT,
     updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, kind));
+    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind));
 CREATE TABLE IF NOT EXISTS judge_passes (
     variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    judge_model TEXT NOT NULL, kind TEXT NOT NULL, pass_index INTEGER NOT NULL, status TEXT NOT NULL,
-    overall REAL, equivalent INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, kind, pass_index));
+    judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, pass_index INTEGER NOT NULL,
+    status TEXT NOT NULL, overall REAL, equivalent INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind, pass_index));
 """
 CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS {schema}.cache (
