@@ -7,6 +7,7 @@ from dualjudge.analysis.annotations import import_annotations
 from dualjudge.analysis.human import export_sample
 from dualjudge.analysis.simulate import simulate
 from dualjudge.errors import DualjudgeError
+from dualjudge.report.build import analyze
 from dualjudge.testbed.catalogue import default_catalogue
 
 
@@ -132,3 +133,22 @@ def test_the_imported_human_check_appears_in_the_report(cli, run_dir, tmp_path):
     assert summary["human"]["n_samples"] == 30 and "qwen-j" in summary["human"]["judges"]
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Human check" in report and "30 samples" in report and "majority baseline" in report
+
+
+def test_human_labels_evaluate_every_judge_variant_added_after_the_import(run_dir, tmp_path):
+    """Labels are imported once; a variant judged later (a rubric clarification's) is evaluated against
+    them at the next analysis, and each variant's section has its own agreement with humans."""
+    sample = export_sample(run_dir / "verdicts.parquet", tmp_path / "s.csv", n=30)
+    _annotate(sample).to_csv(tmp_path / "a.csv", index=False)
+    before = import_annotations(run_dir, tmp_path / "a.csv")
+    assert before["by_variant"] == {}
+    table = pd.read_parquet(run_dir / "verdicts.parquet")
+    table["judge_variant"] = "holistic"
+    rubric = table.assign(judge_variant="rubric", overall=10 - table["overall"])  # a rubric judge that reverses
+    pd.concat([table, rubric]).to_parquet(run_dir / "verdicts.parquet")
+    summary = analyze(run_dir / "verdicts.parquet", tmp_path / "out", n_resamples=100, figures=False)
+    held = summary.human.judges["qwen-j"].overall.pearson
+    assert held == pytest.approx(before["judges"]["qwen-j"]["overall"]["pearson"])
+    assert summary.variants["rubric"].human.judges["qwen-j"].overall.pearson == pytest.approx(-held)
+    rows = {(r.judge, r.variant): r for r in summary.designs.rows}
+    assert rows[("qwen-j", "rubric")].human_r_overall == pytest.approx(-held)

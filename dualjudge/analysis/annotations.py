@@ -17,12 +17,14 @@ import pandas as pd
 from scipy import stats
 
 from dualjudge.analysis.agreement import kappa
+from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.human import IDENTITY_COLUMNS, OPTIONAL_ANNOTATIONS, SAMPLE_KEY, read_key
 from dualjudge.analysis.table import read_csv, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 
 HUMAN_CHECK = "human_check.json"
+HUMAN_LABELS = "human_labels.csv"  # the imported labels, one row per sample
 
 
 def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str) -> pd.DataFrame:
@@ -106,37 +108,58 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
                                               human_equivalent=("equivalent", "mean")).reset_index()
     per_sample["human_equivalent"] = per_sample["human_equivalent"] >= 0.5  # majority (ties count as equivalent)
     meta = pd.DataFrame([{"sample_id": s, **v} for s, v in key["samples"].items()])
-    merged = per_sample.merge(meta, on="sample_id").merge(table, on=["item_id", "repeat", "system", "system_model"])
-    result: dict[str, Any] = {"n_samples": int(per_sample.shape[0]), "annotators": sorted(ann["annotator"].unique()),
-                              "judges": {}}
-    for judge, g in merged.groupby("judge_model", sort=True):
-        entry: dict[str, Any] = {}
-        q = g[g["quality_status"] == "ok"]
-        for judge_col in ("overall", "accuracy", "completeness", "relevance"):  # the human overall against each
-            entry[judge_col] = _correlations(q["human_overall"], q[judge_col])
-        e = g[g["equivalence_status"] == "ok"]
-        h, j = e["human_equivalent"].astype(bool).to_numpy(), e["equivalent"].astype(bool).to_numpy()
-        entry["equivalence"] = {"kappa": kappa(h, j) if len(e) else None,
-                                "raw_agreement": float(np.mean(h == j)) if len(e) else None, "n": int(len(e)),
-                                "majority_baseline_agreement": float(max(h.mean(), 1 - h.mean())) if len(e) else None,
-                                "judge_yes_human_no": int(np.sum(j & ~h)), "judge_no_human_yes": int(np.sum(~j & h))}
-        diff = q["overall"] - q["human_overall"]
-        entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
-                                         "mean_judge_minus_human": float(diff.mean()) if len(diff) else None}
-        result["judges"][str(judge)] = entry
+    labels = per_sample.merge(meta, on="sample_id")
+    write_text(run_dir / HUMAN_LABELS, labels.to_csv(index=False))
+    result = human_check(labels, table, sorted(ann["annotator"].unique()))
     write_text(run_dir / HUMAN_CHECK, json.dumps(result, indent=2))
     return result
 
 
-def human_check_near(table: Path) -> dict[str, Any] | None:
-    """The last `dualjudge human import` of this run (human_check.json beside the table), if any."""
-    path = table.parent / HUMAN_CHECK
-    if not path.is_file():
-        return None
+def human_check(labels: pd.DataFrame, table: pd.DataFrame, annotators: list[str]) -> dict[str, Any]:
+    """The judges against the human labels (one row per sample: human scores and the answer's identity),
+    per judge of the reference variant under `judges`, and per judge variant under `by_variant`."""
+    merged = labels.merge(table, on=["item_id", "repeat", "system", "system_model"])
+    by_variant: dict[str, dict[str, Any]] = {}
+    for variant in variant_order(merged["judge_variant"]) if len(merged) else []:
+        rows = merged[merged["judge_variant"] == variant]
+        by_variant[variant] = {str(judge): _judge_entry(g) for judge, g in rows.groupby("judge_model", sort=True)}
+    reference = next(iter(by_variant.values()), {})
+    return {"n_samples": int(labels["sample_id"].nunique()), "annotators": annotators, "judges": reference,
+            "by_variant": by_variant if len(by_variant) > 1 else {}}
+
+
+def _judge_entry(g: pd.DataFrame) -> dict[str, Any]:
+    entry: dict[str, Any] = {}
+    q = g[g["quality_status"] == "ok"]
+    for judge_col in ("overall", "accuracy", "completeness", "relevance"):  # the human overall against each
+        entry[judge_col] = _correlations(q["human_overall"], q[judge_col])
+    e = g[g["equivalence_status"] == "ok"]
+    h, j = e["human_equivalent"].astype(bool).to_numpy(), e["equivalent"].astype(bool).to_numpy()
+    entry["equivalence"] = {"kappa": kappa(h, j) if len(e) else None,
+                            "raw_agreement": float(np.mean(h == j)) if len(e) else None, "n": int(len(e)),
+                            "majority_baseline_agreement": float(max(h.mean(), 1 - h.mean())) if len(e) else None,
+                            "judge_yes_human_no": int(np.sum(j & ~h)), "judge_no_human_yes": int(np.sum(~j & h))}
+    diff = q["overall"] - q["human_overall"]
+    entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
+                                     "mean_judge_minus_human": float(diff.mean()) if len(diff) else None}
+    return entry
+
+
+def human_check_near(table: Path, frame: pd.DataFrame | None = None) -> dict[str, Any] | None:
+    """The human check of this run: recomputed from the imported labels (human_labels.csv beside the
+    table) against the table as it is now (judge variants added since the import included), else the
+    last `dualjudge human import`'s human_check.json, if any."""
+    labels_path, path = table.parent / HUMAN_LABELS, table.parent / HUMAN_CHECK
     try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
-    except (OSError, ValueError):
+        if labels_path.is_file() and frame is not None and path.is_file():
+            labels = pd.read_csv(labels_path, dtype={"sample_id": str, "item_id": str, "system": str,
+                                                     "system_model": str})
+            return human_check(labels, frame, json.loads(path.read_text())["annotators"])
+        if path.is_file():
+            return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError, KeyError):
         return None  # a damaged file: the report says no human check, `human import` rewrites it
+    return None
 
 
 def _same_number(a: object, b: object) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.analysis.table import read_table
 from dualjudge.errors import DualjudgeError
@@ -39,6 +40,10 @@ def _rank(seed: int, row: pd.Series) -> str:
 
 
 def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0, type2: int = PAPER_TYPE2) -> pd.DataFrame:
+    """The paper's stratified sample of responses, its strata read from the reference judge variant's
+    verdicts (human labels then evaluate every variant on the same responses)."""
+    if "judge_variant" in frame.columns and frame["judge_variant"].nunique() > 1:
+        frame = frame[frame["judge_variant"] == variant_order(frame["judge_variant"])[0]]
     responses = frame.drop_duplicates(RESPONSE).copy()
     responses["_rank"] = responses.apply(lambda r: _rank(seed, r), axis=1)
     responses = responses.sort_values("_rank")

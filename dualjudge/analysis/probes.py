@@ -49,16 +49,25 @@ def padding_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAM
     return out
 
 
-def probes_near(table_path: Path, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
-    """Probe summaries from the probe tables next to a verdict table, when there are any."""
+def probe_frames(table_path: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The order and padding probe tables next to a verdict table (None where absent or empty); tables
+    from before judge variants are the holistic design's."""
+    frames = []
+    for name in (ORDER_FILE, PADDING_FILE):
+        path = table_path.parent / name
+        frame = pd.read_csv(path, dtype={"sign_code": str}) if path.is_file() else None
+        if frame is not None and "judge_variant" not in frame.columns:
+            frame = frame.assign(judge_variant="holistic")
+        frames.append(frame if frame is not None and len(frame) else None)
+    return frames[0], frames[1]
+
+
+def probes_of(order: pd.DataFrame | None, padding: pd.DataFrame | None, variant: str, seed: int = 0,
+              n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+    """Probe summaries of one judge variant."""
     out: dict[str, Any] = {}
-    order, padding = table_path.parent / ORDER_FILE, table_path.parent / PADDING_FILE
-    if order.is_file():
-        frame = pd.read_csv(order, dtype={"sign_code": str})
-        if len(frame):
-            out["order"] = order_probe(frame, seed, n_resamples)
-    if padding.is_file():
-        frame = pd.read_csv(padding, dtype={"sign_code": str})
-        if len(frame):
-            out["padding"] = padding_probe(frame, seed, n_resamples)
+    for name, frame, summarise in (("order", order, order_probe), ("padding", padding, padding_probe)):
+        rows = frame[frame["judge_variant"] == variant] if frame is not None else None
+        if rows is not None and len(rows):
+            out[name] = summarise(rows, seed, n_resamples)
     return out

@@ -9,6 +9,8 @@ as null, so the file is strict JSON).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -351,7 +353,67 @@ class HumanJudge(_Result):
 class HumanCheck(_Result):
     n_samples: int
     annotators: list[str]
-    judges: dict[str, HumanJudge]
+    judges: dict[str, HumanJudge]  # the reference judge variant's
+    by_variant: dict[str, dict[str, HumanJudge]] = {}  # every judge variant's, when the table has several
+
+
+# -- judge designs compared (analysis/designs.py) ------------------------------------------------------
+class Paired(_Result):
+    """A mean, rate or difference with its sign-cluster t interval (absent when it cannot be formed)."""
+
+    estimate: float
+    se: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p: float | None = None
+    n: int | None = None
+    signs: int | None = None
+
+
+class DesignAlpha(_Result):
+    alpha: float | None
+    interval: Paired | None
+
+
+class DesignSelfPreference(_Result):
+    ref: float | None = None
+    other: float | None = None
+    difference: Paired | None = None
+    reason: str | None = None
+
+
+class DesignRow(_Result):
+    """One judge under one variant, from that variant's own summary."""
+
+    judge: str
+    variant: str
+    order_flip: Rate | None = None
+    padding_flip: dict[str, Rate] = {}  # per judge kind
+    self_preference: Paired | None = None  # the calibrated index (overall)
+    human_r_overall: float | None = None  # Pearson r of the judge's overall with the human overall
+    human_kappa_equivalent: float | None = None
+
+
+class DesignDifference(_Result):
+    """A variant minus the reference variant, for one judge, paired on what both judged."""
+
+    judge: str
+    variant: str
+    overall: Paired | None = None
+    equivalent: Paired | None = None
+    order_flip: Paired | None = None
+    padding_flip: Paired | None = None
+    self_preference: DesignSelfPreference | None = None
+
+
+class DesignComparison(_Result):
+    reference: str
+    variants: list[str]
+    paired: str
+    rows: list[DesignRow]
+    alpha: dict[str, dict[str, DesignAlpha]]  # per variant: overall, equivalent
+    alpha_differences: dict[str, dict[str, Paired | int | None]]  # per variant: overall, equivalent, answers
+    differences: list[DesignDifference]
 
 
 class Bootstrap(_Result):
@@ -382,6 +444,10 @@ class Summary(_Result):
     human: HumanCheck | None = None  # from `dualjudge human import` (human_check.json beside the table)
     table: str | None = None
     analysis_seconds: float | None = None
+    judge_variant: str = "holistic"  # the judge design this summary is of
+    variants: dict[str, Summary] = {}  # the other judge variants' summaries, when the table has several
+    designs: DesignComparison | None = None  # the variants side by side, paired differences
+    clarification: dict[str, Any] | None = None  # the rubric clarification experiment (rubric/clarify.py)
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

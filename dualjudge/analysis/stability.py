@@ -53,9 +53,14 @@ def stability(passes: pd.DataFrame, scale: Scale = PAPER_SCALE) -> dict[str, Any
     return out
 
 
-def stability_near(table_path: Path, scale: Scale = PAPER_SCALE) -> dict[str, Any] | None:
+def stability_near(table_path: Path, scale: Scale = PAPER_SCALE, variant: str = "holistic") -> dict[str, Any] | None:
+    """The stability of one judge variant's verdicts, from the passes table next to a verdict table."""
     path = table_path.parent / PASSES_FILE
     if not path.is_file():
         return None
     frame = pd.read_csv(path, dtype={"sign_code": str})
+    if "judge_variant" in frame.columns:
+        frame = frame[frame["judge_variant"] == variant]
+    elif variant != "holistic":
+        return None
     return stability(frame, scale) if len(frame) else None

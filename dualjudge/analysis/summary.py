@@ -17,10 +17,11 @@ from dualjudge.analysis.annotations import human_check_near
 from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.decision import decision_risk
+from dualjudge.analysis.designs import compare_designs, variant_order
 from dualjudge.analysis.identification import identification
 from dualjudge.analysis.missingness import missingness
-from dualjudge.analysis.probes import probes_near
-from dualjudge.analysis.results import Summary
+from dualjudge.analysis.probes import probe_frames, probes_of
+from dualjudge.analysis.results import DesignComparison, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.stability import stability_near
@@ -65,10 +66,58 @@ def _convention(frame: pd.DataFrame) -> str:
 
 def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
                     n_resamples: int = N_RESAMPLES, scale: Scale = PAPER_SCALE) -> tuple[pd.DataFrame, Summary]:
-    """Read a verdict table (and the probe tables beside it) and summarise it."""
+    """Read a verdict table (and the probe, passes and human tables beside it) and summarise it: one
+    summary per judge variant (the reference one on top, the others under `variants`) and, with
+    several variants, the designs compared side by side."""
     t0 = time.perf_counter()
     frame = read_table(table, scale)
-    probes = probes_near(table, seed, n_resamples) or None
-    summary = summarize(frame, lineage, seed, n_resamples, scale, probes=probes, table=str(table),
-                        stability=stability_near(table, scale), human=human_check_near(table))
-    return frame, summary.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})
+    order, padding = probe_frames(table)
+    human = human_check_near(table, frame)
+    variants = variant_order(frame["judge_variant"])
+    summaries = {}
+    for variant in variants:
+        rows = frame[frame["judge_variant"] == variant]
+        if len(variants) > 1:
+            rows = rows.copy()
+            rows.attrs = frame.attrs
+        summaries[variant] = summarize(rows, lineage, seed, n_resamples, scale,
+                                       probes=probes_of(order, padding, variant, seed, n_resamples) or None,
+                                       table=str(table), stability=stability_near(table, scale, variant),
+                                       human=_human_of(human, variant, variants[0]), judge_variant=variant)
+    main = summaries[variants[0]]
+    if len(variants) > 1:
+        designs = compare_designs(frame, order, padding, lineage, seed, n_resamples)
+        designs["rows"] = [_design_row(judge, v, s) for judge in sorted(main.judges) for v, s in summaries.items()]
+        main = main.model_copy(update={"variants": {v: summaries[v] for v in variants[1:]},
+                                       "designs": DesignComparison.model_validate(designs)})
+    return frame, main.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})
+
+
+def _human_of(human: dict[str, Any] | None, variant: str, reference: str) -> dict[str, Any] | None:
+    if human is None:
+        return None
+    by_variant = human.get("by_variant") or {}
+    if not by_variant:
+        return human if variant == reference else None
+    if variant not in by_variant:
+        return None
+    return {**human, "judges": by_variant[variant], "by_variant": {}}
+
+
+def _design_row(judge: str, variant: str, s: Summary) -> dict[str, Any]:
+    """One judge under one variant, as its variant's summary has it."""
+    row: dict[str, Any] = {"judge": judge, "variant": variant}
+    if s.probes and s.probes.order:
+        row["order_flip"] = s.probes.order.per_judge.get(judge)
+    if s.probes and s.probes.padding:
+        row["padding_flip"] = {k: p.per_judge[judge].flip_rate for k, p in s.probes.padding.kinds.items()
+                               if judge in p.per_judge}
+    sp = next((e for e in (s.self_preference.overall.judges if s.self_preference.overall else []) if e.judge == judge),
+              None)
+    if sp is not None and sp.estimate is not None:
+        row["self_preference"] = {"estimate": sp.estimate, "se": sp.se, "ci_low": sp.ci_low, "ci_high": sp.ci_high,
+                                  "p": sp.p}
+    h = s.human.judges.get(judge) if s.human else None
+    if h is not None:
+        row.update(human_r_overall=h.overall.pearson, human_kappa_equivalent=h.equivalence.kappa)
+    return row

@@ -12,6 +12,8 @@ from dualjudge.analysis.results import Summary
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
 from dualjudge.report.checks import section as checks_section
+from dualjudge.report.designs import section as designs_section
+from dualjudge.report.designs import variant_sections
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
 
@@ -19,6 +21,7 @@ from dualjudge.report.self_preference import section as self_preference_section
 def _figures(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, Path]]:
     made = []
     d = out / "figures"
+    frame = frame[frame["judge_variant"] == summary.judge_variant]  # the reference judge design's verdicts
     made.append(("Mean overall by visibility (all judges)", fig.degradation_figure(
         frame, d / "degradation.png", "Degradation with occlusion (all judges)")))
     for judge, s in summary.judges.items():
@@ -43,12 +46,18 @@ def markdown(summary: Summary, images: list[tuple[str, str]]) -> str:
              f"CIs: sign-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
              f"except self-preference (its section says how its intervals are made). Scale: 0-{summary.scale.maximum:g}, "
              f"good {summary.scale.good}, poor {summary.scale.poor}.", ""]
+    if summary.variants:
+        parts += [f"Judge variants: {', '.join([summary.judge_variant, *summary.variants])}. The main sections are the "
+                  f"{summary.judge_variant} judges'; \"Judge designs compared\" sets the variants side by side, and each "
+                  f"other variant has its own section.", ""]
     if summary.notes:
         parts += ["What the table lacks, and what the analysis does instead:", ""]
         parts += [f"- {note}" for note in summary.notes] + [""]
     parts += paper_section(summary)
     parts += self_preference_section(summary.self_preference)
     parts += checks_section(summary)
+    if summary.designs:
+        parts += designs_section(summary.designs) + variant_sections(summary)
     parts += ["## Figures", ""]
     for caption, src in images:
         parts += [f"![{caption}]({src})", ""]
