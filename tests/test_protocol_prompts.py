@@ -69,7 +69,7 @@ def test_judge_prompts_carry_gold_and_bands():
 
 def test_prompt_hashes_cover_every_file():
     hashes = prompt_hashes()
-    assert len(hashes) == len(list(prompts_dir().glob("*.toml"))) == 20
+    assert len(hashes) == len(list(prompts_dir().glob("*.toml"))) == 21
     assert len(set(hashes.values())) == 20
 
 

@@ -416,6 +416,59 @@ class DesignComparison(_Result):
     differences: list[DesignDifference]
 
 
+# -- rubric clarification (analysis/clarification.py, runs/clarify.py) ----------------------------------
+class ClauseRank(_Result):
+    clause: str
+    disagreement: float | None  # the ranking statistic (see `statistic`)
+    alpha: float | None  # Krippendorff's alpha (interval) of the clause, beside it
+    answers: int
+    rank: int
+
+
+class EditorAttempt(_Result):
+    arm: str
+    attempt: int
+    seed: int
+    request_key: str
+    finish_reason: str | None
+    problems: list[str]
+    used: bool
+
+
+class Editor(_Result):
+    model: str
+    attempts: list[EditorAttempt]
+    tries: int
+
+
+class ClarificationRecord(_Result):
+    """What `dualjudge rubric clarify` did (clarification.json)."""
+
+    settings: dict[str, Any]
+    split: dict[str, Any]  # dev, test (sign codes), stratified_by
+    statistic: str
+    ranking: list[ClauseRank]
+    selected: list[str]
+    control: list[str]
+    editor: Editor
+    arms: list[str]  # the rubrics that were made and judged: original, clarified, control
+    variants: dict[str, str]  # arm -> judge variant
+    rubrics: dict[str, str]  # arm -> rubric file
+    rubric_sha256: dict[str, str]
+    status: str
+
+
+class Clarification(_Result):
+    """The experiment's result on the test split."""
+
+    record: ClarificationRecord
+    arms: list[str]  # the arms with verdicts on the test split
+    alpha: dict[str, dict[str, DesignAlpha]]  # per arm: overall, equivalent
+    differences: dict[str, dict[str, Paired | int | None]]  # "clarified - original": overall, equivalent, answers, signs
+    self_preference: dict[str, dict[str, DesignSelfPreference]]  # per contrast, per judge
+    human: dict[str, dict[str, dict[str, float | int | None]]]  # per arm, per judge: r_overall, n, kappa_equivalent
+
+
 class Bootstrap(_Result):
     resamples: int
     seed: int
@@ -447,7 +500,7 @@ class Summary(_Result):
     judge_variant: str = "holistic"  # the judge design this summary is of
     variants: dict[str, Summary] = {}  # the other judge variants' summaries, when the table has several
     designs: DesignComparison | None = None  # the variants side by side, paired differences
-    clarification: dict[str, Any] | None = None  # the rubric clarification experiment (rubric/clarify.py)
+    clarification: Clarification | None = None  # the rubric clarification experiment (runs/clarify.py)
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

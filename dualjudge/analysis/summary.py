@@ -16,12 +16,13 @@ from dualjudge.analysis import agreement, dual_judge
 from dualjudge.analysis.annotations import human_check_near
 from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
+from dualjudge.analysis.clarification import clarification_near, experiment
 from dualjudge.analysis.decision import decision_risk
 from dualjudge.analysis.designs import compare_designs, variant_order
 from dualjudge.analysis.identification import identification
 from dualjudge.analysis.missingness import missingness
 from dualjudge.analysis.probes import probe_frames, probes_of
-from dualjudge.analysis.results import DesignComparison, Summary
+from dualjudge.analysis.results import Clarification, DesignComparison, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.stability import stability_near
@@ -90,6 +91,11 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
         designs["rows"] = [_design_row(judge, v, s) for judge in sorted(main.judges) for v, s in summaries.items()]
         main = main.model_copy(update={"variants": {v: summaries[v] for v in variants[1:]},
                                        "designs": DesignComparison.model_validate(designs)})
+    record = clarification_near(table)
+    if record is not None:
+        test = frame[frame["sign_code"].astype(str).isin(set(record["split"]["test"]))]
+        result = experiment(frame, record, human_check_near(table, test), lineage, seed, n_resamples)
+        main = main.model_copy(update={"clarification": Clarification.model_validate(result)})
     return frame, main.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})
 
 

@@ -18,7 +18,7 @@ from dualjudge.errors import DualjudgeError
 app = typer.Typer(help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
 
-from dualjudge.cli import analysis, data, models, run  # noqa: E402
+from dualjudge.cli import analysis, data, models, rubric, run  # noqa: E402
 
 app.add_typer(data.app, name="data")
 app.add_typer(models.app, name="models")
@@ -29,6 +29,7 @@ app.command("export")(run.export)
 app.command("analyze")(analysis.analyze)
 app.add_typer(analysis.stats_app, name="stats")
 app.add_typer(analysis.human_app, name="human")
+app.add_typer(rubric.app, name="rubric")
 
 
 def _one_line(message: str) -> None:

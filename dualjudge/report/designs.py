@@ -10,7 +10,7 @@ from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.report.tables import ci, num, rate, table
 
 
-def _paired(p: Paired | None, digits: int = 2) -> str:
+def paired_text(p: Paired | None, digits: int = 2) -> str:
     if p is None:
         return "-"
     interval = f" {ci([p.ci_low, p.ci_high], digits)}" if p.ci_low is not None else " (no interval)"
@@ -35,7 +35,7 @@ def section(d: DesignComparison) -> list[str]:
     rows = []
     for r in d.rows:
         rows.append([r.judge, r.variant, _rate(r.order_flip), *(_rate(r.padding_flip.get(k)) for k in kinds),
-                     _paired(r.self_preference), num(r.human_r_overall), num(r.human_kappa_equivalent)])
+                     paired_text(r.self_preference), num(r.human_r_overall), num(r.human_kappa_equivalent)])
     parts += [table(["judge", "variant", "order flips", *(f"padding flips ({k})" for k in kinds),
                      "self-preference (overall) [95% CI]", "human r (overall)", "human kappa (equivalent)"], rows), ""]
     parts += ["Agreement between judges (Krippendorff's alpha on the answers every variant judged; interval on "
@@ -44,10 +44,10 @@ def section(d: DesignComparison) -> list[str]:
     for v in d.variants:
         a = d.alpha[v]
         diff = d.alpha_differences.get(v, {})
-        alpha_rows.append([v, _paired(a["overall"].interval) if a["overall"].interval else num(a["overall"].alpha),
-                           _paired(a["equivalent"].interval) if a["equivalent"].interval else num(a["equivalent"].alpha),
-                           _paired(diff.get("overall")) if v != d.reference else "reference",  # type: ignore[arg-type]
-                           _paired(diff.get("equivalent")) if v != d.reference else "reference"])  # type: ignore[arg-type]
+        alpha_rows.append([v, paired_text(a["overall"].interval) if a["overall"].interval else num(a["overall"].alpha),
+                           paired_text(a["equivalent"].interval) if a["equivalent"].interval else num(a["equivalent"].alpha),
+                           paired_text(diff.get("overall")) if v != d.reference else "reference",  # type: ignore[arg-type]
+                           paired_text(diff.get("equivalent")) if v != d.reference else "reference"])  # type: ignore[arg-type]
     parts += [table(["variant", "alpha overall", "alpha equivalent", f"overall - {d.reference}",
                      f"equivalent - {d.reference}"], alpha_rows), ""]
     if d.differences:
@@ -55,9 +55,9 @@ def section(d: DesignComparison) -> list[str]:
         diff_rows = []
         for x in d.differences:
             sp = x.self_preference
-            sp_text = _paired(sp.difference) if sp and sp.difference else (f"- ({sp.reason})" if sp and sp.reason else "-")
-            diff_rows.append([x.judge, x.variant, _paired(x.overall), _paired(x.equivalent, 3), _paired(x.order_flip, 3),
-                              _paired(x.padding_flip, 3), sp_text])
+            sp_text = paired_text(sp.difference) if sp and sp.difference else (f"- ({sp.reason})" if sp and sp.reason else "-")
+            diff_rows.append([x.judge, x.variant, paired_text(x.overall), paired_text(x.equivalent, 3),
+                              paired_text(x.order_flip, 3), paired_text(x.padding_flip, 3), sp_text])
         parts += [table(["judge", "variant", "mean overall", "equivalent rate", "order flip rate",
                          "padding flip rate", "self-preference index"], diff_rows), ""]
     return parts

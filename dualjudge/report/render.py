@@ -12,6 +12,7 @@ from dualjudge.analysis.results import Summary
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
 from dualjudge.report.checks import section as checks_section
+from dualjudge.report.clarification import section as clarification_section
 from dualjudge.report.designs import section as designs_section
 from dualjudge.report.designs import variant_sections
 from dualjudge.report.paper import section as paper_section
@@ -57,7 +58,10 @@ def markdown(summary: Summary, images: list[tuple[str, str]]) -> str:
     parts += self_preference_section(summary.self_preference)
     parts += checks_section(summary)
     if summary.designs:
-        parts += designs_section(summary.designs) + variant_sections(summary)
+        parts += designs_section(summary.designs)
+    if summary.clarification:
+        parts += clarification_section(summary.clarification)
+    parts += variant_sections(summary)
     parts += ["## Figures", ""]
     for caption, src in images:
         parts += [f"![{caption}]({src})", ""]

@@ -67,15 +67,19 @@ class Runner:
                                  f"(responses are reused through the cache)")
 
     # -- orchestration -------------------------------------------------------------------------
-    async def run(self) -> RunReport:
+    def prepare(self) -> list[Any]:
+        """The run's testbed (built or checked) and its items; the runner then knows each variant's sign."""
         variants = build_testbed(self.config, self.out / TESTBED)
         self.variants = {v["variant_id"]: v for v in variants}
-        items = testbed_items(self.config, self.out / TESTBED, variants)
-        ctx = steps.Context(self.config, self.store, self.catalogue, self._answers)
+        return testbed_items(self.config, self.out / TESTBED, variants)
+
+    async def run(self) -> RunReport:
+        items = self.prepare()
+        ctx = steps.Context(self.config, self.store, self.catalogue, self.answers)
         for model in self.config.systems.models:
-            await self._stage(model, [steps.answer_step(ctx, model, items), steps.padding_step(ctx, model)])
+            await self.stage(model, [steps.answer_step(ctx, model, items), steps.padding_step(ctx, model)])
         for judge in self.config.judges.models:
-            await self._stage(judge, [steps.judge_step(ctx, judge), steps.order_step(ctx, judge),
+            await self.stage(judge, [steps.judge_step(ctx, judge), steps.order_step(ctx, judge),
                                       steps.rejudge_step(ctx, judge), steps.passes_step(ctx, judge)])
         for table in WORK_TABLES:
             kinds = self.store.error_kinds(table)
@@ -84,7 +88,7 @@ class Runner:
         self.report.verdict_failures = self.store.error_kinds_by("verdicts", "judge_model")
         return self.report
 
-    def _answers(self, model: str | None = None) -> list[Answer]:
+    def answers(self, model: str | None = None) -> list[Answer]:
         """This run's answers (of one system model, or of all), with their variant's sign and category."""
         wanted = set(self.config.systems.models) if model is None else {model}
         out = []
@@ -94,7 +98,7 @@ class Runner:
                 out.append(Answer(r.answer_key, r.text, r.predicted_category, str(v["sign_code"]), v["category"]))
         return out
 
-    async def _stage(self, model: str, stage: list[Step[Any]]) -> None:
+    async def stage(self, model: str, stage: list[Step[Any]]) -> None:
         """Run a model's steps in order, each answered from the cache first; the model is loaded
         (once, at the first step with work left) only if the cache cannot answer everything."""
         card = self.config.card(model)

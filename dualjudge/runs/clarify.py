@@ -1,0 +1,248 @@
+"""`dualjudge rubric clarify RUN`: label-free rubric clarification with its control, on a finished run.
+
+1. Split the run's signs into development and test (seeded, stratified by group; analysis/clarification.py).
+2. Every judge scores every answer with the original rubric (the `rubric` variant; answered from the
+   store where the run already has it).
+3. Rank the clauses by the judges' disagreement on the development split; the top k are clarified,
+   and k others drawn (seeded) from the rest are the control.
+4. The editor model rewrites each arm's clauses with the same instruction (protocol/editor.py). A reply
+   that breaks the rubric's structure is retried with another seed (three tries), then reported and
+   never used. The rubrics and their diffs against the original are saved under RUN/rubrics/.
+5. Every judge scores the test split's answers with the clarified and control rubrics (variants
+   `rubric:clarified` and `rubric:control`, in the same store).
+6. The verdict table is exported again and the run re-analysed: the report's "Rubric clarification"
+   section has the result; clarification.json and the manifest record what was done.
+
+Interrupted, it resumes: the same command answers what is done from the store and the response cache.
+Human labels are never read here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dualjudge.analysis.clarification import (
+    ARMS,
+    CLARIFICATION,
+    STATISTIC,
+    choose_clauses,
+    clause_scores,
+    rank_clauses,
+    split_signs,
+)
+from dualjudge.config import RunConfig
+from dualjudge.errors import DualjudgeError
+from dualjudge.files import write_text
+from dualjudge.inference.engines import EngineFactory
+from dualjudge.protocol.editor import ATTEMPTS, build_editor_request, read_rewrite
+from dualjudge.protocol.rubric import Rubric, load_rubric
+from dualjudge.protocol.seeds import derive_seed
+from dualjudge.protocol.variants import RUBRIC
+from dualjudge.report.build import analyze
+from dualjudge.runs import steps
+from dualjudge.runs.caller import CachingCaller
+from dualjudge.runs.job import export_run, stored_config
+from dualjudge.runs.lock import run_lock
+from dualjudge.runs.manifest import write_manifest
+from dualjudge.runs.progress import Progress
+from dualjudge.runs.rows import Answer, VerdictRow
+from dualjudge.runs.rundir import STORE_FILE, load_run_store
+from dualjudge.runs.runner import Runner
+from dualjudge.runs.store import check_store_files
+
+RUBRICS_DIR = "rubrics"
+
+
+@dataclass(frozen=True)
+class ClarifyOptions:
+    editor: str
+    k: int = 2
+    dev_share: float = 0.5
+    seed: int | None = None  # default: the run's seed
+
+    def check(self, rubric: Rubric) -> None:
+        """A one-line error for an option out of range, before any work."""
+        if not 1 <= self.k <= len(rubric.ids) // 2:
+            raise DualjudgeError(f"--k must be from 1 to {len(rubric.ids) // 2} (half the rubric's {len(rubric.ids)} "
+                                 f"clauses), got {self.k}")
+        if not 0 < self.dev_share < 1:
+            raise DualjudgeError(f"--dev-share must be between 0 and 1 (exclusive), got {self.dev_share}")
+        if self.seed is not None and self.seed < 0:
+            raise DualjudgeError(f"--seed must be 0 or more, got {self.seed}")
+
+    def settings(self, run_seed: int, rubric: Rubric) -> dict[str, Any]:
+        """What makes an experiment: a rerun with the same settings resumes it, other settings are refused."""
+        return {"editor": self.editor, "k": self.k, "dev_share": self.dev_share,
+                "seed": run_seed if self.seed is None else self.seed, "original_rubric_sha256": rubric.sha256}
+
+
+@dataclass
+class EditorLog:
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    rewrites: dict[str, dict[str, str]] = field(default_factory=dict)  # arm -> clause -> text
+
+
+def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None,
+            engines: EngineFactory | None = None) -> dict[str, Any]:
+    """Run the clarification experiment on run directory `out`; returns what clarification.json records."""
+    if not (out / STORE_FILE).is_file():
+        raise DualjudgeError(f"{out}: not a run directory (no {STORE_FILE}); run `dualjudge run` first")
+    check_store_files(out / STORE_FILE, None)
+    with run_lock(out):
+        runner = Runner(_config_of(out), out, progress, engines)
+        try:
+            record = asyncio.run(_clarify(runner, options))
+            config = runner.config
+            export_run(config, out, runner.store)
+            analyze(out / "verdicts.parquet", out, seed=config.run.seed)
+            _manifest(out, record)
+            return record
+        finally:
+            runner.store.close()
+
+
+def _config_of(out: Path) -> RunConfig:
+    store = load_run_store(out)
+    try:
+        return stored_config(store, out)
+    finally:
+        store.close()
+
+
+async def _clarify(runner: Runner, options: ClarifyOptions) -> dict[str, Any]:
+    config = runner.config
+    config.card(options.editor)  # an unknown editor is a one-line error before any work
+    original = load_rubric()
+    options.check(original)
+    settings = options.settings(config.run.seed, original)
+    previous = _previous(runner.out)
+    if previous is not None and previous["settings"] != settings:
+        raise DualjudgeError(f"{runner.out} already holds a rubric clarification with other settings "
+                             f"({_differences(previous['settings'], settings)}); clarify a copy of the run directory")
+    runner.prepare()
+    answers = runner.answers()
+    if not answers:
+        raise DualjudgeError(f"{runner.out}: the run has no answers to judge")
+    seed = settings["seed"]
+    dev, test = split_signs([a.sign_code for a in answers], runner.catalogue, seed, options.dev_share)
+    rubric_dir = runner.out / RUBRICS_DIR
+    rubric_dir.mkdir(exist_ok=True)
+    write_text(rubric_dir / "original.toml", original.to_toml())
+
+    # 2. the original rubric on every answer
+    ctx = _context(runner, (RUBRIC,), {}, answers)
+    for judge in config.judges.models:
+        await runner.stage(judge, [_named(steps.judge_step(ctx, judge), f"rubric judges: {judge}")])
+
+    # 3. the contested clauses, on the development split
+    by_key = {a.key.astuple(): a for a in answers}
+    rows = [_score_row(r, config.run.name, by_key[r.key()[:4]].sign_code)
+            for r in runner.store.read(VerdictRow, judge_variant=RUBRIC, kind="quality", status="ok")
+            if r.key()[:4] in by_key and by_key[r.key()[:4]].sign_code in dev]
+    ranking = rank_clauses(clause_scores(rows), original.ids)
+    selected, control = choose_clauses(ranking, options.k, seed)
+
+    # 4. the editor rewrites both arms with the same instruction
+    log = EditorLog()
+    arms_clauses = {"clarified": tuple(selected), "control": tuple(control)}
+    await runner.stage(options.editor, [_editor_step(original, arms_clauses, seed, log)])
+    files: dict[str, str] = {}
+    for arm, texts in sorted(log.rewrites.items()):
+        rubric = original.with_texts(arm, texts)
+        path = rubric_dir / f"{arm}.toml"
+        write_text(path, rubric.to_toml())
+        write_text(rubric_dir / f"{arm}.diff", _diff(original, rubric, arm))
+        files[arm] = str(path.resolve())
+    record = {"settings": settings, "split": {"dev": dev, "test": test, "stratified_by": "sign group"},
+              "statistic": STATISTIC, "ranking": ranking, "selected": selected, "control": control,
+              "editor": {"model": options.editor, "attempts": log.attempts, "tries": ATTEMPTS},
+              "arms": ["original", *sorted(log.rewrites)], "variants": {a: ARMS[a] for a in ["original", *log.rewrites]},
+              "rubrics": {"original": str((rubric_dir / "original.toml").resolve()), **files},
+              "rubric_sha256": {"original": original.sha256,
+                                **{arm: original.with_texts(arm, t).sha256 for arm, t in log.rewrites.items()}},
+              "status": "judging"}
+    write_text(runner.out / CLARIFICATION, json.dumps(record, indent=2))
+
+    # 5. the rewritten rubrics on the test split
+    variants = tuple(ARMS[arm] for arm in sorted(log.rewrites))
+    if variants:
+        test_answers = [a for a in answers if a.sign_code in set(test)]
+        ctx = _context(runner, variants, {arm: files[arm] for arm in log.rewrites}, test_answers)
+        for judge in config.judges.models:
+            await runner.stage(judge, [_named(steps.judge_step(ctx, judge), f"clarified/control judges: {judge}")])
+    record["status"] = "done"
+    write_text(runner.out / CLARIFICATION, json.dumps(record, indent=2))
+    return record
+
+
+def _context(runner: Runner, variants: tuple[str, ...], rubrics: dict[str, str], answers: list[Answer]) -> steps.Context:
+    judges = runner.config.judges.model_copy(update={"variants": variants, "rubrics": rubrics})
+    config = runner.config.model_copy(update={"judges": judges})
+    return steps.Context(config, runner.store, runner.catalogue, lambda _model: answers)
+
+
+def _named(step: steps.Step[Any], name: str) -> steps.Step[Any]:
+    return steps.Step(name, step.tasks, step.work)
+
+
+def _score_row(row: VerdictRow, run_id: str, sign_code: str) -> dict[str, Any]:
+    return {"run_id": run_id, "item_id": row.variant_id, "repeat": row.repeat, "system": row.strategy,
+            "system_model": row.system_model, "sign_code": sign_code, "judge_model": row.judge_model,
+            "criteria": row.criteria}
+
+
+def _editor_step(original: Rubric, arms: dict[str, tuple[str, ...]], seed: int, log: EditorLog) -> steps.Step[str]:
+    def tasks() -> list[str]:
+        return sorted(arm for arm in arms if arm not in log.rewrites)
+
+    async def work(arm: str, caller: CachingCaller) -> None:
+        tries = []
+        for attempt in range(1, ATTEMPTS + 1):
+            request = build_editor_request(original, arms[arm], derive_seed(seed, "rubric-editor", arm, attempt))
+            result = await caller(request)
+            rewrite = read_rewrite(original, arms[arm], result.text if result.ok else None, result.error)
+            tries.append({"arm": arm, "attempt": attempt, "seed": request.sampling.seed,
+                          "request_key": request.key(caller.identity), "finish_reason": result.finish_reason,
+                          "problems": list(rewrite.problems), "used": rewrite.texts is not None})
+            if rewrite.texts is not None:
+                log.rewrites[arm] = rewrite.texts
+                break
+        log.attempts += tries  # recorded once the arm is settled (a cache miss re-runs the arm whole)
+
+    return steps.Step(f"rubric editor: {', '.join(sorted(arms))}", tasks, work)
+
+
+def _diff(original: Rubric, rewritten: Rubric, arm: str) -> str:
+    return "".join(difflib.unified_diff(original.to_toml().splitlines(keepends=True),
+                                        rewritten.to_toml().splitlines(keepends=True),
+                                        fromfile="original.toml", tofile=f"{arm}.toml"))
+
+
+def _previous(out: Path) -> dict[str, Any] | None:
+    path = out / CLARIFICATION
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except ValueError:
+        raise DualjudgeError(f"{path} is damaged; move it away to run the clarification again") from None
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
+    return ", ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+
+
+def _manifest(out: Path, record: dict[str, Any]) -> None:
+    path = out / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        manifest = {}
+    manifest["clarification"] = {k: record[k] for k in ("settings", "split", "selected", "control", "arms",
+                                                        "rubric_sha256")}
+    write_manifest(manifest, out)
