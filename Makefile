@@ -28,6 +28,8 @@ test-fast: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/dualjudge models fetch smollm2-135m-instruct gemma-3-270m
 	$(VENV)/bin/dualjudge run benchmarks/demo.toml --out $(DEMO_DIR)
+	$(VENV)/bin/dualjudge rubric clarify $(DEMO_DIR) --editor gemma-3-270m --k 2
+	$(VENV)/bin/dualjudge view $(DEMO_DIR) --screenshot
 	$(VENV)/bin/dualjudge data sheet --testbed $(DEMO_DIR)/testbed --out $(DEMO_DIR)/contact_sheet.png
 
 clean:

@@ -11,7 +11,7 @@ import pytest
 
 from dualjudge.analysis.clarification import choose_clauses, rank_clauses, split_signs
 from dualjudge.errors import DualjudgeError
-from dualjudge.protocol.editor import build_editor_request, editor_constraint, editor_max_tokens, read_rewrite
+from dualjudge.protocol.editor import ATTEMPTS, build_editor_request, editor_constraint, editor_max_tokens, read_rewrite
 from dualjudge.protocol.rubric import load_rubric
 from dualjudge.runs.clarify import ClarifyOptions, clarify
 from dualjudge.runs.job import run_job
@@ -125,6 +125,8 @@ def test_k_is_bounded_by_half_the_rubric():
     (json.dumps({"figure": "Figure without its bands", "action": "A. 2: a; 1: b; 0: c"}), "score bands"),
     (json.dumps({"figure": 3, "action": "A. 2: a; 1: b; 0: c"}), "not an object of clause texts"),
     (None, "no reply"),
+    (json.dumps({"figure": load_rubric().text_of("figure"), "action": "A. 2: a; 1: b; 0: c"}),
+     "clause figure came back unchanged"),
 ])
 def test_a_malformed_rewrite_is_rejected(reply, problem):
     rewrite = read_rewrite(load_rubric(), ("figure", "action"), reply)
@@ -171,8 +173,8 @@ def test_the_experiment_clarifies_the_contested_clauses_and_judges_the_test_spli
     assert not set(record["control"]) & {"figure", "exceptions"} and len(record["control"]) == 2
     dev, test = record["split"]["dev"], record["split"]["test"]
     assert set(dev).isdisjoint(test) and sorted(dev + test) == sorted(json.loads(SIGNS))
-    # the rubric variant was already judged by the run: only the editor and the two new rubrics load models
-    assert engines.loaded == ["gemma-3-270m", "smollm2-135m-instruct", "gemma-3-270m"]
+    # the rubric variant was already judged by the run; the editor stays loaded to judge the test split first
+    assert engines.loaded == ["gemma-3-270m", "smollm2-135m-instruct"]
     for arm, clauses in (("clarified", record["selected"]), ("control", record["control"])):
         diff = (out / "rubrics" / f"{arm}.diff").read_text()
         assert diff.count("\n+text = ") == diff.count("\n-text = ") == len(clauses)
@@ -230,8 +232,8 @@ def test_an_editor_that_breaks_the_structure_is_retried_then_reported_and_never_
     assert [a["used"] for a in clarified] == [False, True] and "not JSON" in clarified[0]["problems"][0]
     assert clarified[0]["seed"] != clarified[1]["seed"]
     control = [a for a in record["editor"]["attempts"] if a["arm"] == "control"]
-    assert len(control) == 3 and not any(a["used"] for a in control)
-    assert len({a["seed"] for a in control}) == 3 and all("score bands" in a["problems"][0] for a in control)
+    assert len(control) == ATTEMPTS == 4 and not any(a["used"] for a in control)
+    assert len({a["seed"] for a in control}) == 4 and all("score bands" in a["problems"][0] for a in control)
     assert record["arms"] == ["original", "clarified"] and "control" not in record["rubrics"]
     assert not (tmp_path / "run" / "rubrics" / "control.toml").exists()
     store = Store(tmp_path / "run" / "results.sqlite")

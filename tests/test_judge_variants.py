@@ -33,7 +33,7 @@ def test_the_shipped_rubric_has_six_clauses_each_with_its_bands():
     ('name = "r"\n[[clauses]]\nid = "a"\ntext = "x 2: a; 1: b; 0: c"\n[[clauses]]\nid = "a"\ntext = "y 2: a; 1: b; 0: c"',
      "ids repeat"),
     ('name = "r"\n[[clauses]]\nid = "a"\ntext = "no bands"', "score bands"),
-    ('name = "r"\n[[clauses]]\nid = "a"\ntext = "0: a; 1: b; 2: c"', "out of order"),
+    ('name = "r"\n[[clauses]]\nid = "a"\ntext = "0: a; 1: b; 2: c"', "not all there in that order"),
     ('name = "r"\n[[clauses]]\nid = "overall"\ntext = "2: a; 1: b; 0: c"', "lower-case name and not one of"),
     ('name = "r"\nclauses = []', "non-empty list"),
     ('name = "r"\n[[clauses]]\nid = "a"', "exactly an id and a text"),
@@ -50,6 +50,7 @@ def test_a_rubric_round_trips_through_its_toml():
     edited = rubric.with_texts("edited", {"figure": 'A "quoted" figure. 2: x; 1: y; 0: z'})
     assert parse_rubric(edited.to_toml(), "e").text_of("figure") == 'A "quoted" figure. 2: x; 1: y; 0: z'
     assert edited.ids == rubric.ids and edited.sha256 != rubric.sha256
+    assert rubric.with_texts("renamed", {}).sha256 == rubric.sha256  # the hash is of what the judge is shown
 
 
 def test_a_rewrite_that_breaks_the_structure_is_named():

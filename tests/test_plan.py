@@ -134,3 +134,27 @@ def test_plan_command_prints_json_and_a_table(cli, tmp_path):
     assert not out.exists()
     code, stdout, _ = cli("plan", str(ROOT / "benchmarks" / "smoke.toml"), "--out", str(out))
     assert code == 0 and "to send" in stdout and "padding judged" in stdout and "≤" in stdout
+
+
+def test_the_plan_counts_each_judge_variant(tmp_path):
+    """Two judge designs: every judge stage (verdicts, order probe, padding judged, passes) once per
+    variant, with the rubric prompts' own token counts; the plan equals what the runner sends."""
+    config = config_with(**{'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]':
+                            'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n'
+                            'variants = ["holistic", "rubric"]\nmax_tokens = 320\n[probes]'})
+    out = tmp_path / "run"
+    engines = Recorder()
+    before = estimate(config, out, engines=engines)
+    assert rows(before)[("gemma-3-270m", "verdicts")] == 48 * 2 * 2
+    assert rows(before)[("gemma-3-270m", "stability passes")] == 2 * 96 * 2
+    holistic = estimate(config_with(**{'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]':
+                                       'models = ["smollm2-135m-instruct", "gemma-3-270m"]\nmax_tokens = 320\n[probes]'}),
+                        tmp_path / "other", engines=Recorder())
+    prompt = {(r.model, r.stage): r.prompt_tokens for r in before.rows}
+    assert prompt[("gemma-3-270m", "verdicts")] > 2 * {(r.model, r.stage): r.prompt_tokens
+                                                        for r in holistic.rows}[("gemma-3-270m", "verdicts")]
+    result = run_job(config, out, engines=engines)
+    assert result.report.sessions_requests == engines.calls == before.total_requests
+    actual = made(out / "results.sqlite")
+    for r in before.rows:
+        assert actual.get((r.model, r.stage), 0) <= r.requests if r.upper_bound else actual[(r.model, r.stage)] == r.requests

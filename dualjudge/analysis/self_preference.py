@@ -57,6 +57,7 @@ class Grid:
     answer_family: np.ndarray  # (A,) index into families
     signs: list[str]
     long: pd.DataFrame  # y, judge, generator, jfam, gfam, sign: the rows the alternatives use
+    answers: list[str]  # (A,) each answer's key: its ANSWER columns joined by \x1f
 
 
 def lineage_columns(frame: pd.DataFrame, lineage: Lineage) -> tuple[pd.Series, pd.Series]:
@@ -111,7 +112,7 @@ def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
                          "jfam": rows["judge_model"].astype(str).map(judge_family).to_numpy(),
                          "gfam": rows["system_model"].astype(str).map(gen_family).to_numpy(),
                          "sign": rows["sign_code"].astype(str).to_numpy()})
-    return Grid(design, judges, judge_family, families, answer_family, list(signs), long)
+    return Grid(design, judges, judge_family, families, answer_family, list(signs), long, list(answers))
 
 
 def identification(grid: Grid) -> dict[str, str]:
@@ -120,6 +121,24 @@ def identification(grid: Grid) -> dict[str, str]:
              if (d.present[j] & (grid.answer_family == f)).any()}
     own_rows = {grid.judges[j]: int((d.terms[:, j].sum(axis=0) * d.present[j]).sum()) for j in range(d.n_judges)}
     return calibration.unidentified(grid.judges, grid.judge_family, cells, own_rows)
+
+
+def calibrated_residuals(frame: pd.DataFrame, lineage: Lineage = "family") -> pd.DataFrame:
+    """Per overall verdict of an answer two judges or more rated: the verdict minus the judge's leniency
+    and scale times the answer's latent quality, from the full calibrated fit (own-family effects left
+    in: this is where favouritism shows). Columns: ANSWER, judge_model, residual."""
+    grid = build_grid(frame, "overall", lineage)
+    d = grid.design
+    if d.n_answers == 0:
+        return pd.DataFrame(columns=[*ANSWER, "judge_model", "residual"])
+    types = calibration.Types.of(d)
+    f = calibration.fit(types.resampled(None))
+    quality = f.quality(d, types)
+    residual = d.y - f.leniency[0][:, None] - f.scale[0][:, None] * quality[None, :]
+    j, a = np.nonzero(d.present)
+    keys = pd.DataFrame([grid.answers[i].split("\x1f") for i in a], columns=ANSWER)
+    keys["repeat"] = keys["repeat"].astype(frame["repeat"].dtype)
+    return keys.assign(judge_model=np.array(grid.judges)[j], residual=residual[j, a])
 
 
 # -- the calibrated index and its bootstrap ------------------------------------------------------------

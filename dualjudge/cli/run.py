@@ -72,11 +72,14 @@ def _summary_table(frame) -> Table:  # type: ignore[no-untyped-def]
     from dualjudge.runs.job import summary
 
     t = Table(title="summary (verdict table)")
-    for col in ("system model", "system", "judge", "n", "mean overall", "equivalence", "format ok"):
+    table = summary(frame)
+    several = table["judge_variant"].nunique() > 1
+    for col in ("system model", "system", "judge", *(("judge variant",) if several else ()), "n", "mean overall",
+                "equivalence", "format ok"):
         t.add_column(col, no_wrap=True)
-    for r in summary(frame).itertuples():
-        t.add_row(r.system_model, r.system, r.judge_model, str(r.n), _fmt2(r.mean_overall), _fmt2(r.equivalence_rate),
-                  _fmt2(r.format_compliance))
+    for r in table.itertuples():
+        t.add_row(r.system_model, r.system, r.judge_model, *((r.judge_variant,) if several else ()), str(r.n),
+                  _fmt2(r.mean_overall), _fmt2(r.equivalence_rate), _fmt2(r.format_compliance))
     return t
 
 
@@ -221,3 +224,33 @@ def _duration(seconds: float | None) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def view(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    screenshot: Annotated[bool, typer.Option("--screenshot", help="Also save RUN/explorer.png, taken with Debian's "
+                                                                  "chromium (headless) when it is installed.")] = False,
+) -> None:
+    """Write RUN/explorer.html: every answer with its image or scene text, gold reference, the judges'
+    verdicts and reasoning and its probes, filtered and sorted in the browser (one file, works offline)."""
+    from dualjudge.runs.explorer import write_explorer
+    from dualjudge.runs.rundir import load_run_store
+
+    store = load_run_store(run_dir)
+    try:
+        path = write_explorer(run_dir, store)
+    finally:
+        store.close()
+    console.print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in a browser")
+    if screenshot:
+        from dualjudge.report.browser import find_chromium
+        from dualjudge.report.browser import screenshot as take
+
+        browser = find_chromium()
+        png = run_dir / "explorer.png"
+        if browser is None:
+            console.print("no screenshot: chromium is not installed (Debian: apt-get install chromium)")
+        elif take(path, png, browser):
+            console.print(f"wrote {png}")
+        else:
+            console.print(f"no screenshot: {browser} wrote nothing")

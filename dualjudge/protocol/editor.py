@@ -22,7 +22,7 @@ LEAD_MIN, LEAD_RUNS = 10, (100, 100, 50)  # the clause's statement: 10 to 250 ch
 BAND_MIN, BAND_MAX = 3, 100  # each band's text
 BANDS = (" 2: ", "; 1: ", "; 0: ")
 EDITOR_TEMPERATURE = 0.7  # sampled, so that a retry with another seed can give another rewrite
-ATTEMPTS = 3
+ATTEMPTS = 4
 
 
 def clause_pattern() -> str:

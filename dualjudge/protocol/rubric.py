@@ -43,7 +43,8 @@ class Rubric:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.to_toml().encode()).hexdigest()
+        """The hash of what a judge is shown (the clause ids and texts, in order; not the name)."""
+        return hashlib.sha256(self.block().encode()).hexdigest()
 
     def block(self) -> str:
         """The clauses as the judge prompt lists them."""
@@ -67,12 +68,14 @@ class Rubric:
 
 
 def band_problem(text: str) -> str | None:
-    """Why a clause text does not carry its score bands in order, or None."""
-    positions = [text.find(b) for b in BANDS]
-    if any(p < 0 for p in positions):
-        return f"the score bands {', '.join(BANDS)} are not all there"
-    if positions != sorted(positions):
-        return f"the score bands are out of order (want {', '.join(BANDS)})"
+    """Why a clause text does not end in its score bands "2: ...; 1: ...; 0: ..." (in that order), or None.
+    The last "0:" and the last "1:" and "2:" before it are the bands, so the clause's own words may hold
+    such marks too."""
+    p0 = text.rfind("0:")
+    p1 = text.rfind("1:", 0, max(p0, 0))
+    p2 = text.rfind("2:", 0, max(p1, 0))
+    if min(p0, p1, p2) < 0:
+        return f"the score bands {', '.join(BANDS)} are not all there in that order"
     return None
 
 
@@ -135,6 +138,8 @@ def check_rewrite(original: Rubric, rewritten: dict[str, str], allowed: set[str]
         problem = band_problem(text)
         if problem:
             problems.append(f"clause {cid}: {problem}")
+        elif cid in original.ids and " ".join(text.split()) == " ".join(original.text_of(cid).split()):
+            problems.append(f"clause {cid} came back unchanged")
     if not set(original.ids) >= allowed:
         problems.append("the clauses to rewrite are not all in the rubric")
     return problems

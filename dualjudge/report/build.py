@@ -12,6 +12,7 @@ from dualjudge.analysis.results import Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.summary import summarize_table
 from dualjudge.files import check_output_dir, write_text
+from dualjudge.report.links import EXPLORER
 from dualjudge.report.render import render_report
 
 ANALYSIS_FILES = ("summary.json", "report.md", "report.html")
@@ -19,10 +20,13 @@ ANALYSIS_FOLDERS = ("figures",)
 
 
 def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
-            n_resamples: int = N_RESAMPLES, figures: bool = True, scale: Scale = PAPER_SCALE) -> Summary:
+            n_resamples: int = N_RESAMPLES, figures: bool = True, scale: Scale = PAPER_SCALE,
+            links: bool | None = None) -> Summary:
+    """`links`: the report's numbers link to the run explorer beside it (default: when out holds one)."""
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
     frame, summary = summarize_table(table, lineage, seed, n_resamples, scale)
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "summary.json", summary.to_json())
-    render_report(frame, summary, out, lineage, figures=figures)
+    render_report(frame, summary, out, lineage, figures=figures,
+                  links=(out / EXPLORER).is_file() if links is None else links)
     return summary

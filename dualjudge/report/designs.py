@@ -38,8 +38,8 @@ def section(d: DesignComparison) -> list[str]:
                      paired_text(r.self_preference), num(r.human_r_overall), num(r.human_kappa_equivalent)])
     parts += [table(["judge", "variant", "order flips", *(f"padding flips ({k})" for k in kinds),
                      "self-preference (overall) [95% CI]", "human r (overall)", "human kappa (equivalent)"], rows), ""]
-    parts += ["Agreement between judges (Krippendorff's alpha on the answers every variant judged; interval on "
-              "overall, nominal on equivalent):", ""]
+    parts += ["Agreement between judges (Krippendorff's alpha; interval on overall, nominal on equivalent), each "
+              f"variant on the answers it shares with {d.reference}:", ""]
     alpha_rows = []
     for v in d.variants:
         a = d.alpha[v]

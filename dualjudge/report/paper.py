@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dualjudge.analysis.results import Summary
+from dualjudge.report.links import explorer_link, visibility_key
 from dualjudge.report.tables import ci, count_rate, num, pvalue, rate, table
 
 
-def section(summary: Summary) -> list[str]:
+def section(summary: Summary, links: bool = False) -> list[str]:
+    """The paper's tables; with `links`, the Type I and Type II counts open the explorer on their rows."""
     s = summary
+    variant = s.judge_variant
     parts = ["## Systems (all judges pooled)", ""]
     parts.append(table(["system", "n", "mean overall", "equivalence rate", "format compliance"],
                        [[k, str(v.n), num(v.mean_overall), num(v.equivalence_rate), num(v.format_compliance)]
@@ -32,8 +35,10 @@ def section(summary: Summary) -> list[str]:
         given = js.overall_given_equivalent
         rows.append([j, str(js.n_rows), num(js.point_biserial_r), ci(js.point_biserial_ci),
                      _mean_sd(given.get("1")), _mean_sd(given.get("0")),
-                     count_rate(js.type1.count, js.type1.rate, js.type1.ci),
-                     count_rate(js.type2.count, js.type2.rate, js.type2.ci), rate(js.agreement_share),
+                     _linked(count_rate(js.type1.count, js.type1.rate, js.type1.ci), links, judge=j, type="type1",
+                             variant=variant),
+                     _linked(count_rate(js.type2.count, js.type2.rate, js.type2.ci), links, judge=j, type="type2",
+                             variant=variant), rate(js.agreement_share),
                      num(js.within_judge_agreement.kappa)])
     parts.append(table(["judge", "rows", "point-biserial r", "95% CI", "overall if equivalent (SD)",
                         "overall if not (SD)", "Type I", "Type II", "neither", f"kappa({good}, equiv.)"], rows))
@@ -43,9 +48,19 @@ def section(summary: Summary) -> list[str]:
             parts.append("No visibility column: no rates by visibility.")
             continue
         parts.append(table(["visibility", "answers", good, "Type II", "marginal [95% CI]", "conditional [95% CI]"],
-                           [[v, str(x.n), str(x.n_high), str(x.count), _rate_ci(x.marginal_rate, x.marginal_ci),
+                           [[v, str(x.n), str(x.n_high),
+                             _linked(str(x.count), links, judge=j, type="type2", visibility=visibility_key(v),
+                                     variant=variant), _rate_ci(x.marginal_rate, x.marginal_ci),
                              _rate_ci(x.conditional_rate, x.conditional_ci)] for v, x in js.type2_by_visibility.items()]))
     return parts + [""] + _identification(summary)
+
+
+def _linked(text: str, links: bool, **state: object) -> str:
+    """The text (its first number, when it has more) linked to the explorer's rows behind it."""
+    if not links:
+        return text
+    head, _, rest = text.partition(" ")
+    return f"[{head}]({explorer_link(**state)})" + (f" {rest}" if rest else "")
 
 
 def _convention(convention: str, good: str) -> str:

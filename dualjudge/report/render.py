@@ -15,6 +15,7 @@ from dualjudge.report.checks import section as checks_section
 from dualjudge.report.clarification import section as clarification_section
 from dualjudge.report.designs import section as designs_section
 from dualjudge.report.designs import variant_sections
+from dualjudge.report.findings import section as findings_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
 
@@ -41,8 +42,9 @@ def _figures(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage)
     return made
 
 
-def markdown(summary: Summary, images: list[tuple[str, str]]) -> str:
-    parts = ["# dualjudge report", "",
+def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str] | None = None,
+             links: bool = False) -> str:
+    parts = ["# dualjudge report", "", *(findings or []),
              f"Rows: {summary.n_rows}; runs: {', '.join(summary.runs) or '-'}. "
              f"CIs: sign-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
              f"except self-preference (its section says how its intervals are made). Scale: 0-{summary.scale.maximum:g}, "
@@ -54,7 +56,7 @@ def markdown(summary: Summary, images: list[tuple[str, str]]) -> str:
     if summary.notes:
         parts += ["What the table lacks, and what the analysis does instead:", ""]
         parts += [f"- {note}" for note in summary.notes] + [""]
-    parts += paper_section(summary)
+    parts += paper_section(summary, links)
     parts += self_preference_section(summary.self_preference)
     parts += checks_section(summary)
     if summary.designs:
@@ -69,12 +71,15 @@ def markdown(summary: Summary, images: list[tuple[str, str]]) -> str:
 
 
 def render_report(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage,
-                  figures: bool = True) -> None:
+                  figures: bool = True, links: bool = False) -> None:
+    """report.md and report.html; with `links` (a run directory, whose explorer.html sits beside them) the
+    headline numbers link to the explorer filtered to the rows behind them."""
     made = _figures(frame, summary, out, lineage) if figures else []
-    md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made])
+    findings = findings_section(frame, summary, links)
+    md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
     write_text(out / "report.md", md)
     embedded = markdown(summary, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
-                                  for c, p in made])
+                                  for c, p in made], findings, links)
     write_text(out / "report.html", _html(embedded))
 
 

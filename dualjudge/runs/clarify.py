@@ -6,8 +6,8 @@
 3. Rank the clauses by the judges' disagreement on the development split; the top k are clarified,
    and k others drawn (seeded) from the rest are the control.
 4. The editor model rewrites each arm's clauses with the same instruction (protocol/editor.py). A reply
-   that breaks the rubric's structure is retried with another seed (three tries), then reported and
-   never used. The rubrics and their diffs against the original are saved under RUN/rubrics/.
+   that breaks the rubric's structure or returns a clause unchanged is retried with another seed (four
+   tries), then reported and never used. The rubrics and their diffs against the original are saved under RUN/rubrics/.
 5. Every judge scores the test split's answers with the clarified and control rubrics (variants
    `rubric:clarified` and `rubric:control`, in the same store).
 6. The verdict table is exported again and the run re-analysed: the report's "Rubric clarification"
@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from dualjudge.protocol.variants import RUBRIC
 from dualjudge.report.build import analyze
 from dualjudge.runs import steps
 from dualjudge.runs.caller import CachingCaller
+from dualjudge.runs.explorer import write_explorer
 from dualjudge.runs.job import export_run, stored_config
 from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import write_manifest
@@ -99,7 +101,8 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
             record = asyncio.run(_clarify(runner, options))
             config = runner.config
             export_run(config, out, runner.store)
-            analyze(out / "verdicts.parquet", out, seed=config.run.seed)
+            write_explorer(out, runner.store)
+            analyze(out / "verdicts.parquet", out, seed=config.run.seed, links=True)
             _manifest(out, record)
             return record
         finally:
@@ -147,37 +150,71 @@ async def _clarify(runner: Runner, options: ClarifyOptions) -> dict[str, Any]:
     ranking = rank_clauses(clause_scores(rows), original.ids)
     selected, control = choose_clauses(ranking, options.k, seed)
 
-    # 4. the editor rewrites both arms with the same instruction
+    # 4. the editor rewrites both arms with the same instruction; 5. the rewritten rubrics on the test split.
+    # The editor, when it is also a judge, stays loaded to judge first.
     log = EditorLog()
     arms_clauses = {"clarified": tuple(selected), "control": tuple(control)}
-    await runner.stage(options.editor, [_editor_step(original, arms_clauses, seed, log)])
-    files: dict[str, str] = {}
-    for arm, texts in sorted(log.rewrites.items()):
-        rubric = original.with_texts(arm, texts)
-        path = rubric_dir / f"{arm}.toml"
-        write_text(path, rubric.to_toml())
-        write_text(rubric_dir / f"{arm}.diff", _diff(original, rubric, arm))
-        files[arm] = str(path.resolve())
     record = {"settings": settings, "split": {"dev": dev, "test": test, "stratified_by": "sign group"},
               "statistic": STATISTIC, "ranking": ranking, "selected": selected, "control": control,
-              "editor": {"model": options.editor, "attempts": log.attempts, "tries": ATTEMPTS},
-              "arms": ["original", *sorted(log.rewrites)], "variants": {a: ARMS[a] for a in ["original", *log.rewrites]},
-              "rubrics": {"original": str((rubric_dir / "original.toml").resolve()), **files},
-              "rubric_sha256": {"original": original.sha256,
-                                **{arm: original.with_texts(arm, t).sha256 for arm, t in log.rewrites.items()}},
-              "status": "judging"}
-    write_text(runner.out / CLARIFICATION, json.dumps(record, indent=2))
+              "editor": {"model": options.editor, "attempts": log.attempts, "tries": ATTEMPTS}}
+    settled: dict[str, str] = {}
 
-    # 5. the rewritten rubrics on the test split
-    variants = tuple(ARMS[arm] for arm in sorted(log.rewrites))
-    if variants:
-        test_answers = [a for a in answers if a.sign_code in set(test)]
-        ctx = _context(runner, variants, {arm: files[arm] for arm in log.rewrites}, test_answers)
-        for judge in config.judges.models:
-            await runner.stage(judge, [_named(steps.judge_step(ctx, judge), f"clarified/control judges: {judge}")])
+    def settle() -> dict[str, str]:
+        """Once the editor is done: the rubrics saved, the record written; arm -> rubric file."""
+        if not settled:
+            settled.update(_save(runner.out, original, log, record, previous))
+        return settled
+
+    test_answers = [a for a in answers if a.sign_code in set(test)]
+    judges = config.judges.models
+    editor_judges = [options.editor] if options.editor in judges else []
+    await runner.stage(options.editor, [_editor_step(original, arms_clauses, seed, log),
+                                        *(_test_step(runner, j, test_answers, settle) for j in editor_judges)])
+    settle()
+    for judge in judges:
+        if judge not in editor_judges:
+            await runner.stage(judge, [_test_step(runner, judge, test_answers, settle)])
     record["status"] = "done"
     write_text(runner.out / CLARIFICATION, json.dumps(record, indent=2))
     return record
+
+
+def _save(out: Path, original: Rubric, log: EditorLog, record: dict[str, Any],
+          previous: dict[str, Any] | None) -> dict[str, str]:
+    """The rewritten rubrics and their diffs under RUN/rubrics/, and the record so far (status judging)."""
+    rewritten = {arm: original.with_texts(arm, texts) for arm, texts in sorted(log.rewrites.items())}
+    hashes = {"original": original.sha256, **{arm: r.sha256 for arm, r in rewritten.items()}}
+    if previous is not None and previous.get("rubric_sha256") != hashes:
+        raise DualjudgeError(f"the editor's rewrites differ from those {out} recorded (was the response cache "
+                             f"removed?); clarify a copy of the run directory")
+    for arm, rubric in rewritten.items():
+        write_text(out / RUBRICS_DIR / f"{arm}.toml", rubric.to_toml())
+        write_text(out / RUBRICS_DIR / f"{arm}.diff", _diff(original, rubric, arm))
+    arms = ["original", *rewritten]
+    record.update(arms=arms, variants={arm: ARMS[arm] for arm in arms},
+                  rubrics={arm: f"{RUBRICS_DIR}/{arm}.toml" for arm in arms}, rubric_sha256=hashes, status="judging")
+    write_text(out / CLARIFICATION, json.dumps(record, indent=2))
+    return {arm: str((out / RUBRICS_DIR / f"{arm}.toml").resolve()) for arm in rewritten}
+
+
+def _test_step(runner: Runner, judge: str, answers: list[Answer],
+               settle: Callable[[], dict[str, str]]) -> steps.Step[Any]:
+    """The judge's verdicts on the test split with the clarified and control rubrics (those the editor
+    made), built when the step starts, after the editor's step."""
+    inner: list[steps.Step[Any]] = []
+
+    def tasks() -> list[Any]:
+        files = settle()
+        if not files:
+            return []
+        variants = tuple(ARMS[arm] for arm in files)
+        inner[:] = [steps.judge_step(_context(runner, variants, files, answers), judge)]
+        return inner[0].tasks()
+
+    async def work(task: Any, caller: CachingCaller) -> None:
+        await inner[0].work(task, caller)
+
+    return steps.Step(f"clarified/control judges: {judge}", tasks, work)
 
 
 def _context(runner: Runner, variants: tuple[str, ...], rubrics: dict[str, str], answers: list[Answer]) -> steps.Context:

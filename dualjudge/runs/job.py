@@ -15,6 +15,8 @@ from dualjudge.files import check_output_dir
 from dualjudge.inference.engines import EngineFactory
 from dualjudge.inference.preflight import ModelCheck, check_models, failures
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
+from dualjudge.report.links import EXPLORER
+from dualjudge.runs.explorer import write_explorer
 from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
 from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
@@ -88,7 +90,7 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
 def run_job(config: RunConfig, out: Path, progress: Progress | None = None,
             engines: EngineFactory | None = None) -> JobResult:
     """The whole run under the directory's lock; the output folder is checked before any work."""
-    check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES), ("logs", TESTBED, *ANALYSIS_FOLDERS))
+    check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES, EXPLORER), ("logs", TESTBED, *ANALYSIS_FOLDERS))
     check_store_files(out / STORE_FILE, Path(config.engine.cache).expanduser() if config.engine.cache else None)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
@@ -101,7 +103,8 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
         report = asyncio.run(runner.run())
         table = export_run(config, out, runner.store)
         if len(table):
-            analyze(out / "verdicts.parquet", out, seed=config.run.seed)
+            write_explorer(out, runner.store)
+            analyze(out / "verdicts.parquet", out, seed=config.run.seed, links=True)
         c = counts(runner.store)
         write_manifest(build_manifest(config, out, {
             "last_session": {"session": runner.session, "requests_sent": report.sessions_requests,
@@ -114,10 +117,10 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per system model, strategy and judge: n, mean overall, equivalence rate, format compliance."""
+    """Per system model, strategy, judge and judge variant: n, mean overall, equivalence rate, format compliance."""
     if table.empty:
-        return pd.DataFrame(columns=["system_model", "system", "judge_model", "n", "mean_overall",
+        return pd.DataFrame(columns=["system_model", "system", "judge_model", "judge_variant", "n", "mean_overall",
                                      "equivalence_rate", "format_compliance"])
-    g = table.groupby(["system_model", "system", "judge_model"], sort=True)
+    g = table.groupby(["system_model", "system", "judge_model", "judge_variant"], sort=True)
     return g.agg(n=("item_id", "size"), mean_overall=("overall", "mean"),
                  equivalence_rate=("equivalent", "mean"), format_compliance=("format_ok", "mean")).reset_index()

@@ -1,0 +1,93 @@
+"""The report's opening: what the numbers say, in sentences generated from them, before the tables.
+
+What was run (models, families, signs, variants, verdicts, failures), the dual-judge headline per judge
+(point-biserial r, the Type II rate and the visibility where its conditional rate peaks), the
+self-preference headline per judge, and the warnings (few signs, judges the design cannot identify,
+uneven missing verdicts). With `links`, the numbers open the run explorer on the rows behind them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
+from dualjudge.analysis.results import JudgeSummary, Summary
+from dualjudge.report.links import explorer_link, visibility_key
+from dualjudge.report.self_preference import sentence
+from dualjudge.report.tables import num, rate
+
+
+def _linked(text: str, links: bool, **state: object) -> str:
+    return f"[{text}]({explorer_link(**state)})" if links else text
+
+
+def section(frame: pd.DataFrame, summary: Summary, links: bool = False) -> list[str]:
+    rows = frame[frame["judge_variant"] == summary.judge_variant] if "judge_variant" in frame.columns else frame
+    parts = ["## Findings", "", _what_was_run(rows, summary), ""]
+    variant = summary.judge_variant
+    for judge, js in summary.judges.items():
+        parts.append(f"- {_dual_judge(judge, js, links, variant)}")
+    if summary.judges:
+        parts.append("")
+    overall = summary.self_preference.overall
+    if overall is not None and overall.judges:
+        for entry in overall.judges:
+            text = sentence(entry, "overall")
+            if links and entry.estimate is not None:
+                text += f" ({_linked('its own-family verdicts', True, judge=entry.judge, own=1, sort='residual', variant=variant)})"
+            parts.append(f"- Self-preference: {text}")
+        parts.append("")
+    elif overall is not None:
+        parts += [f"- Self-preference: not estimable ({overall.reason}).", ""]
+    warnings = _warnings(summary)
+    if warnings:
+        parts += [f"- **Warning:** {w}" for w in warnings] + [""]
+    return parts
+
+
+def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
+    systems = rows.drop_duplicates("system_model")
+    judges = rows.drop_duplicates("judge_model")
+    fam = lambda d, m, f: ", ".join(f"{r[m]} ({r[f]})" for _, r in d.sort_values(m).iterrows())  # noqa: E731
+    answers = rows.drop_duplicates(["run_id", "item_id", "repeat", "system", "system_model"])
+    failed = {k: int(rows[f"{k}_status"].isin(["parse_failure", "error"]).sum()) for k in ("quality", "equivalence")}
+    strategies = sorted(rows["system"].astype(str).unique())
+    text = (f"Run {', '.join(summary.runs) or '-'}: {len(answers)} answers from {len(systems)} system model(s), "
+            f"{fam(systems, 'system_model', 'system_family')}, with strategies {', '.join(strategies)}, on "
+            f"{rows['sign_code'].nunique()} signs and {rows['item_id'].nunique()} variants; judged by {len(judges)} "
+            f"judge model(s), {fam(judges, 'judge_model', 'judge_family')} ({summary.judge_variant} judges), "
+            f"{len(rows)} answer x judge rows. Failed verdicts: {failed['quality']} quality, "
+            f"{failed['equivalence']} equivalence")
+    if summary.missingness.failed_system_calls:
+        text += f"; {summary.missingness.failed_system_calls} system calls gave no answer"
+    return text + "."
+
+
+def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
+    if js.point_biserial_n == 0:
+        return f"{judge}: no row has both of its verdicts, so the dual-judge statistics are not available."
+    r_ci = f" [{num(js.point_biserial_ci[0])}, {num(js.point_biserial_ci[1])}]" if js.point_biserial_ci else ""
+    count = _linked(str(js.type2.count), links, judge=judge, type="type2", variant=variant)
+    text = (f"{judge}: its quality and equivalence verdicts correlate at r = {num(js.point_biserial_r)}{r_ci}; "
+            f"Type II (not equivalent yet scored good) {count} of {js.point_biserial_n} ({rate(js.type2.rate)})")
+    peaks = [(v, x) for v, x in js.type2_by_visibility.items() if x.conditional_rate is not None and x.count > 0]
+    if peaks:
+        v, x = max(peaks, key=lambda p: (p[1].conditional_rate, -float(p[0])))
+        at = _linked(f"v = {visibility_key(v)}", links, judge=judge, type="type2", visibility=visibility_key(v),
+                     variant=variant)
+        text += (f"; conditionally on a good score it peaks at {at}: {x.count} of {x.n_high} good scores "
+                 f"({rate(x.conditional_rate)}) are not equivalent")
+    return text + "."
+
+
+def _warnings(summary: Summary) -> list[str]:
+    out = []
+    signs = summary.self_preference.overall.n_signs if summary.self_preference.overall else None
+    if signs is not None and signs < MIN_RELIABLE_SIGNS:
+        out.append(f"only {signs} signs: sign-cluster intervals are unreliable below {MIN_RELIABLE_SIGNS} signs.")
+    for name, o in summary.self_preference.outcomes().items():
+        lost = [j.judge for j in o.judges if j.estimate is None]
+        if lost:
+            out.append(f"self-preference on {name} is not estimable for {', '.join(lost)} (see its section).")
+        out += [w for w in o.warnings if "signs" not in w]
+    return out

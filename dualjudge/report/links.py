@@ -1,0 +1,18 @@
+"""Links from the report to the run explorer (runs/explorer.py), filtered to the rows behind a number."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+EXPLORER = "explorer.html"
+
+
+def explorer_link(**state: object) -> str:
+    """A link to the explorer with these filters set (names and values as its controls take them)."""
+    parts = [f"{k}={quote(str(v), safe='')}" for k, v in state.items() if v is not None]
+    return f"{EXPLORER}#{'&'.join(parts)}"
+
+
+def visibility_key(v: str | float) -> str:
+    """A visibility as the explorer's control names it (1.0 -> "1", 0.3 -> "0.3", as JavaScript prints it)."""
+    return f"{float(v):g}"

@@ -1,0 +1,160 @@
+"""The run explorer: one self-contained HTML file (RUN/explorer.html) to read why a judge said what it said.
+
+Built from the run's verdict table (verdicts.parquet), its store (each verdict's reasoning, a rubric
+judge's clause scores, errors; the probes) and its testbed (scene text, image path). The data travel
+inside the file as one JSON block; web/explorer.js renders one card per answer (image or scene text,
+gold caption and description, the answer and its SIGN_TYPE, every judge's verdicts with reasoning, the
+probes that involve it) and filters, sorts and pages them in the browser. Images stay beside it in the
+run directory (testbed/images/), so the file works offline, opened from disk, with no server.
+
+The state of the filters is the URL's fragment (explorer.html#judge=X&type=type2&visibility=0.3), so
+the report links each headline number to the rows behind it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dualjudge.analysis.designs import variant_order
+from dualjudge.analysis.scale import PAPER_SCALE
+from dualjudge.analysis.self_preference import calibrated_residuals
+from dualjudge.errors import DualjudgeError
+from dualjudge.files import write_text
+from dualjudge.paths import project_root
+from dualjudge.report.links import EXPLORER
+from dualjudge.runs.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.runs.store import Store
+from dualjudge.testbed.catalogue import default_catalogue
+
+ANSWER = ["item_id", "repeat", "system_model", "system"]  # the verdict table's columns of an answer's key
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN and NA become null, numpy scalars plain numbers."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+        return None if isinstance(value, float) and math.isnan(value) else value
+    return value
+
+
+def explorer_data(out: Path, store: Store) -> dict[str, Any]:
+    """Everything the explorer shows, from a run directory and its store."""
+    table_path = out / "verdicts.parquet"
+    if not table_path.is_file():
+        raise DualjudgeError(f"{out}: no verdicts.parquet; run `dualjudge export {out}` first")
+    table = pd.read_parquet(table_path)
+    testbed = _testbed(out)
+    catalogue = default_catalogue()
+    judges = sorted(set(table["judge_model"].astype(str)))
+    judge_family = dict(zip(table["judge_model"].astype(str), table["judge_family"].astype(str)))
+    variants = variant_order(table["judge_variant"])
+    details = {r.key(): r for r in store.read(VerdictRow)}
+    residuals = _residuals(table)
+    probes = _probes(store)
+    answers = []
+    for key, rows in table.groupby(ANSWER, sort=True):
+        item_id, repeat, model, strategy = key
+        first = rows.iloc[0]
+        v = testbed.get(str(item_id), {})
+        answer_key = (str(item_id), int(repeat), str(model), str(strategy))
+        verdicts = [_verdict(r, judges, details, residuals.get((*answer_key, r.judge_model, r.judge_variant)))
+                    for r in rows.itertuples(index=False)]
+        answers.append({
+            "variant": str(item_id), "sign": str(first["sign_code"]), "visibility": _clean(first["visibility"]),
+            "mode": str(first["mode"]), "repeat": int(repeat), "strategy": str(strategy), "model": str(model),
+            "family": str(first["system_family"]), "text": _clean(first.get("response")),
+            "predicted": _clean(first["predicted_category"]), "category": str(first["category"]),
+            "format_ok": _clean(first["format_ok"]), "status": _clean(first.get("system_status")),
+            "scene": v.get("scene_text"), "image": v.get("image_path"),
+            "verdicts": verdicts, "probes": probes.get(answer_key, []),
+        })
+    signs = {code: {"caption": catalogue.sign(code).caption, "description": catalogue.sign(code).description,
+                    "group": catalogue.sign(code).group}
+             for code in sorted({a["sign"] for a in answers}) if code in catalogue.codes}
+    config = json.loads(store.get_meta("config") or "{}")
+    return {"run": sorted(set(table["run_id"].astype(str))), "good": PAPER_SCALE.high, "poor": PAPER_SCALE.low,
+            "modality": config.get("testbed", {}).get("modality", "image"),
+            "judges": [{"name": j, "family": judge_family[j]} for j in judges], "variants": variants,
+            "signs": signs, "answers": answers}
+
+
+def _testbed(out: Path) -> dict[str, dict[str, Any]]:
+    path = out / "testbed" / "variants.parquet"
+    if not path.is_file():
+        return {}
+    frame = pd.read_parquet(path, columns=["variant_id", "scene_text", "image_path"])
+    return {r.variant_id: {"scene_text": r.scene_text, "image_path": f"testbed/{r.image_path}"}
+            for r in frame.itertuples(index=False)}
+
+
+def _verdict(r: Any, judges: list[str], details: dict[tuple[Any, ...], VerdictRow],
+             residual: float | None) -> dict[str, Any]:
+    key = (r.item_id, int(r.repeat), r.system_model, r.system, r.judge_model, r.judge_variant)
+    q, e = details.get((*key, "quality")), details.get((*key, "equivalence"))
+    return {"judge": judges.index(r.judge_model), "jv": r.judge_variant,
+            "accuracy": _clean(r.accuracy), "completeness": _clean(r.completeness), "relevance": _clean(r.relevance),
+            "overall": _clean(r.overall), "equivalent": _clean(r.equivalent),
+            "qs": r.quality_status, "es": r.equivalence_status,
+            "qr": q.reasoning if q else None, "er": e.reasoning if e else None,
+            "qerr": q.error if q else None, "eerr": e.error if e else None,
+            "criteria": json.loads(q.criteria) if q and q.criteria else None,
+            "residual": None if residual is None else round(float(residual), 3)}
+
+
+def _residuals(table: pd.DataFrame) -> dict[tuple[Any, ...], float]:
+    """The calibrated residual of each overall verdict, per judge variant (where the fit has data)."""
+    out: dict[tuple[Any, ...], float] = {}
+    for variant, rows in table.groupby("judge_variant", sort=True):
+        if rows["judge_model"].nunique() < 2:
+            continue
+        try:
+            res = calibrated_residuals(rows)
+        except DualjudgeError:
+            continue  # a table the self-preference analysis refuses has no residuals to sort by
+        for r in res.itertuples(index=False):
+            out[(r.item_id, int(r.repeat), r.system_model, r.system, r.judge_model, variant)] = r.residual
+    return out
+
+
+def _probes(store: Store) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for o in store.read(OrderProbeRow):
+        for position, (model, strategy), (other_model, other_strategy) in (
+                ("first", (o.first_model, o.first_strategy), (o.second_model, o.second_strategy)),
+                ("second", (o.second_model, o.second_strategy), (o.first_model, o.first_strategy))):
+            out.setdefault((o.variant_id, o.repeat, model, strategy), []).append({
+                "probe": "order", "judge": o.judge_model, "jv": o.judge_variant, "position": position,
+                "other": f"{other_model} / {other_strategy}", "winner_ab": o.winner_ab, "winner_ba": o.winner_ba,
+                "flipped": o.flipped, "status": o.status})
+    for p in store.read(PaddingProbeRow):
+        out.setdefault((p.variant_id, p.repeat, p.system_model, p.strategy), []).append({
+            "probe": "padding", "judge": p.judge_model, "jv": p.judge_variant, "kind": p.kind,
+            "original": _clean(p.original), "padded": _clean(p.padded), "shift": _clean(p.shift), "flipped": p.flipped,
+            "status": p.status})
+    return out
+
+
+def render_explorer(data: dict[str, Any]) -> str:
+    """The explorer page: the data as one JSON block, the page's script and style inline."""
+    web = project_root() / "web"
+    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    page = (web / "explorer.html").read_text(encoding="utf-8")
+    return (page.replace("/*STYLE*/", (web / "explorer.css").read_text(encoding="utf-8"))
+                .replace("/*SCRIPT*/", (web / "explorer.js").read_text(encoding="utf-8"))
+                .replace("/*DATA*/", payload))
+
+
+def write_explorer(out: Path, store: Store) -> Path:
+    """RUN/explorer.html from the run's verdict table, store and testbed."""
+    path = out / EXPLORER
+    write_text(path, render_explorer(explorer_data(out, store)))
+    return path

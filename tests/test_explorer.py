@@ -1,0 +1,170 @@
+"""The run explorer (`dualjudge view`) and the report that leads with its findings and links to it.
+
+The data and the report are checked everywhere; the page itself in Debian's headless chromium, when it
+is installed (.ci/run installs it, so CI runs these rather than skipping them)."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pandas as pd
+import pytest
+
+from dualjudge.report.browser import dump_dom, find_chromium
+from dualjudge.runs.explorer import explorer_data
+from dualjudge.runs.job import run_job
+from dualjudge.runs.rundir import load_run_store
+from tests.test_runs import CONFIG, Recorder, config
+
+RUN = CONFIG.replace("[judges]\n", '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n')
+GOOD, POOR = 7.0, 5.0
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("explorer")
+    run_job(config(tmp, RUN), tmp / "run", engines=Recorder())
+    return tmp / "run"
+
+
+class Cards(HTMLParser):
+    """The answer cards of a dumped page, by their data attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cards: list[dict[str, str]] = []
+        self.errors: list[str] = []
+        self.count: str | None = None
+        self._in_errors = False
+
+    def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+        a = dict(attrs)
+        if tag == "article" and a.get("class") == "answer":
+            self.cards.append(a)
+        if tag == "p" and a.get("id") == "count":
+            self.count = a.get("data-count")
+        if tag == "ul" and a.get("id") == "errors":
+            self._in_errors = True
+
+    def handle_endtag(self, tag):  # type: ignore[no-untyped-def]
+        if tag == "ul":
+            self._in_errors = False
+
+    def handle_data(self, data):  # type: ignore[no-untyped-def]
+        if self._in_errors and data.strip():
+            self.errors.append(data)
+
+
+def open_page(path, fragment: str) -> Cards:
+    browser = find_chromium()
+    if browser is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    dom, console = dump_dom(path.resolve().as_uri() + "#" + fragment, browser)
+    page = Cards()
+    page.feed(dom)
+    assert 'data-ready="1"' in dom, dom[:2000]
+    assert page.errors == [] and not [c for c in console if "Uncaught" in c or ":ERROR:" in c], (page.errors, console)
+    return page
+
+
+def answer_keys(table: pd.DataFrame) -> set[tuple[str, str, str, str]]:
+    return {(r.item_id, r.system_model, r.system, str(r.repeat)) for r in table.itertuples()}
+
+
+def card_keys(page: Cards) -> list[tuple[str, str, str, str]]:
+    return [(c["data-variant"], c["data-system-model"], c["data-strategy"], c["data-repeat"]) for c in page.cards]
+
+
+def error_rows(table: pd.DataFrame, judge: str, kind: str = "type2", variant: str = "holistic") -> pd.DataFrame:
+    """The verdict table's Type II (not equivalent, overall > 7) or Type I (equivalent, overall < 5) rows."""
+    t = table[(table["judge_model"] == judge) & (table["judge_variant"] == variant)]
+    t = t[(t["quality_status"] == "ok") & (t["equivalence_status"] == "ok")]
+    eq = t["equivalent"].astype(bool)
+    return t[(t["overall"] > GOOD) & ~eq] if kind == "type2" else t[(t["overall"] < POOR) & eq]
+
+
+def test_the_explorer_data_hold_every_answer_once_with_every_verdict(run):
+    store = load_run_store(run)
+    try:
+        data = explorer_data(run, store)
+    finally:
+        store.close()
+    table = pd.read_parquet(run / "verdicts.parquet")
+    keys = [(a["variant"], a["model"], a["strategy"], str(a["repeat"])) for a in data["answers"]]
+    assert len(keys) == len(set(keys)) == len(answer_keys(table)) == 48
+    assert data["variants"] == ["holistic", "rubric"] and data["modality"] == "text"
+    a = data["answers"][0]
+    assert len(a["verdicts"]) == 2 * 2 and a["scene"] and a["image"].startswith("testbed/images/")
+    assert all(v["qr"] == "r" for v in a["verdicts"])  # the judge's reasoning, from the store
+    assert all(v["criteria"] is not None for v in a["verdicts"] if v["jv"] == "rubric")
+    assert all(v["residual"] is not None for v in a["verdicts"] if v["qs"] == "ok")
+    probed = [x for x in data["answers"] if x["probes"]]
+    assert {p["probe"] for x in probed for p in x["probes"]} == {"order", "padding"}
+    assert (run / "explorer.html").is_file()  # run writes it too
+
+
+def test_the_report_leads_with_findings_whose_numbers_link_to_the_explorer(run):
+    md = (run / "report.md").read_text()
+    assert md.index("## Findings") < md.index("## Systems")
+    findings = md[md.index("## Findings"):md.index("## Systems")]
+    assert "48 answers from 2 system model(s)" in findings and "on 2 signs and 6 variants" in findings
+    assert "**Warning:** only 2 signs" in findings
+    table = pd.read_parquet(run / "verdicts.parquet")
+    for judge in ("gemma-3-270m", "smollm2-135m-instruct"):
+        n = len(error_rows(table, judge))
+        assert f"Type II (not equivalent yet scored good) [{n}](explorer.html#judge={judge}&type=type2&variant=holistic)" \
+            in findings
+    assert re.search(r"\| \[\d+\]\(explorer\.html#judge=[^&]+&type=type2&visibility=0\.5&variant=holistic\) \|", md)
+
+
+def test_the_explorer_shows_every_answer_once_in_a_browser(run):
+    page = open_page(run / "explorer.html", "limit=all")
+    table = pd.read_parquet(run / "verdicts.parquet")
+    keys = card_keys(page)
+    assert len(keys) == len(set(keys)) and set(keys) == answer_keys(table)
+    assert page.count == "48"
+
+
+@pytest.mark.parametrize("judge", ["gemma-3-270m", "smollm2-135m-instruct"])
+@pytest.mark.parametrize("kind, variant", [("type2", "rubric"), ("type1", "holistic"), ("type2", "holistic")])
+def test_a_type_filter_shows_exactly_the_rows_of_the_verdict_table(run, judge, kind, variant):
+    table = pd.read_parquet(run / "verdicts.parquet")
+    expected = answer_keys(error_rows(table, judge, kind, variant))
+    page = open_page(run / "explorer.html", f"judge={judge}&type={kind}&variant={variant}&limit=all")
+    assert set(card_keys(page)) == expected and page.count == str(len(expected))
+
+
+def test_the_scripted_run_has_rows_behind_each_filter_checked(run):
+    table = pd.read_parquet(run / "verdicts.parquet")
+    for judge in ("gemma-3-270m", "smollm2-135m-instruct"):
+        assert len(error_rows(table, judge, "type2", "rubric")) and len(error_rows(table, judge, "type1", "holistic"))
+
+
+def test_filters_by_answer_and_judge_agree_with_the_table(run):
+    table = pd.read_parquet(run / "verdicts.parquet")
+    page = open_page(run / "explorer.html", "model=gemma-3-270m&strategy=ma&visibility=0.5&limit=all")
+    sub = table[(table["system_model"] == "gemma-3-270m") & (table["system"] == "ma") & (table["visibility"] == 0.5)]
+    assert set(card_keys(page)) == answer_keys(sub)
+    own = table[(table["judge_variant"] == "holistic") & (table["judge_family"] == table["system_family"])]
+    page = open_page(run / "explorer.html", "own=1&limit=all")
+    assert set(card_keys(page)) == answer_keys(own)
+    page = open_page(run / "explorer.html", "sort=residual")
+    assert len(page.cards) == 48  # a page of 50 at most
+    wide = table[table["judge_variant"] == "holistic"].pivot_table(index=["item_id", "system_model", "system", "repeat"],
+                                                                  columns="judge_model", values="overall")
+    spread = (wide.max(axis=1) - wide.min(axis=1))
+    page = open_page(run / "explorer.html", "disagree=3&limit=all")
+    assert len(page.cards) == int((spread >= 3).sum())
+
+
+def test_view_writes_the_explorer_and_says_where(cli, run):
+    (run / "explorer.html").unlink()
+    code, out, err = cli("view", str(run))
+    assert code == 0, err
+    assert (run / "explorer.html").is_file() and "explorer.html" in out
+    html = (run / "explorer.html").read_text()
+    data = json.loads(html[html.index('type="application/json">') + len('type="application/json">'):
+                           html.index("</script>", html.index('type="application/json">'))].replace("<\\/", "</"))
+    assert len(data["answers"]) == 48

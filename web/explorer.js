@@ -1,0 +1,226 @@
+// The run explorer's page script: filters, sorts and pages the answers of one run (dualjudge view).
+// The state of the filters is the URL fragment, so a link can open the explorer on the rows behind a number.
+"use strict";
+(function () {
+  const errors = document.getElementById("errors");
+  window.addEventListener("error", (e) => {
+    const li = document.createElement("li");
+    li.textContent = "error: " + e.message;
+    errors.appendChild(li);
+  });
+
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const form = document.getElementById("filters");
+  const list = document.getElementById("answers");
+  const count = document.getElementById("count");
+  const more = document.getElementById("more");
+  const PAGE = 50;
+  const FIELDS = ["variant", "judge", "jfamily", "model", "sfamily", "strategy", "visibility", "mode", "sign", "type",
+                  "own", "failures", "disagree", "sort"];
+  const judgeFamily = Object.fromEntries(data.judges.map((j) => [j.name, j.family]));
+  const FAILED = new Set(["parse_failure", "error"]);
+  let shown = PAGE;
+
+  function uniq(values) {
+    return Array.from(new Set(values.filter((v) => v !== null && v !== undefined).map(String))).sort();
+  }
+
+  function fillSelect(name, values, anyLabel) {
+    const select = form.elements[name];
+    const options = anyLabel === null ? [] : [["", anyLabel]];
+    for (const v of values) options.push([v, v]);
+    select.replaceChildren(...options.map(([value, label]) => new Option(label, value)));
+  }
+
+  fillSelect("variant", data.variants, null);
+  fillSelect("judge", data.judges.map((j) => j.name), "any");
+  fillSelect("jfamily", uniq(data.judges.map((j) => j.family)), "any");
+  fillSelect("model", uniq(data.answers.map((a) => a.model)), "any");
+  fillSelect("sfamily", uniq(data.answers.map((a) => a.family)), "any");
+  fillSelect("strategy", uniq(data.answers.map((a) => a.strategy)), "any");
+  fillSelect("visibility", uniq(data.answers.map((a) => a.visibility)).sort((x, y) => Number(y) - Number(x)), "any");
+  fillSelect("mode", uniq(data.answers.map((a) => a.mode)), "any");
+  fillSelect("sign", uniq(data.answers.map((a) => a.sign)), "any");
+
+  function readHash() {
+    const state = {};
+    for (const part of location.hash.replace(/^#/, "").split("&")) {
+      if (!part) continue;
+      const [k, v = ""] = part.split("=");
+      state[decodeURIComponent(k)] = decodeURIComponent(v);
+    }
+    return state;
+  }
+
+  function setControls(state) {
+    limit = state.limit || "";
+    for (const name of FIELDS) {
+      const el = form.elements[name];
+      if (!el) continue;
+      if (el.type === "checkbox") el.checked = state[name] === "1";
+      else el.value = state[name] !== undefined ? state[name] : (name === "variant" ? data.variants[0] : "");
+    }
+  }
+
+  let limit = "";  // page size from the fragment ("all" shows every match); no control of its own
+
+  function readControls() {
+    const state = limit ? { limit } : {};
+    for (const name of FIELDS) {
+      const el = form.elements[name];
+      if (!el) continue;
+      const value = el.type === "checkbox" ? (el.checked ? "1" : "") : el.value;
+      if (value !== "" && !(name === "variant" && value === data.variants[0])) state[name] = value;
+    }
+    return state;
+  }
+
+  function writeHash(state) {
+    const parts = Object.entries(state).map(([k, v]) => encodeURIComponent(k) + "=" + encodeURIComponent(v));
+    history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname);
+  }
+
+  const ok = (v) => v.qs === "ok" && v.overall !== null;
+  const both = (v) => ok(v) && v.es === "ok" && v.equivalent !== null;
+  const isType2 = (v) => both(v) && v.overall > data.good && !v.equivalent;
+  const isType1 = (v) => both(v) && v.overall < data.poor && v.equivalent;
+
+  function spread(verdicts) {
+    const scores = verdicts.filter(ok).map((v) => v.overall);
+    return scores.length >= 2 ? Math.max(...scores) - Math.min(...scores) : null;
+  }
+
+  function select(state) {
+    const variant = state.variant || data.variants[0];
+    const threshold = state.disagree !== undefined && state.disagree !== "" ? Number(state.disagree) : null;
+    const verdictFilters = state.type || state.own || state.failures;
+    const out = [];
+    for (const a of data.answers) {
+      if (state.model && a.model !== state.model) continue;
+      if (state.sfamily && a.family !== state.sfamily) continue;
+      if (state.strategy && a.strategy !== state.strategy) continue;
+      if (state.visibility && String(a.visibility) !== state.visibility) continue;
+      if (state.mode && a.mode !== state.mode) continue;
+      if (state.sign && a.sign !== state.sign) continue;
+      const all = a.verdicts.filter((v) => v.jv === variant);
+      let relevant = all;
+      if (state.judge) relevant = relevant.filter((v) => data.judges[v.judge].name === state.judge);
+      if (state.jfamily) relevant = relevant.filter((v) => data.judges[v.judge].family === state.jfamily);
+      if ((state.judge || state.jfamily) && relevant.length === 0) continue;
+      if (verdictFilters) {
+        const answerFailed = a.status !== null && a.status !== "ok";
+        const pass = relevant.some((v) =>
+          (!state.type || (state.type === "type2" ? isType2(v) : isType1(v))) &&
+          (!state.own || data.judges[v.judge].family === a.family) &&
+          (!state.failures || answerFailed || FAILED.has(v.qs) || FAILED.has(v.es)));
+        if (!pass && !(state.failures && !state.type && !state.own && answerFailed)) continue;
+      }
+      const d = spread(all);
+      if (threshold !== null && (d === null || d < threshold)) continue;
+      out.push({ a, all, relevant, spread: d });
+    }
+    const key = {
+      score: (x) => { const s = x.relevant.filter(ok).map((v) => v.overall); return s.length ? s.reduce((p, q) => p + q, 0) / s.length : -Infinity; },
+      disagreement: (x) => (x.spread === null ? -Infinity : x.spread),
+      residual: (x) => { const r = x.relevant.filter((v) => v.residual !== null).map((v) => Math.abs(v.residual)); return r.length ? Math.max(...r) : -Infinity; },
+    }[state.sort];
+    if (key) out.sort((x, y) => key(y) - key(x));
+    return out;
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v;
+      else if (k.startsWith("data-")) node.setAttribute(k, v);
+      else node[k] = v;
+    }
+    for (const c of children) if (c !== null && c !== undefined) node.append(c);
+    return node;
+  }
+
+  const fmt = (x, digits = 2) => (x === null || x === undefined ? "-" : Number.isInteger(x) ? String(x) : Number(x).toFixed(digits));
+
+  function verdictRows(x) {
+    const table = el("table", { class: "verdicts" });
+    table.append(el("tr", {}, ...["judge", "family", "accuracy", "completeness", "relevance", "overall", "equivalent",
+      "residual"].map((h, i) => el("th", { class: i < 2 ? "text" : "" }, h))));
+    for (const v of x.all) {
+      const judge = data.judges[v.judge];
+      const own = judge.family === x.a.family;
+      const eq = v.es === "ok" ? (v.equivalent ? "yes" : "no") : v.es;
+      const overall = v.qs === "ok" ? fmt(v.overall) : v.qs;
+      const flags = [isType2(v) ? "Type II" : null, isType1(v) ? "Type I" : null].filter(Boolean).join(", ");
+      table.append(el("tr", { class: own ? "own" : "", "data-judge": judge.name },
+        el("td", { class: "text" }, judge.name + (flags ? " (" + flags + ")" : "")), el("td", { class: "text" }, judge.family + (own ? " (own family)" : "")),
+        el("td", {}, fmt(v.accuracy)), el("td", {}, fmt(v.completeness)), el("td", {}, fmt(v.relevance)),
+        el("td", {}, overall), el("td", {}, eq), el("td", {}, fmt(v.residual))));
+      const notes = [];
+      if (v.qr) notes.push("quality: " + v.qr);
+      if (v.qerr) notes.push("quality failed: " + v.qerr);
+      if (v.criteria) notes.push("clauses: " + Object.entries(v.criteria).map(([k, s]) => k + " " + s).join(", "));
+      if (v.er) notes.push("equivalence: " + v.er);
+      if (v.eerr) notes.push("equivalence failed: " + v.eerr);
+      if (notes.length) table.append(el("tr", { class: "reasoning" }, el("td", { class: "text", colSpan: 8 }, notes.join(" | "))));
+    }
+    return table;
+  }
+
+  function probeList(x) {
+    const variant = x.all.length ? x.all[0].jv : data.variants[0];
+    const probes = (x.a.probes || []).filter((p) => p.jv === variant);
+    if (!probes.length) return null;
+    return el("ul", { class: "probes" }, ...probes.map((p) => el("li", {}, p.probe === "order"
+      ? `order probe, ${p.judge}: shown ${p.position} against ${p.other}; winners ${p.winner_ab ?? "-"} / ${p.winner_ba ?? "-"}; ${p.flipped === null ? p.status : p.flipped ? "flipped" : "stable"}`
+      : `padding probe, ${p.judge} (${p.kind}): ${fmt(p.original)} → ${fmt(p.padded)}, shift ${fmt(p.shift)}; ${p.flipped === null ? p.status : p.flipped ? "flipped" : "not flipped"}`)));
+  }
+
+  function card(x) {
+    const a = x.a;
+    const sign = data.signs[a.sign] || { caption: "", description: "" };
+    const correct = a.predicted === null ? null : a.predicted === a.category;
+    const text = data.modality !== "image";  // a text run: the system read the scene text, shown under the image
+    const left = el("div", {},
+      a.image ? el("img", { src: a.image, alt: "variant " + a.variant, loading: "lazy" }) : null,
+      text && a.scene ? el("div", { class: "scene" }, a.scene) : null);
+    const right = el("div", {},
+      el("div", { class: "gold" }, el("strong", {}, sign.caption), " — ", sign.description),
+      el("div", {}, `${a.model} (${a.family}), ${a.strategy}, repeat ${a.repeat}, visibility ${a.visibility}, ${a.mode}`),
+      el("pre", { class: "response" }, a.text === null ? "(no answer: " + (a.status || "not run") + ")" : a.text),
+      el("div", {}, "SIGN_TYPE: ", el("strong", {}, a.predicted ?? "none"), " ",
+        correct === null ? "" : el("span", { class: correct ? "ok" : "bad" }, correct ? "correct" : "wrong (gold " + a.category + ")"),
+        a.format_ok === false || a.format_ok === 0 ? el("span", { class: "bad" }, " format not followed") : null),
+      verdictRows(x), probeList(x));
+    return el("article", { class: "answer", "data-variant": a.variant, "data-system-model": a.model,
+      "data-strategy": a.strategy, "data-repeat": String(a.repeat), "data-sign": a.sign },
+      el("h2", {}, `${a.sign} · ${a.variant}`), left, right);
+  }
+
+  function render(resetPage) {
+    const state = readControls();
+    if (resetPage) shown = state.limit === "all" ? Infinity : Number(state.limit) || PAGE;
+    const rows = select(state);
+    const page = rows.slice(0, shown);
+    list.replaceChildren(...page.map(card));
+    count.textContent = `${rows.length} of ${data.answers.length} answers match; showing ${page.length}`;
+    count.dataset.count = String(rows.length);
+    more.hidden = page.length >= rows.length;
+    return state;
+  }
+
+  function apply() {
+    writeHash(render(true));
+  }
+
+  document.getElementById("summary").textContent =
+    `run ${data.run.join(", ")}: ${data.answers.length} answers, ${data.judges.length} judges, judge variants ${data.variants.join(", ")}`;
+  setControls(readHash());
+  render(true);
+  form.addEventListener("change", apply);
+  form.addEventListener("input", (e) => { if (e.target.name === "disagree") apply(); });
+  window.addEventListener("hashchange", () => { setControls(readHash()); render(true); });
+  more.addEventListener("click", () => { shown += PAGE; render(false); });
+  document.getElementById("reset").addEventListener("click", () => { setControls({}); apply(); });
+  document.body.dataset.renderMs = String(Math.round(performance.now()));
+  document.body.dataset.ready = "1";
+})();
