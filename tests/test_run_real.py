@@ -145,6 +145,21 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     code = subprocess.run([sys.executable, "-m", "dualjudge.cli", "status", str(out)], cwd=ROOT, capture_output=True,
                           text=True)
     assert code.returncode == 0 and "answers" in code.stdout and "response cache" in code.stdout
+    check_explorer_in_a_browser(out)
+
+
+def check_explorer_in_a_browser(out: Path) -> None:
+    """The smoke run's explorer in headless chromium: every answer once, the Type I and Type II filters
+    show exactly the verdict table's rows, no console error (skipped without chromium)."""
+    from tests.test_explorer import answer_keys, card_keys, error_rows, open_page
+
+    table = pd.read_parquet(out / "verdicts.parquet")
+    page = open_page(out / "explorer.html", "limit=all")
+    keys = card_keys(page)
+    assert len(keys) == len(set(keys)) and set(keys) == answer_keys(table)
+    for kind in ("type1", "type2"):
+        page = open_page(out / "explorer.html", f"judge=smollm2-135m-instruct&type={kind}&limit=all")
+        assert set(card_keys(page)) == answer_keys(error_rows(table, "smollm2-135m-instruct", kind))
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, children):

@@ -3,7 +3,8 @@
     systems stage:  for each system model: answer every (variant, repeat, strategy) not yet done,
                     then restate its losing answers at length (the padding probe's inputs)
     judges stage:   for each judge model: judge every answer not yet judged, the order probe, and
-                    re-judge the padded answers
+                    re-judge the padded answers; the last system model, when it also judges, does
+                    so first, in the same load
 
 Before a model is loaded, a cache-only pass answers whatever the response cache already holds; the
 model is loaded only if work remains. Rerunning on the same directory does only the missing work.
@@ -76,17 +77,27 @@ class Runner:
     async def run(self) -> RunReport:
         items = self.prepare()
         ctx = steps.Context(self.config, self.store, self.catalogue, self.answers)
-        for model in self.config.systems.models:
-            await self.stage(model, [steps.answer_step(ctx, model, items), steps.padding_step(ctx, model)])
-        for judge in self.config.judges.models:
-            await self.stage(judge, [steps.judge_step(ctx, judge), steps.order_step(ctx, judge),
-                                      steps.rejudge_step(ctx, judge), steps.passes_step(ctx, judge)])
+        systems, judges = self.config.systems.models, self.config.judges.models
+        # the last system model, when it also judges, judges first while still loaded: every answer (and
+        # every padded answer) exists once its own systems steps are done, so one load serves both
+        last = systems[-1] if systems[-1] in judges else None
+        for model in systems:
+            stage = [steps.answer_step(ctx, model, items), steps.padding_step(ctx, model)]
+            await self.stage(model, stage + (self._judge_steps(ctx, model) if model == last else []))
+        for judge in judges:
+            if judge != last:
+                await self.stage(judge, self._judge_steps(ctx, judge))
         for table in WORK_TABLES:
             kinds = self.store.error_kinds(table)
             if kinds:
                 self.report.failures[table] = kinds
         self.report.verdict_failures = self.store.error_kinds_by("verdicts", "judge_model")
         return self.report
+
+    @staticmethod
+    def _judge_steps(ctx: steps.Context, judge: str) -> list[Step[Any]]:
+        return [steps.judge_step(ctx, judge), steps.order_step(ctx, judge), steps.rejudge_step(ctx, judge),
+                steps.passes_step(ctx, judge)]
 
     def answers(self, model: str | None = None) -> list[Answer]:
         """This run's answers (of one system model, or of all), with their variant's sign and category."""
