@@ -32,7 +32,7 @@ def screenshot(page: Path, png: Path, browser: str, size: tuple[int, int] = (140
 def dump_dom(url: str, browser: str, budget_ms: int = 10000, timeout: float = 120) -> tuple[str, list[str]]:
     """The page's DOM after its scripts ran (the fragment of `url` included), and the console messages
     the page logged at warning level or above (uncaught errors among them)."""
-    done = _run(browser, ["--enable-logging=stderr", "--v=0", f"--virtual-time-budget={budget_ms}", "--dump-dom", url],
-                timeout)
+    budget = [f"--virtual-time-budget={budget_ms}"] if budget_ms else []  # 0: dump at the load event, in real time
+    done = _run(browser, ["--enable-logging=stderr", "--v=0", *budget, "--dump-dom", url], timeout)
     console = [line for line in done.stderr.splitlines() if "CONSOLE" in line and ":INFO:" not in line]
     return done.stdout, console
