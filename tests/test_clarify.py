@@ -260,3 +260,31 @@ def test_bad_options_are_one_line_errors_that_change_nothing(cli, experiment, ar
 def test_a_folder_that_is_not_a_run_is_refused(cli, tmp_path):
     code, _, err = cli("rubric", "clarify", str(tmp_path), "--editor", "gemma-3-270m")
     assert code == 2 and "not a run directory" in err
+
+
+def test_the_experiment_on_a_planted_table_reports_each_contrast_and_self_preference():
+    """Three judge families, the clarified rubric with planted higher agreement: its alpha rises over
+    the original and the control with intervals above zero, and each judge's index is differenced."""
+    from dualjudge.analysis.clarification import experiment
+    from dualjudge.analysis.results import Clarification
+    from dualjudge.report.clarification import section
+    from tests.test_designs import table
+
+    frame = table({"rubric": 2.0, "rubric:clarified": 0.6, "rubric:control": 2.0}, n_signs=12, items=4)
+    codes = sorted(frame["sign_code"].unique())
+    record = {"settings": {"editor": "e", "k": 2, "dev_share": 0.5, "seed": 0, "original_rubric_sha256": "x"},
+              "split": {"dev": codes[:4], "test": codes[4:], "stratified_by": "sign group"}, "statistic": "s",
+              "ranking": [], "selected": ["figure"], "control": ["sign"],
+              "editor": {"model": "e", "attempts": [], "tries": 4}, "arms": ["original", "clarified", "control"],
+              "variants": {}, "rubrics": {"clarified": "rubrics/clarified.toml", "control": "rubrics/control.toml"},
+              "rubric_sha256": {}, "status": "done"}
+    result = Clarification.model_validate(experiment(frame, record, None, n_resamples=300))
+    for contrast in ("clarified - original", "clarified - control"):
+        d = result.differences[contrast]["overall"]
+        assert d.estimate > 0.1 and d.ci_low > 0 and result.differences[contrast]["signs"] == 8
+    control = result.differences["control - original"]["overall"]
+    assert control.ci_low < 0 < control.ci_high
+    judges = result.self_preference["clarified - original"]
+    assert set(judges) == {"j_a", "j_b", "j_c"} and all(e.difference is not None for e in judges.values())
+    md = "\n".join(section(result))
+    assert "| j_a | clarified - original |" in md and "only 8 test signs" in md

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import Clarification, Paired
 from dualjudge.report.designs import paired_text
 from dualjudge.report.tables import num, table
@@ -35,6 +36,10 @@ def section(c: Clarification) -> list[str]:
     parts.append("")
     if not c.differences:
         return parts + ["No contrast could be formed on the test split (an arm has no verdicts).", ""]
+    signs = len(r.split["test"])
+    if signs < MIN_RELIABLE_SIGNS:
+        parts += [f"**Warning:** only {signs} test signs: the intervals are unreliable below {MIN_RELIABLE_SIGNS} "
+                  "signs (and degenerate with two or three).", ""]
     parts += ["Agreement between judges on the test split (Krippendorff's alpha; interval on overall, nominal on "
               "equivalent), and the paired differences (sign-cluster bootstrap, one draw of signs for both rubrics, "
               "95% t interval on signs - 1 degrees of freedom):", ""]
@@ -49,13 +54,14 @@ def section(c: Clarification) -> list[str]:
     parts += [table(["contrast", "alpha overall", "alpha equivalent", "answers", "signs"], rows), ""]
     parts += ["Does clarification change self-preference? The calibrated index (overall, points) per judge under "
               "each rubric, on the test split:", ""]
-    sp_rows = []
-    for name, judges in c.self_preference.items():
-        for judge, e in judges.items():
-            sp_rows.append([judge, name, num(e.ref), num(e.other),
-                            paired_text(e.difference) if e.difference else f"- ({e.reason or 'no interval'})"])
-    parts += [table(["judge", "contrast (a - b)", "index under b", "index under a", "a - b [95% CI]"], sp_rows)
-              if sp_rows else "No judge's self-preference is estimable on the test split.", ""]
+    sp_rows = [[judge, name, num(e.ref), num(e.other), paired_text(e.difference)]
+               for name, judges in c.self_preference.items() for judge, e in judges.items() if e.difference]
+    if sp_rows:
+        parts += [table(["judge", "contrast (a - b)", "index under b", "index under a", "a - b [95% CI]"], sp_rows), ""]
+    reasons = {judge: e.reason or "no interval" for judges in c.self_preference.values() for judge, e in judges.items()
+               if not e.difference}
+    parts += [f"- {judge}: not estimable on the test split ({reason})." for judge, reason in sorted(reasons.items())]
+    parts += [""] if reasons else (["No judge's self-preference is estimable on the test split.", ""] if not sp_rows else [])
     if c.human:
         h_rows = [[arm, judge, num(v.get("r_overall")), num(v.get("kappa_equivalent")), num(v.get("n"))]
                   for arm, judges in c.human.items() for judge, v in judges.items()]
