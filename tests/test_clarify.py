@@ -288,3 +288,13 @@ def test_the_experiment_on_a_planted_table_reports_each_contrast_and_self_prefer
     assert set(judges) == {"j_a", "j_b", "j_c"} and all(e.difference is not None for e in judges.values())
     md = "\n".join(section(result))
     assert "| j_a | clarified - original |" in md and "only 8 test signs" in md
+
+
+def test_a_run_with_one_judge_cannot_rank_clauses_and_says_so(tmp_path):
+    one = RUN.replace('[judges]\nvariants', '[judges]\nmodels = ["gemma-3-270m"]\nvariants').replace(
+        '\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]', '\n[probes]')
+    engines = Judges()
+    run_job(config(tmp_path, one), tmp_path / "run", engines=engines)
+    with pytest.raises(DualjudgeError, match="scored by two judges"):
+        clarify(tmp_path / "run", ClarifyOptions("gemma-3-270m", k=2), engines=engines)
+    assert not (tmp_path / "run" / "clarification.json").exists()
