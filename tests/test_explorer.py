@@ -111,6 +111,9 @@ def test_the_report_leads_with_findings_whose_numbers_link_to_the_explorer(run):
     findings = md[md.index("## Findings"):md.index("## Systems")]
     assert "48 answers from 2 system model(s)" in findings and "on 2 signs and 6 variants" in findings
     assert "**Warning:** only 2 signs" in findings
+    sent = json.loads((run / "manifest.json").read_text())["requests"]
+    assert sent["sent"] > 0 and f"The run sent {sent['sent']} requests to its models over 1 session(s); 0 failed" \
+        in findings
     table = pd.read_parquet(run / "verdicts.parquet")
     for judge in ("gemma-3-270m", "smollm2-135m-instruct"):
         n = len(error_rows(table, judge))

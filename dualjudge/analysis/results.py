@@ -469,6 +469,12 @@ class Clarification(_Result):
     human: dict[str, dict[str, dict[str, float | int | None]]]  # per arm, per judge: r_overall, n, kappa_equivalent
 
 
+class Requests(_Result):
+    sent: int
+    failed: int
+    sessions: int
+
+
 class Bootstrap(_Result):
     resamples: int
     seed: int
@@ -497,6 +503,7 @@ class Summary(_Result):
     human: HumanCheck | None = None  # from `dualjudge human import` (human_check.json beside the table)
     table: str | None = None
     analysis_seconds: float | None = None
+    requests: Requests | None = None  # from the run's manifest beside the table: requests sent to models
     judge_variant: str = "holistic"  # the judge design this summary is of
     variants: dict[str, Summary] = {}  # the other judge variants' summaries, when the table has several
     designs: DesignComparison | None = None  # the variants side by side, paired differences

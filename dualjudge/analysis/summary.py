@@ -6,6 +6,7 @@ judges); per-judge results are under `judges`. Writing it and the report is repo
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from dualjudge.analysis.designs import compare_designs, variant_order
 from dualjudge.analysis.identification import identification
 from dualjudge.analysis.missingness import missingness
 from dualjudge.analysis.probes import probe_frames, probes_of
-from dualjudge.analysis.results import Clarification, DesignComparison, Summary
+from dualjudge.analysis.results import Clarification, DesignComparison, Requests, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.stability import stability_near
@@ -85,7 +86,7 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
                                        probes=probes_of(order, padding, variant, seed, n_resamples) or None,
                                        table=str(table), stability=stability_near(table, scale, variant),
                                        human=_human_of(human, variant, variants[0]), judge_variant=variant)
-    main = summaries[variants[0]]
+    main = summaries[variants[0]].model_copy(update={"requests": _requests_near(table)})
     if len(variants) > 1:
         designs = compare_designs(frame, order, padding, lineage, seed, n_resamples)
         designs["rows"] = [_design_row(judge, v, s) for judge in sorted(main.judges) for v, s in summaries.items()]
@@ -127,3 +128,12 @@ def _design_row(judge: str, variant: str, s: Summary) -> dict[str, Any]:
     if h is not None:
         row.update(human_r_overall=h.overall.pearson, human_kappa_equivalent=h.equivalence.kappa)
     return row
+
+
+def _requests_near(table: Path) -> Requests | None:
+    """The requests a run sent, from its manifest beside the table (None for a table from elsewhere)."""
+    try:
+        data = json.loads((table.parent / "manifest.json").read_text()).get("requests")
+        return Requests.model_validate(data) if data else None
+    except (OSError, ValueError, AttributeError):
+        return None

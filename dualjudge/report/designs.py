@@ -52,14 +52,18 @@ def section(d: DesignComparison) -> list[str]:
                      f"equivalent - {d.reference}"], alpha_rows), ""]
     if d.differences:
         parts += [f"Paired differences per judge (variant minus {d.reference}, on what both judged):", ""]
-        diff_rows = []
+        diff_rows, reasons = [], {}
         for x in d.differences:
             sp = x.self_preference
-            sp_text = paired_text(sp.difference) if sp and sp.difference else (f"- ({sp.reason})" if sp and sp.reason else "-")
+            if sp and sp.reason:
+                reasons[x.judge] = sp.reason
+            sp_text = paired_text(sp.difference) if sp and sp.difference else ("not estimable" if sp and sp.reason else "-")
             diff_rows.append([x.judge, x.variant, paired_text(x.overall), paired_text(x.equivalent, 3),
                               paired_text(x.order_flip, 3), paired_text(x.padding_flip, 3), sp_text])
         parts += [table(["judge", "variant", "mean overall", "equivalent rate", "order flip rate",
                          "padding flip rate", "self-preference index"], diff_rows), ""]
+        parts += [f"- {judge}: self-preference not estimable ({reason})." for judge, reason in sorted(reasons.items())]
+        parts += [""] if reasons else []
     return parts
 
 

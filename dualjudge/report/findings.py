@@ -60,6 +60,9 @@ def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
             f"{failed['equivalence']} equivalence")
     if summary.missingness.failed_system_calls:
         text += f"; {summary.missingness.failed_system_calls} system calls gave no answer"
+    if summary.requests is not None:
+        r = summary.requests
+        text += f". The run sent {r.sent} requests to its models over {r.sessions} session(s); {r.failed} failed"
     return text + "."
 
 

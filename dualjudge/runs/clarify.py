@@ -101,9 +101,9 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
             record = asyncio.run(_clarify(runner, options))
             config = runner.config
             export_run(config, out, runner.store)
+            _manifest(out, record, runner.store.requests())
             write_explorer(out, runner.store)
             analyze(out / "verdicts.parquet", out, seed=config.run.seed, links=True)
-            _manifest(out, record)
             return record
         finally:
             runner.store.close()
@@ -274,7 +274,7 @@ def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
-def _manifest(out: Path, record: dict[str, Any]) -> None:
+def _manifest(out: Path, record: dict[str, Any], requests: dict[str, int]) -> None:
     path = out / "manifest.json"
     try:
         manifest = json.loads(path.read_text()) if path.is_file() else {}
@@ -282,4 +282,5 @@ def _manifest(out: Path, record: dict[str, Any]) -> None:
         manifest = {}
     manifest["clarification"] = {k: record[k] for k in ("settings", "split", "selected", "control", "arms",
                                                         "rubric_sha256")}
+    manifest["requests"] = requests
     write_manifest(manifest, out)

@@ -102,15 +102,16 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
     try:
         report = asyncio.run(runner.run())
         table = export_run(config, out, runner.store)
-        if len(table):
-            write_explorer(out, runner.store)
-            analyze(out / "verdicts.parquet", out, seed=config.run.seed, links=True)
         c = counts(runner.store)
         write_manifest(build_manifest(config, out, {
             "last_session": {"session": runner.session, "requests_sent": report.sessions_requests,
                              "cache_hits": report.cache_hits, "models_loaded": report.models_loaded,
                              "failures": report.failures, "verdict_failures_by_judge": report.verdict_failures},
-            "counts": c, "cache_file": config.engine.cache or str(out / STORE_FILE)}), out)
+            "counts": c, "requests": runner.store.requests(),
+            "cache_file": config.engine.cache or str(out / STORE_FILE)}), out)
+        if len(table):
+            write_explorer(out, runner.store)
+            analyze(out / "verdicts.parquet", out, seed=config.run.seed, links=True)
         return JobResult(out, report, table, c)
     finally:
         runner.store.close()

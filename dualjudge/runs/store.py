@@ -233,6 +233,14 @@ class Store:
                         (session, key, model, int(result.ok), result.tries, result.latency_s,
                          result.completion_tokens, time.time()))
 
+    def requests(self) -> dict[str, int]:
+        """Requests this run sent to engines, over all its sessions (cache hits are not requests)."""
+        if self.readonly and not self.has_table("request_log"):
+            return {"sent": 0, "failed": 0, "sessions": 0}
+        sent, failed, sessions = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(ok = 0), 0), COUNT(DISTINCT session) FROM request_log").fetchone()
+        return {"sent": int(sent), "failed": int(failed), "sessions": int(sessions)}
+
     def has_table(self, table: str, schema: str = "main") -> bool:
         return self.db.execute(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
                                (table,)).fetchone() is not None
