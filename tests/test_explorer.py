@@ -171,3 +171,26 @@ def test_view_writes_the_explorer_and_says_where(cli, run):
     data = json.loads(html[html.index('type="application/json">') + len('type="application/json">'):
                            html.index("</script>", html.index('type="application/json">'))].replace("<\\/", "</"))
     assert len(data["answers"]) == 48
+
+
+def test_the_failures_filter_shows_exactly_the_answers_with_a_failed_verdict(tmp_path):
+    """Quality verdicts that are not JSON on one sign's answers: the failures filter shows those answers."""
+    from tests.test_runs import respond
+
+    def flaky(request):
+        if request.constraint is not None and request.constraint.kind == "json" and \
+                request.constraint.schema["title"] == "QualityVerdict" and "No entry" in request.messages[1].text:
+            return "not a verdict"
+        return respond(request)
+
+    class Flaky(Recorder):
+        def _respond(self, request):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return flaky(request)
+
+    run_job(config(tmp_path, CONFIG), tmp_path / "run", engines=Flaky())
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    failed = table[table["quality_status"].isin(["parse_failure", "error"])]
+    assert 0 < len(failed) < len(table)
+    page = open_page(tmp_path / "run" / "explorer.html", "failures=1&limit=all")
+    assert set(card_keys(page)) == answer_keys(failed)
