@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 
@@ -79,3 +80,24 @@ def fill_schema(schema: dict, tag: str) -> dict:
         else:
             out[name] = "r"
     return out
+
+
+def toy_grammar_compiler(xgrammar):  # type: ignore[no-untyped-def]
+    """An xgrammar compiler over a vocabulary of single printable characters (one token per character)."""
+    vocab = [chr(i) for i in range(32, 127)] + ["</s>"]
+    return xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1]))
+
+
+def assert_verdict_closes(xgrammar, llguidance, compiler, model, max_tokens: int) -> None:  # type: ignore[no-untyped-def]
+    """A verdict's constraint compiles in xgrammar and llguidance, accepts the widest verdict with n
+    characters of reasoning and refuses n+1, and that widest verdict fits in max_tokens."""
+    constraint = model.constraint(max_tokens)
+    compiled = compiler.compile_json_schema(constraint.spec, any_whitespace=False)
+    n = model.reasoning_chars(max_tokens)
+    widest = json.loads(model.widest().model_dump_json())
+    for length, accepted in ((n, True), (n + 1, False)):
+        text = json.dumps({**widest, "reasoning": "r" * length}, separators=(", ", ": "))
+        assert xgrammar.GrammarMatcher(compiled).accept_string(text) is accepted, (model.__name__, length)
+        if accepted:  # one token per character at worst, plus end of sequence
+            assert len(text) + 1 <= max_tokens
+    assert llguidance.LLMatcher.validate_grammar(llguidance.grammar_from("json_schema", constraint.spec)) == ""

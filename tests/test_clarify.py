@@ -18,7 +18,7 @@ from dualjudge.runs.job import run_job
 from dualjudge.runs.rows import VerdictRow
 from dualjudge.runs.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
-from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema
+from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema, toy_grammar_compiler
 from tests.test_runs import CONFIG, config, respond
 
 IDS = load_rubric().ids
@@ -143,8 +143,7 @@ def test_the_editor_schema_holds_exactly_the_clauses_and_their_bands():
     llguidance = pytest.importorskip("llguidance")
     ids = ("figure", "action")
     constraint = editor_constraint(ids)
-    vocab = [chr(i) for i in range(32, 127)] + ["</s>"]
-    compiler = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1]))
+    compiler = toy_grammar_compiler(xgrammar)
     compiled = compiler.compile_json_schema(constraint.spec, any_whitespace=False)
     ok = json.loads(good_rewrite(ids))
     compact = json.dumps(ok, separators=(", ", ": "))

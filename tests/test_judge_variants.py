@@ -17,6 +17,7 @@ from dualjudge.runs.job import run_job
 from dualjudge.runs.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
+from tests.helpers import assert_verdict_closes, toy_grammar_compiler
 from tests.test_runs import CONFIG, Recorder, config
 
 VARIANTS = CONFIG.replace('[judges]\n', '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n')
@@ -91,20 +92,9 @@ def test_a_rubric_verdict_is_read_with_its_criteria_and_the_mean_of_its_axes():
 def test_rubric_verdicts_compile_in_xgrammar_and_llguidance_and_close_within_max_tokens(max_tokens):
     xgrammar = pytest.importorskip("xgrammar")
     llguidance = pytest.importorskip("llguidance")
-    vocab = [chr(i) for i in range(32, 127)] + ["</s>"]
-    compiler = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1]))
+    compiler = toy_grammar_compiler(xgrammar)
     for kind in ("quality", "equivalence", "pairwise"):
-        model = rubric_verdict(kind, load_rubric().ids)
-        constraint = model.constraint(max_tokens)
-        compiled = compiler.compile_json_schema(constraint.spec, any_whitespace=False)
-        n = model.reasoning_chars(max_tokens)
-        widest = json.loads(model.widest().model_dump_json())
-        for length, accepted in ((n, True), (n + 1, False)):
-            text = json.dumps({**widest, "reasoning": "r" * length}, separators=(", ", ": "))
-            assert xgrammar.GrammarMatcher(compiled).accept_string(text) is accepted, (kind, length)
-            if accepted:
-                assert len(text) + 1 <= max_tokens
-        assert llguidance.LLMatcher.validate_grammar(llguidance.grammar_from("json_schema", constraint.spec)) == ""
+        assert_verdict_closes(xgrammar, llguidance, compiler, rubric_verdict(kind, load_rubric().ids), max_tokens)
 
 
 def test_the_rubric_and_its_text_are_in_the_cache_key():

@@ -13,6 +13,7 @@ from dualjudge.protocol import (
     parse_sign_type,
     sign_type_pattern,
 )
+from tests.helpers import assert_verdict_closes, toy_grammar_compiler
 
 
 def test_sign_types_come_from_the_catalogue():
@@ -129,18 +130,8 @@ def test_bounded_verdicts_compile_in_xgrammar_and_llguidance_and_close_within_ma
     must compile where vLLM compiles it (xgrammar fails on {0,n} with n > 128 inside a JSON string)."""
     xgrammar = pytest.importorskip("xgrammar")
     llguidance = pytest.importorskip("llguidance")
-    vocab = [chr(i) for i in range(32, 127)] + ["</s>"]
-    compiler = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo(vocab, stop_token_ids=[len(vocab) - 1]))
+    compiler = toy_grammar_compiler(xgrammar)
     from dualjudge.protocol.verdicts import JudgedOverallVerdict
 
     for model in (QualityVerdict, EquivalenceVerdict, PairwiseVerdict, JudgedOverallVerdict):
-        constraint = model.constraint(max_tokens)
-        compiled = compiler.compile_json_schema(constraint.spec, any_whitespace=False)
-        n = model.reasoning_chars(max_tokens)
-        widest = json.loads(model.widest().model_dump_json())
-        for length, accepted in ((n, True), (n + 1, False)):
-            text = json.dumps({**widest, "reasoning": "r" * length}, separators=(", ", ": "))
-            assert xgrammar.GrammarMatcher(compiled).accept_string(text) is accepted, (model.__name__, length)
-            if accepted:  # one token per character at worst, plus end of sequence
-                assert len(text) + 1 <= max_tokens
-        assert llguidance.LLMatcher.validate_grammar(llguidance.grammar_from("json_schema", constraint.spec)) == ""
+        assert_verdict_closes(xgrammar, llguidance, compiler, model, max_tokens)

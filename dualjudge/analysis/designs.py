@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dualjudge.analysis.bootstrap import Interval, resample_counts, t_interval
+from dualjudge.analysis.bootstrap import Interval, per_sign_sums, resample_counts, t_interval
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.self_preference import build_grid, calibrated_index, identification
 
@@ -95,8 +95,9 @@ def paired_mean(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -
     data = frame.dropna(subset=[column])
     if data.empty:
         return None
-    signs = sorted(set(data["sign_code"].astype(str)))
-    per_sign = data.groupby(data["sign_code"].astype(str))[column].agg(["count", "sum"]).reindex(signs).to_numpy()
+    data = data.assign(sign_code=data["sign_code"].astype(str))
+    signs = sorted(set(data["sign_code"]))
+    per_sign = per_sign_sums(data, {"n": pd.Series(1.0, index=data.index), "s": data[column]}, signs)
     counts = resample_counts(len(signs), n_resamples, seed)
     point = float(per_sign[:, 1].sum() / per_sign[:, 0].sum())
     with np.errstate(divide="ignore", invalid="ignore"):

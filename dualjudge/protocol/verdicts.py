@@ -123,13 +123,12 @@ class _RubricVerdict(_Verdict):
     """A rubric judge's verdict: its clause scores (fields named after the rubric's clause ids) come
     after the reasoning and before the conclusion. The classes are built per rubric (`rubric_verdict`)."""
 
-    CLAUSES: ClassVar[tuple[str, ...]] = ()
+    CLAUSES: ClassVar[tuple[str, ...]] = ()  # the clause-score fields (pairwise: a_<id> and b_<id>)
     WIDEST: ClassVar[dict[str, object]] = {}
 
     def criteria(self) -> dict[str, object]:
         """The clause scores (pairwise: a_<id> and b_<id>)."""
-        return {name: getattr(self, name) for name in type(self).model_fields
-                if name not in ("reasoning", "accuracy", "completeness", "relevance", "overall", "equivalent", "winner")}
+        return {name: getattr(self, name) for name in self.CLAUSES}
 
     @classmethod
     def widest(cls) -> _Verdict:
@@ -157,29 +156,28 @@ def rubric_verdict(kind: str, clauses: tuple[str, ...]) -> type[_RubricVerdict]:
     """The verdict class of a rubric judge of `kind` ("quality", "equivalence", "pairwise") for these
     clause ids: each clause constrained in the schema, before the scores or the decision."""
     score = (int, Field(ge=0, le=2, description="0, 1 or 2 by the clause's bands."))
-    fields: dict[str, tuple[type, object]] = {"reasoning": _reasoning()}
-    widest: dict[str, object]
+    matches = (bool, Field(description="True when the response matches the reference on this clause."))
+    conclusion: dict[str, tuple[type, object]]
+    top: object  # a clause field's longest value
     if kind == "quality":
-        fields |= {c: score for c in clauses} | _axes()
-        widest = {c: 2 for c in clauses} | {"accuracy": 10, "completeness": 10, "relevance": 10}
         base: type[_RubricVerdict] = _RubricQuality
-        name = "RubricQualityVerdict"
+        name, criteria, clause, top, conclusion = "RubricQualityVerdict", clauses, score, 2, _axes()
+        widest: dict[str, object] = {"accuracy": 10, "completeness": 10, "relevance": 10}
     elif kind == "equivalence":
-        fields |= {c: (bool, Field(description="True when the response matches the reference on this clause."))
-                   for c in clauses}
-        fields["equivalent"] = (bool, Field(description="True only if the response states the same rule."))
-        widest = {c: False for c in clauses} | {"equivalent": False}
-        base, name = _RubricVerdict, "RubricEquivalenceVerdict"
+        base, name, criteria, clause, top = _RubricVerdict, "RubricEquivalenceVerdict", clauses, matches, False
+        conclusion = {"equivalent": (bool, Field(description="True only if the response states the same rule."))}
+        widest = {"equivalent": False}
     elif kind == "pairwise":
-        fields |= {f"{side}_{c}": score for side in ("a", "b") for c in clauses}
-        fields["winner"] = (Literal["A", "B"], Field(description="The better response."))
-        widest = {f"{side}_{c}": 2 for side in ("a", "b") for c in clauses} | {"winner": "A"}
-        base, name = _RubricVerdict, "RubricPairwiseVerdict"
+        base, name, clause, top = _RubricVerdict, "RubricPairwiseVerdict", score, 2
+        criteria = tuple(f"{side}_{c}" for side in ("a", "b") for c in clauses)
+        conclusion = {"winner": (Literal["A", "B"], Field(description="The better response."))}
+        widest = {"winner": "A"}
     else:
         raise ValueError(f"unknown judge kind {kind!r}")
+    fields = {"reasoning": _reasoning(), **{c: clause for c in criteria}, **conclusion}
     model = create_model(name, __base__=base, **fields)  # type: ignore[call-overload]
-    model.CLAUSES = clauses
-    model.WIDEST = widest
+    model.CLAUSES = criteria
+    model.WIDEST = {c: top for c in criteria} | widest  # the longest value of each field
     return model
 
 

@@ -12,13 +12,9 @@ import pandas as pd
 
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import JudgeSummary, Summary
-from dualjudge.report.links import explorer_link, visibility_key
+from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import sentence
 from dualjudge.report.tables import num, rate
-
-
-def _linked(text: str, links: bool, **state: object) -> str:
-    return f"[{text}]({explorer_link(**state)})" if links else text
 
 
 def section(frame: pd.DataFrame, summary: Summary, links: bool = False) -> list[str]:
@@ -34,7 +30,7 @@ def section(frame: pd.DataFrame, summary: Summary, links: bool = False) -> list[
         for entry in overall.judges:
             text = sentence(entry, "overall")
             if links and entry.estimate is not None:
-                text += f" ({_linked('its own-family verdicts', True, judge=entry.judge, own=1, sort='residual', variant=variant)})"
+                text += f" ({linked('its own-family verdicts', True, judge=entry.judge, own=1, sort='residual', variant=variant)})"
             parts.append(f"- Self-preference: {text}")
         parts.append("")
     elif overall is not None:
@@ -70,13 +66,13 @@ def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
     if js.point_biserial_n == 0:
         return f"{judge}: no row has both of its verdicts, so the dual-judge statistics are not available."
     r_ci = f" [{num(js.point_biserial_ci[0])}, {num(js.point_biserial_ci[1])}]" if js.point_biserial_ci else ""
-    count = _linked(str(js.type2.count), links, judge=judge, type="type2", variant=variant)
+    count = linked(str(js.type2.count), links, judge=judge, type="type2", variant=variant)
     text = (f"{judge}: its quality and equivalence verdicts correlate at r = {num(js.point_biserial_r)}{r_ci}; "
             f"Type II (not equivalent yet scored good) {count} of {js.point_biserial_n} ({rate(js.type2.rate)})")
     peaks = [(v, x) for v, x in js.type2_by_visibility.items() if x.conditional_rate is not None and x.count > 0]
     if peaks:
         v, x = max(peaks, key=lambda p: (p[1].conditional_rate, -float(p[0])))
-        at = _linked(f"v = {visibility_key(v)}", links, judge=judge, type="type2", visibility=visibility_key(v),
+        at = linked(f"v = {visibility_key(v)}", links, judge=judge, type="type2", visibility=visibility_key(v),
                      variant=variant)
         text += (f"; conditionally on a good score it peaks at {at}: {x.count} of {x.n_high} good scores "
                  f"({rate(x.conditional_rate)}) are not equivalent")

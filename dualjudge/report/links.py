@@ -13,6 +13,11 @@ def explorer_link(**state: object) -> str:
     return f"{EXPLORER}#{'&'.join(parts)}"
 
 
+def linked(text: str, on: bool, **state: object) -> str:
+    """`text` as a Markdown link to the explorer with these filters set, when `on` (a run directory)."""
+    return f"[{text}]({explorer_link(**state)})" if on else text
+
+
 def visibility_key(v: str | float) -> str:
     """A visibility as the explorer's control names it (1.0 -> "1", 0.3 -> "0.3", as JavaScript prints it)."""
     return f"{float(v):g}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dualjudge.analysis.results import Summary
-from dualjudge.report.links import explorer_link, visibility_key
+from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.tables import ci, count_rate, num, pvalue, rate, table
 
 
@@ -56,11 +56,9 @@ def section(summary: Summary, links: bool = False) -> list[str]:
 
 
 def _linked(text: str, links: bool, **state: object) -> str:
-    """The text (its first number, when it has more) linked to the explorer's rows behind it."""
-    if not links:
-        return text
+    """The text with its first number linked to the explorer's rows behind it."""
     head, _, rest = text.partition(" ")
-    return f"[{head}]({explorer_link(**state)})" + (f" {rest}" if rest else "")
+    return linked(head, links, **state) + (f" {rest}" if rest else "")
 
 
 def _convention(convention: str, good: str) -> str:

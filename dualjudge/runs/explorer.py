@@ -28,6 +28,7 @@ from dualjudge.files import write_text
 from dualjudge.paths import project_root
 from dualjudge.report.links import EXPLORER
 from dualjudge.runs.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.runs.rundir import TESTBED, load_variants
 from dualjudge.runs.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
 
@@ -88,12 +89,13 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
 
 
 def _testbed(out: Path) -> dict[str, dict[str, Any]]:
-    path = out / "testbed" / "variants.parquet"
-    if not path.is_file():
-        return {}
-    frame = pd.read_parquet(path, columns=["variant_id", "scene_text", "image_path"])
-    return {r.variant_id: {"scene_text": r.scene_text, "image_path": f"testbed/{r.image_path}"}
-            for r in frame.itertuples(index=False)}
+    """Each variant's scene text and image (relative to the run directory), from the run's testbed."""
+    try:
+        variants = load_variants(out)
+    except DualjudgeError:
+        return {}  # no testbed beside the table: the cards show no image and no scene text
+    return {vid: {"scene_text": v["scene_text"], "image_path": f"{TESTBED}/{v['image_path']}"}
+            for vid, v in variants.items()}
 
 
 def _verdict(r: Any, judges: list[str], details: dict[tuple[Any, ...], VerdictRow],
