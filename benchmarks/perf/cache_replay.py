@@ -47,7 +47,7 @@ class ScriptedEngines:
         return f"{card.name}@bench"
 
     @asynccontextmanager
-    async def open(self, card, on_event=lambda _: None):  # type: ignore[no-untyped-def]
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
         yield Scripted(f"{card.name}@bench")
 
 

@@ -69,7 +69,7 @@ async def runner_path(server: VllmServer, name: str, identity: str, reqs, concur
         return res.completion_tokens
 
     t0 = time.perf_counter()
-    await run_in_order(reqs, work, concurrency, QuietProgress())
+    await run_in_order(reqs, work, concurrency, QuietProgress().stage("bench", len(reqs)))
     elapsed = time.perf_counter() - t0
     tokens = caller.usage.completion_tokens
     await engine.close()
@@ -99,7 +99,7 @@ async def runner_cost(db: Path, n: int) -> float:
 
     reqs = requests("cost", n)
     t0 = time.perf_counter()
-    await run_in_order(reqs, work, 32, QuietProgress())
+    await run_in_order(reqs, work, 32, QuietProgress().stage("bench", len(reqs)))
     store.close()
     return (time.perf_counter() - t0) / n
 

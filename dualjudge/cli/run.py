@@ -13,48 +13,49 @@ from rich.table import Table
 from dualjudge.cli.common import console, err_console
 
 
-class RichProgress:
-    """Stage progress: done / total, tokens/s and ETA."""
+class _RichStage:
+    """One stage's line: done / total, tokens/s, elapsed and ETA."""
 
-    def __init__(self) -> None:
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[tps]:>6.1f} tok/s"), TimeElapsedColumn(), TimeRemainingColumn(),
-                            console=err_console)
-        self.task = None
-        self.tokens = 0
-        self.from_cache = False
-
-    def stage(self, name: str, total: int, from_cache: bool = False) -> None:
-        if not self.bar.live.is_started:
-            self.bar.start()
-        self.tokens = 0
+    def __init__(self, bar: Progress, name: str, total: int, from_cache: bool) -> None:
+        self.bar = bar
         self.from_cache = from_cache
-        self.task = self.bar.add_task(name, total=total, tps=0.0)
+        self.tokens = 0
+        self.task = bar.add_task(name, total=total, tps=0.0)
+
+    def _current(self):  # type: ignore[no-untyped-def]
+        return next(t for t in self.bar.tasks if t.id == self.task)
 
     def advance(self, tokens_so_far: int | None = None) -> None:
-        if self.task is None:
-            return
         if tokens_so_far is not None:
             self.tokens = tokens_so_far
         elapsed = self._current().elapsed or 1e-9
         self.bar.update(self.task, advance=1, tps=self.tokens / elapsed)
 
-    def _current(self):  # type: ignore[no-untyped-def]
-        return next(t for t in self.bar.tasks if t.id == self.task)
+    def end(self) -> None:
+        """Stop the stage's clock; a cache pass that answered nothing is removed from the display."""
+        done = self._current().completed
+        if done == 0 and self.from_cache:
+            self.bar.remove_task(self.task)
+        else:
+            self.bar.update(self.task, total=done)
+
+
+class RichProgress:
+    """Every active stage at once (one per model running on its device group), each with done / total,
+    tokens/s and ETA."""
+
+    def __init__(self) -> None:
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[tps]:>6.1f} tok/s"), TimeElapsedColumn(), TimeRemainingColumn(),
+                            console=err_console)
+
+    def stage(self, name: str, total: int, from_cache: bool = False) -> _RichStage:
+        if not self.bar.live.is_started:
+            self.bar.start()
+        return _RichStage(self.bar, name, total, from_cache)
 
     def note(self, message: str) -> None:
         self.bar.console.print(message, highlight=False)
-
-    def end_stage(self) -> None:
-        """Stop the stage's clock; a cache pass that answered nothing is removed from the display."""
-        if self.task is not None:
-            current = self._current()
-            done = current.completed
-            if done == 0 and self.from_cache:
-                self.bar.remove_task(self.task)
-            else:
-                self.bar.update(self.task, total=done)
-        self.task = None
 
     def close(self) -> None:
         if self.bar.live.is_started:
@@ -89,7 +90,8 @@ def run(
     skip_preflight: Annotated[bool, typer.Option("--skip-preflight",
                                                  help="Start without checking every model first.")] = False,
 ) -> None:
-    """Run a benchmark: systems, then judges, then probes, model by model; resumes where it stopped.
+    """Run a benchmark: systems, then judges, then probes, models side by side on the device groups
+    ([engine] devices); resumes where it stopped.
 
     Every model is checked first (architecture in the installed vLLM, modalities, weights, memory,
     serving arguments); the run does not start when one fails."""

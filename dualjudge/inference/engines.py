@@ -24,6 +24,7 @@ import httpx
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
+from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
 from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
@@ -74,7 +75,9 @@ class EngineFactory(Protocol):
 
     async def identity(self, card: ModelCard) -> str: ...
 
-    def open(self, card: ModelCard, on_event: Callable[[str], None]) -> AbstractAsyncContextManager[Engine]: ...
+    def open(self, card: ModelCard, on_event: Callable[[str], None],
+             group: DeviceGroup | None = None) -> AbstractAsyncContextManager[Engine]:
+        """A ready engine for `card`, placed on `group` (None: the engine's own default placement)."""
 
 
 @dataclass
@@ -99,9 +102,9 @@ class Engines:
             self._identities[card.name] = result_identity(card, self.settings, version)
         return self._identities[card.name]
 
-    def open(self, card: ModelCard, on_event: Callable[[str], None] = lambda _: None
-             ) -> AbstractAsyncContextManager[Engine]:
-        return open_engine(card, self, on_event)
+    def open(self, card: ModelCard, on_event: Callable[[str], None] = lambda _: None,
+             group: DeviceGroup | None = None) -> AbstractAsyncContextManager[Engine]:
+        return open_engine(card, self, on_event, group)
 
 
 async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
@@ -119,9 +122,9 @@ async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
 
 
 @asynccontextmanager
-async def open_engine(card: ModelCard, engines: Engines,
-                      on_event: Callable[[str], None] = lambda _: None) -> AsyncIterator[Engine]:
-    """Yield a ready engine for `card`; a server started here is stopped (and has exited) on exit."""
+async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str], None] = lambda _: None,
+                      group: DeviceGroup | None = None) -> AsyncIterator[Engine]:
+    """Yield a ready engine for `card` on `group`; a server started here is stopped (and has exited) on exit."""
     settings = engines.settings
     identity = await engines.identity(card)
     if isinstance(card.weights, RemoteWeights):
@@ -132,7 +135,8 @@ async def open_engine(card: ModelCard, engines: Engines,
         from dualjudge.inference.transformers_engine import TransformersEngine
 
         on_event(f"loading {card.name} in-process (transformers)")
-        engine = await asyncio.to_thread(TransformersEngine, card, require(card), identity, device=engines.device,
+        device = (group.torch_device() if group is not None else None) or engines.device
+        engine = await asyncio.to_thread(TransformersEngine, card, require(card), identity, device=device,
                                          max_batch=settings.concurrency, grammar_backend=settings.grammar_backend)
         try:
             yield engine
@@ -153,8 +157,10 @@ async def open_engine(card: ModelCard, engines: Engines,
             await engine.close()
         return
     server = VllmServer(card, require(card), log_dir=engines.log_dir, seed=engines.seed,
-                        structured_backend=settings.structured_backend, startup_timeout=settings.startup_timeout_s)
-    on_event(f"starting vLLM for {card.name} (log: {server.log_path})")
+                        structured_backend=settings.structured_backend, startup_timeout=settings.startup_timeout_s,
+                        placement=group.environment(card) if group is not None else None)
+    where = f" on {group.label}" if group is not None else ""
+    on_event(f"starting vLLM for {card.name}{where} (log: {server.log_path})")
     try:
         server.launch()  # in this (long-lived) thread: the server dies with the process that started it
         await asyncio.to_thread(server.wait_ready)

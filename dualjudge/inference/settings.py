@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr
 
 from dualjudge.schema import Distinct, Float, Int, Str, result_fields, setting
 
@@ -19,6 +19,28 @@ StructuredBackend = Literal["xgrammar", "guidance", "outlines", "lm-format-enfor
 STRUCTURED_BACKENDS: tuple[str, ...] = get_args(StructuredBackend)
 GrammarBackend = Literal["xgrammar", "llguidance", "outlines_core"]
 GRAMMAR_BACKENDS: tuple[str, ...] = get_args(GrammarBackend)
+
+
+def _device_groups(value: object) -> object:
+    """`devices`: "auto", or at least one group of device ids (integers >= 0), none empty, no device twice."""
+    if value == "auto":
+        return value
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(g, (list, tuple)) for g in value):
+        raise ValueError('give "auto" or a list of device groups, e.g. [[0], [1], [2, 3]]')
+    seen: set[int] = set()
+    for g in value:
+        if not g:
+            raise ValueError("a device group is empty")
+        if not all(type(i) is int and i >= 0 for i in g):
+            raise ValueError(f"device ids are integers >= 0, not {list(g)}")
+        twice = (seen & set(g)) or {i for i in g if list(g).count(i) > 1}
+        if twice:
+            raise ValueError(f"device {min(twice)} is in two groups (or twice in one)")
+        seen |= set(g)
+    return tuple(tuple(g) for g in value)
+
+
+DeviceGroups = Annotated[Literal["auto"] | tuple[tuple[int, ...], ...], BeforeValidator(_device_groups)]
 
 
 class EngineSettings(BaseModel):
@@ -34,6 +56,9 @@ class EngineSettings(BaseModel):
     api_key: SecretStr = setting(SecretStr("EMPTY"), affects_results=False)
     cache: Str | None = setting(None, affects_results=False)  # a shared response cache file, reused across runs
     endpoints: dict[Str, Annotated[tuple[Str, ...], Distinct]] = setting({}, affects_results=False)
+    # where models run side by side: "auto" or groups of GPU ids (CPU core ids without a GPU), e.g.
+    # [[0], [1], [2, 3]]; inference/devices.py. Placement changes batching, never what is asked.
+    devices: DeviceGroups = setting("auto", affects_results=False)
 
     def result_fields(self) -> dict[str, object]:
         """The settings that can change this backend's results (part of every request's identity)."""

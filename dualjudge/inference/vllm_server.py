@@ -44,10 +44,19 @@ def vllm_build() -> str | None:
     return None
 
 
+_HANDED_OUT: set[int] = set()  # ports given to servers of this process (several may start at once)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on and no other server of this process was given: servers started side by
+    side each bind theirs seconds later, so the OS alone could hand the same free port out twice."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def port_in_use(port: int) -> bool:
@@ -108,7 +117,8 @@ def _own_session_dying_with_parent() -> None:
 
 class VllmServer:
     def __init__(self, card: ModelCard, weights: LocalWeights, *, log_dir: Path, port: int | None = None,
-                 seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0) -> None:
+                 seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0,
+                 placement: dict[str, str] | None = None) -> None:
         if structured_backend not in STRUCTURED_BACKENDS:
             raise DualjudgeError(f"unknown structured-outputs backend {structured_backend!r}; "
                                  f"choose from {', '.join(STRUCTURED_BACKENDS)}")
@@ -123,6 +133,7 @@ class VllmServer:
         self.seed = seed
         self.structured_backend = structured_backend
         self.startup_timeout = startup_timeout
+        self.placement = dict(placement or {})  # the device group's variables (CUDA_VISIBLE_DEVICES, CPU binding)
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"vllm-{card.name}.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -159,7 +170,7 @@ class VllmServer:
         env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "VLLM_API_KEY": self.api_key}
         if vllm_build() == "cpu":
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the default claims most of the RAM
-        return env
+        return {**env, **self.placement}
 
     def launch(self) -> None:
         """Start the server process. Call from a long-lived thread (the main one): the server gets

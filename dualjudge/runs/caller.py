@@ -1,12 +1,16 @@
 """The caching caller: every model call of a run goes through it.
 
 A deterministic request (greedy, or sampled with a fixed seed) is answered from the cache when its
-key is there; otherwise it goes to the engine, is logged, and (when it succeeded) cached. Without an
-engine (the cache-only pass that runs before any model is loaded) a miss raises `CacheMiss`.
+key is there; otherwise it goes to the engine, is logged, and (when it succeeded) cached. The same key
+asked again while the first is in flight waits for that one instead of being sent twice, so a run sends
+each deterministic request once whatever the timing (how many jobs run side by side, how many requests
+are in flight). Without an engine (the cache-only pass that runs before any model is loaded) a miss
+raises `CacheMiss`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from dualjudge.inference.types import Engine, GenerationRequest, GenerationResult
@@ -32,6 +36,7 @@ class CachingCaller:
         self.session = session
         self.engine = engine
         self.usage = Usage()
+        self._in_flight: dict[str, asyncio.Future[GenerationResult]] = {}
 
     async def __call__(self, request: GenerationRequest) -> GenerationResult:
         key = request.key(self.identity)
@@ -43,7 +48,29 @@ class CachingCaller:
                 return hit
         if self.engine is None:
             raise CacheMiss(key)
-        result = await self.engine.generate(request)
+        first = self._in_flight.get(key) if cacheable else None
+        if first is not None:
+            try:
+                shared = await asyncio.shield(first)
+            except asyncio.CancelledError:
+                if not first.cancelled():
+                    raise  # this task itself was cancelled
+            else:
+                if shared.ok:
+                    self.usage.cache_hits += 1
+                    return shared
+        sent: asyncio.Future[GenerationResult] = asyncio.get_running_loop().create_future()
+        if cacheable:
+            self._in_flight.setdefault(key, sent)
+        try:
+            result = await self.engine.generate(request)
+        except BaseException:
+            sent.cancel()  # a waiter then sends its own request
+            raise
+        finally:
+            if self._in_flight.get(key) is sent:
+                del self._in_flight[key]
+        sent.set_result(result)
         self.usage.requests += 1
         self.usage.completion_tokens += result.completion_tokens
         self.store.log_request(self.session, key, self.model, result)

@@ -11,17 +11,30 @@ from typing import Protocol, TypeVar
 T = TypeVar("T")
 
 
-class Progress(Protocol):
-    """What the runner reports; the CLI shows it with rich, tests record it."""
-
-    def stage(self, name: str, total: int, from_cache: bool = False) -> None:
-        """A stage starts: `total` tasks; `from_cache` for the pass that answers from the cache only."""
+class StageProgress(Protocol):
+    """One stage's display line: a task done (with the stage's tokens so far), and the stage's end."""
 
     def advance(self, tokens_so_far: int | None = None) -> None: ...
 
+    def end(self) -> None: ...
+
+
+class Progress(Protocol):
+    """What the runner reports; the CLI shows it with rich, tests record it. Several stages can be
+    active at once (one per model running on its device group)."""
+
+    def stage(self, name: str, total: int, from_cache: bool = False) -> StageProgress:
+        """A stage starts: `total` tasks; `from_cache` for the pass that answers from the cache only."""
+
     def note(self, message: str) -> None: ...
 
-    def end_stage(self) -> None: ...
+
+class _QuietStage:
+    def advance(self, tokens_so_far: int | None = None) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
 
 
 class QuietProgress:
@@ -29,21 +42,16 @@ class QuietProgress:
         self.notes: list[str] = []
         self.stages: list[tuple[str, int]] = []
 
-    def stage(self, name: str, total: int, from_cache: bool = False) -> None:
+    def stage(self, name: str, total: int, from_cache: bool = False) -> StageProgress:
         self.stages.append((name, total))
-
-    def advance(self, tokens_so_far: int | None = None) -> None:
-        pass
+        return _QuietStage()
 
     def note(self, message: str) -> None:
         self.notes.append(message)
 
-    def end_stage(self) -> None:
-        pass
-
 
 async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int | None]], concurrency: int,
-                       progress: Progress) -> float:
+                       progress: StageProgress) -> float:
     """Start tasks in list order with at most `concurrency` in flight; `work` returns the stage's token
     count so far (for the tokens/s display) or None.
 

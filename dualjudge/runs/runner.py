@@ -1,19 +1,28 @@
-"""The resumable, model-by-model runner.
+"""The resumable runner: (model, stage) jobs scheduled side by side on the run's device groups.
 
-    systems stage:  for each system model: answer every (variant, repeat, strategy) not yet done,
-                    then restate its losing answers at length (the padding probe's inputs)
-    judges stage:   for each judge model: judge every answer not yet judged, the order probe, and
-                    re-judge the padded answers; the last system model, when it also judges, does
-                    so first, in the same load
+    systems job of a model:  answer every (variant, repeat, strategy) not yet done, then restate its
+                             losing answers at length (the padding probe's inputs)
+    judges job of a model:   judge every answer not yet judged (each system model's answers once its
+                             systems job is done), then the order probe, the re-judged padded answers
+                             and the stability passes, once every systems job is done
+
+Which job runs when and where is schedule.py's policy: jobs run at once on free device groups
+(inference/devices.py), and a model that is both system and judge stays loaded on its group from its
+systems job into its judges job when that keeps no systems job waiting.
 
 Before a model is loaded, a cache-only pass answers whatever the response cache already holds; the
 model is loaded only if work remains. Rerunning on the same directory does only the missing work.
+Every job is recorded (store meta `jobs`, then manifest.json) with its group and its times. All store
+writes happen on the event loop's thread: the store stays one writer however many jobs run.
 The steps themselves are in steps.py; the run directory's files in rundir.py.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import secrets
+import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,15 +30,20 @@ from typing import Any
 
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
 from dualjudge.inference.engines import EngineFactory, Engines
+from dualjudge.protocol.systems import STEPS
 from dualjudge.runs import steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
 from dualjudge.runs.progress import Progress, QuietProgress, run_in_order
 from dualjudge.runs.rows import Answer, AnswerRow
 from dualjudge.runs.rundir import STORE_FILE, TESTBED, build_testbed, testbed_items
+from dualjudge.runs.schedule import Job, Schedule
 from dualjudge.runs.steps import Step
 from dualjudge.runs.store import WORK_TABLES, Store
 from dualjudge.testbed.catalogue import default_catalogue
+
+JOBS_META = "jobs"  # store meta key: every job of every session, as manifest.json["jobs"] lists them
 
 
 @dataclass
@@ -40,6 +54,97 @@ class RunReport:
     models_loaded: list[str] = field(default_factory=list)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     verdict_failures: dict[str, dict[str, int]] = field(default_factory=dict)  # per judge model, by kind
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # this session's jobs (manifest.json["jobs"])
+
+
+def expected_costs(config: RunConfig, items: int) -> dict[tuple[str, str], float]:
+    """Each job's expected length: its completion tokens at max_tokens, over the card's throughput hint
+    when it has one, else times the model's size (decoding is memory-bound: a bigger model is slower).
+    This orders the jobs (longest first); exact counts are `dualjudge plan`'s."""
+    s, j, p = config.systems, config.judges, config.probes
+    calls = sum(len(STEPS[st]) for st in s.strategies)
+    answers = items * config.testbed.repeats * len(s.strategies) * len(s.models)
+    judgements = 1 + (j.passes if j.passes >= 2 else 0)  # the verdict, and its stability passes
+    judge_tokens = j.max_tokens * len(j.variants) * (
+        answers * len(j.kinds) * judgements
+        + (p.order_pairs * 2 if p.order else 0) + (p.padding_samples * len(j.kinds) if p.padding else 0))
+    costs: dict[tuple[str, str], float] = {}
+    for model in s.models:
+        costs[(model, "systems")] = items * config.testbed.repeats * calls * s.max_tokens + \
+            (steps.padding_share(config) * p.padding_max_tokens if p.padding else 0)
+    for model in j.models:
+        costs[(model, "judges")] = float(judge_tokens)
+    for (model, stage), tokens in costs.items():
+        card = config.card(model)
+        costs[(model, stage)] = tokens / card.throughput_hint if card.throughput_hint else tokens * (card.parameters_b or 1.0)
+    return costs
+
+
+class Lease:
+    """A model on a device group for one or more jobs: its steps, each answered from the cache first;
+    the engine is opened (once, at the first step with work left) only if the cache cannot answer all."""
+
+    def __init__(self, runner: Runner, model: str, group: DeviceGroup | None, stack: AsyncExitStack) -> None:
+        self.runner = runner
+        self.model = model
+        self.group = group
+        self.stack = stack
+        self.caller: CachingCaller | None = None
+        self.cached: CachingCaller | None = None
+
+    @property
+    def label(self) -> str:
+        return self.group.label if self.group is not None else "remote"
+
+    async def run(self, stage: list[Step[Any]]) -> None:
+        r = self.runner
+        card = r.config.card(self.model)
+        identity = await r.engines.identity(card)
+        if self.cached is None:
+            self.cached = CachingCaller(r.store, self.model, identity, r.session)
+        suffix = f" [{self.label}]" if len(r.groups) > 1 and self.group is not None else ""
+        for step in stage:
+            tasks = step.tasks()
+            if not tasks:
+                continue
+            remaining = []
+            line = r.progress.stage(f"{step.name}{suffix} (from cache)", len(tasks), from_cache=True)
+            for t in tasks:
+                try:
+                    await step.work(t, self.cached)
+                    line.advance()
+                except CacheMiss:
+                    remaining.append(t)
+            line.end()
+            if not remaining:
+                continue
+            if self.caller is None:
+                engine = await self.stack.enter_async_context(r.engines.open(card, r.progress.note, self.group))
+                r.report.models_loaded.append(self.model)
+                self.caller = CachingCaller(r.store, self.model, identity, r.session, engine)
+            await self._send(step, f"{step.name}{suffix}", remaining, self.caller)
+
+    async def _send(self, step: Step[Any], name: str, tasks: list[Any], caller: CachingCaller) -> None:
+        start = caller.usage.completion_tokens
+
+        async def one(t: Any) -> int:
+            await step.work(t, caller)
+            return caller.usage.completion_tokens - start
+
+        line = self.runner.progress.stage(name, len(tasks))
+        try:
+            await run_in_order(tasks, one, self.runner.config.engine.concurrency, line)
+        finally:
+            line.end()
+
+    def close(self) -> None:
+        """Count what this lease sent and answered from the cache into the run's report."""
+        report = self.runner.report
+        if self.caller is not None:
+            report.sessions_requests += self.caller.usage.requests
+            report.cache_hits += self.caller.usage.cache_hits
+        if self.cached is not None:
+            report.cache_hits += self.cached.usage.cache_hits
 
 
 class Runner:
@@ -52,10 +157,14 @@ class Runner:
         self.session = secrets.token_hex(6)
         self.report = RunReport(out)
         self.catalogue = default_catalogue()
+        local = [m for m in config.all_models() if self.local(m)]
+        self.groups = resolve(config.engine.devices, len(local), in_process=config.engine.backend == "transformers")
+        check_placement(self.groups, [config.card(m) for m in local])
         out.mkdir(parents=True, exist_ok=True)
         cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
         self.store = Store(out / STORE_FILE, cache)
         self._check_fingerprint()
+        self._answers_ready = asyncio.Event()
 
     def _check_fingerprint(self) -> None:
         fp = self.config.fingerprint()
@@ -67,6 +176,13 @@ class Runner:
             raise DualjudgeError(f"{self.out} holds a run of a different configuration; use another --out "
                                  f"(responses are reused through the cache)")
 
+    def local(self, model: str) -> bool:
+        """Whether the model runs on this machine's devices (not at attached endpoints or a hosted API)."""
+        return not (self.config.card(model).hosted or model in self.config.engine.endpoints)
+
+    def holds(self, model: str, group: DeviceGroup) -> bool:
+        return group.holds(self.config.card(model))
+
     # -- orchestration -------------------------------------------------------------------------
     def prepare(self) -> list[Any]:
         """The run's testbed (built or checked) and its items; the runner then knows each variant's sign."""
@@ -74,19 +190,36 @@ class Runner:
         self.variants = {v["variant_id"]: v for v in variants}
         return testbed_items(self.config, self.out / TESTBED, variants)
 
+    def schedule(self, items: int) -> Schedule:
+        systems, judges = self.config.systems.models, self.config.judges.models
+        costs = expected_costs(self.config, items)
+        jobs = [Job(m, "systems", costs[(m, "systems")], self.local(m)) for m in systems] + \
+               [Job(m, "judges", costs[(m, "judges")], self.local(m)) for m in judges]
+        return Schedule(jobs, self.groups, self.holds, last_system=systems[-1] if systems[-1] in judges else None)
+
     async def run(self) -> RunReport:
         items = self.prepare()
         ctx = steps.Context(self.config, self.store, self.catalogue, self.answers)
-        systems, judges = self.config.systems.models, self.config.judges.models
-        # the last system model, when it also judges, judges first while still loaded: every answer (and
-        # every padded answer) exists once its own systems steps are done, so one load serves both
-        last = systems[-1] if systems[-1] in judges else None
-        for model in systems:
-            stage = [steps.answer_step(ctx, model, items), steps.padding_step(ctx, model)]
-            await self.stage(model, stage + (self._judge_steps(ctx, model) if model == last else []))
-        for judge in judges:
-            if judge != last:
-                await self.stage(judge, self._judge_steps(ctx, judge))
+        schedule = self.schedule(len(items))
+        lanes: dict[asyncio.Task[None], DeviceGroup | None] = {}
+        free = list(self.groups)
+        try:
+            while not schedule.complete():
+                for job, group in schedule.assign(free):
+                    if group is not None:
+                        free.remove(group)
+                    lanes[asyncio.create_task(self._lane(schedule, ctx, items, job, group))] = group
+                assert lanes, "the schedule is stuck"
+                done, _ = await asyncio.wait(lanes, return_when=asyncio.FIRST_COMPLETED)
+                for lane in done:
+                    group = lanes.pop(lane)
+                    lane.result()  # a failed job stops the run (the others are cancelled below)
+                    if group is not None:
+                        free.append(group)
+        finally:
+            for lane in lanes:
+                lane.cancel()
+            await asyncio.gather(*lanes, return_exceptions=True)  # every engine closed, every server stopped
         for table in WORK_TABLES:
             kinds = self.store.error_kinds(table)
             if kinds:
@@ -94,10 +227,63 @@ class Runner:
         self.report.verdict_failures = self.store.error_kinds_by("verdicts", "judge_model")
         return self.report
 
-    @staticmethod
-    def _judge_steps(ctx: steps.Context, judge: str) -> list[Step[Any]]:
-        return [steps.judge_step(ctx, judge), steps.order_step(ctx, judge), steps.rejudge_step(ctx, judge),
-                steps.passes_step(ctx, judge)]
+    async def _lane(self, schedule: Schedule, ctx: steps.Context, items: list[Any], job: Job,
+                    group: DeviceGroup | None) -> None:
+        """One model on one group: its job, and its judges job after its systems job when the schedule
+        keeps it there (same load)."""
+        async with AsyncExitStack() as stack:
+            lease = Lease(self, job.model, group, stack)
+            try:
+                current: Job | None = job
+                while current is not None:
+                    record, loaded_before = self._job_started(current, group), lease.caller is not None
+                    if current.stage == "systems":
+                        await lease.run([steps.answer_step(ctx, current.model, items),
+                                         steps.padding_step(ctx, current.model)])
+                        following = schedule.keep(current)
+                        self._answers_ready.set()
+                        self._answers_ready = asyncio.Event()
+                    else:
+                        await self._judges(lease, ctx, schedule, current.model)
+                        schedule.end(current)
+                        following = None
+                    self._job_ended(record, lease.caller is not None and not loaded_before)
+                    current = following
+            finally:
+                lease.close()
+
+    async def _judges(self, lease: Lease, ctx: steps.Context, schedule: Schedule, judge: str) -> None:
+        """Judge each system model's answers as soon as its systems job has ended, then, once every
+        systems job has, the probes and the stability passes."""
+        seen: frozenset[str] = frozenset()
+        while True:
+            ready = schedule.systems_done
+            complete = ready >= schedule.systems_models
+            if ready != seen or complete:
+                await lease.run([steps.judge_step(ctx, judge, of=None if complete else ready)])
+                seen = ready
+            if complete:
+                break
+            if schedule.systems_done == seen:  # no systems job ended while judging: wait for the next
+                await self._answers_ready.wait()
+        await lease.run([steps.order_step(ctx, judge), steps.rejudge_step(ctx, judge), steps.passes_step(ctx, judge)])
+
+    def _job_started(self, job: Job, group: DeviceGroup | None) -> dict[str, Any]:
+        record = {"model": job.model, "stage": job.stage, "group": group.label if group is not None else None,
+                  "started_at": round(time.time(), 3), "ended_at": None, "session": self.session}
+        self.report.jobs.append(record)
+        self._save_jobs()
+        return record
+
+    def _job_ended(self, record: dict[str, Any], loaded: bool) -> None:
+        record["ended_at"] = round(time.time(), 3)
+        record["loaded"] = loaded  # False: answered from the cache, or ran on in its systems job's load
+        self._save_jobs()
+
+    def _save_jobs(self) -> None:
+        """Every session's jobs, kept in the store as they start and end (a killed session's too)."""
+        earlier = [j for j in json.loads(self.store.get_meta(JOBS_META) or "[]") if j.get("session") != self.session]
+        self.store.set_meta(JOBS_META, json.dumps(earlier + self.report.jobs))
 
     def answers(self, model: str | None = None) -> list[Answer]:
         """This run's answers (of one system model, or of all), with their variant's sign and category."""
@@ -110,47 +296,14 @@ class Runner:
         return out
 
     async def stage(self, model: str, stage: list[Step[Any]]) -> None:
-        """Run a model's steps in order, each answered from the cache first; the model is loaded
-        (once, at the first step with work left) only if the cache cannot answer everything."""
-        card = self.config.card(model)
-        identity = await self.engines.identity(card)
-        cached = CachingCaller(self.store, model, identity, self.session)
+        """Run one model's steps now, on the largest group that holds it (sequential work: the
+        rubric clarification)."""
+        group = None
+        if self.local(model):
+            group = max((g for g in self.groups if self.holds(model, g)), key=lambda g: len(g.ids))
         async with AsyncExitStack() as stack:
-            caller: CachingCaller | None = None
-            for step in stage:
-                tasks = step.tasks()
-                if not tasks:
-                    continue
-                remaining = []
-                self.progress.stage(f"{step.name} (from cache)", len(tasks), from_cache=True)
-                for t in tasks:
-                    try:
-                        await step.work(t, cached)
-                        self.progress.advance()
-                    except CacheMiss:
-                        remaining.append(t)
-                self.progress.end_stage()
-                if not remaining:
-                    continue
-                if caller is None:
-                    engine = await stack.enter_async_context(self.engines.open(card, self.progress.note))
-                    self.report.models_loaded.append(model)
-                    caller = CachingCaller(self.store, model, identity, self.session, engine)
-                await self._run_remaining(step, remaining, caller)
-            if caller is not None:
-                self.report.sessions_requests += caller.usage.requests
-                self.report.cache_hits += caller.usage.cache_hits
-        self.report.cache_hits += cached.usage.cache_hits
-
-    async def _run_remaining(self, step: Step[Any], tasks: list[Any], caller: CachingCaller) -> None:
-        start = caller.usage.completion_tokens
-
-        async def one(t: Any) -> int:
-            await step.work(t, caller)
-            return caller.usage.completion_tokens - start
-
-        self.progress.stage(step.name, len(tasks))
-        try:
-            await run_in_order(tasks, one, self.config.engine.concurrency, self.progress)
-        finally:
-            self.progress.end_stage()
+            lease = Lease(self, model, group, stack)
+            try:
+                await lease.run(stage)
+            finally:
+                lease.close()

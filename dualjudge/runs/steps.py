@@ -142,12 +142,14 @@ def padding_step(ctx: Context, model: str) -> Step[Answer]:
 
 
 # -- judges -------------------------------------------------------------------------------------------
-def judge_step(ctx: Context, judge: str) -> Step[plan.JudgeTask]:
+def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> Step[plan.JudgeTask]:
+    """Judge every answer (or only the answers of the system models in `of`, those already made)."""
     j = ctx.config.judges
 
     def tasks() -> list[plan.JudgeTask]:
         done = ctx.store.done_keys(VerdictRow.TABLE)
-        return [t for t in plan.judge_tasks(ctx.answers(None), judge, j.kinds, j.variants) if t.key not in done]
+        answers = [a for a in ctx.answers(None) if of is None or a.key.system_model in of]
+        return [t for t in plan.judge_tasks(answers, judge, j.kinds, j.variants) if t.key not in done]
 
     async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
         sign = ctx.catalogue.sign(t.answer.sign_code)

@@ -1,0 +1,181 @@
+"""Runs with models side by side on device groups (scripted engines): the same work as one group at a
+time, jobs overlapping and recorded, judges judging answers as they come, a failing job stopping all."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from dualjudge.errors import DualjudgeError
+from dualjudge.runs.job import run_job
+from dualjudge.runs.progress import QuietProgress
+from tests.test_runs import CONFIG, Recorder, config
+
+TWO_GROUPS = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\ndevices = [[0], [1]]')
+ONE_GROUP = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\ndevices = [[0]]')
+
+
+def work(out: Path) -> dict[str, object]:
+    """What a run made: request keys, and every work row's key and content."""
+    with sqlite3.connect(out / "results.sqlite") as con:
+        made: dict[str, object] = {"requests": sorted(k for (k,) in con.execute("SELECT key FROM request_log"))}
+        for table in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe"):
+            made[table] = sorted(tuple(r) for r in con.execute(
+                f"SELECT * FROM {table}").fetchall() for r in [r[:-1]])  # all but `updated`
+    return made
+
+
+def jobs(out: Path) -> list[dict[str, object]]:
+    return json.loads((out / "manifest.json").read_text())["jobs"]
+
+
+def overlap(a: dict[str, object], b: dict[str, object]) -> bool:
+    return float(a["started_at"]) < float(b["ended_at"]) and float(b["started_at"]) < float(a["ended_at"])  # type: ignore[arg-type]
+
+
+def test_side_by_side_does_the_same_work_as_one_group_at_a_time(tmp_path):
+    one, two = Recorder(), Recorder()
+    run_job(config(tmp_path, ONE_GROUP), tmp_path / "one", engines=one)
+    run_job(config(tmp_path, TWO_GROUPS), tmp_path / "two", engines=two)
+    assert work(tmp_path / "one") == work(tmp_path / "two")
+    assert one.calls == two.calls == len(work(tmp_path / "two")["requests"])  # type: ignore[arg-type]
+    # one group: the models in turn, as before; two groups: each model loaded once, on its own core
+    assert one.loaded == ["smollm2-135m-instruct", "gemma-3-270m", "smollm2-135m-instruct"]
+    assert sorted(two.loaded) == ["gemma-3-270m", "smollm2-135m-instruct"]
+    assert {m: g.label for m, g in two.placed} == {"smollm2-135m-instruct": "cpu:0", "gemma-3-270m": "cpu:1"}
+
+
+def test_the_manifest_records_every_job_with_its_group_and_times(tmp_path):
+    run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=Recorder())
+    recorded = jobs(tmp_path / "run")
+    in_order = sorted(recorded, key=lambda j: (j["group"], j["started_at"]))
+    assert [(j["model"], j["stage"], j["group"], j["loaded"]) for j in in_order] == [
+        ("smollm2-135m-instruct", "systems", "cpu:0", True), ("smollm2-135m-instruct", "judges", "cpu:0", False),
+        ("gemma-3-270m", "systems", "cpu:1", True), ("gemma-3-270m", "judges", "cpu:1", False)]
+    assert all(set(j) >= {"model", "stage", "group", "started_at", "ended_at"} for j in recorded)
+    assert all(float(j["started_at"]) <= float(j["ended_at"]) for j in recorded)
+    by = {(j["model"], j["stage"]): j for j in recorded}
+    assert overlap(by[("smollm2-135m-instruct", "systems")], by[("gemma-3-270m", "systems")])
+    for model in ("smollm2-135m-instruct", "gemma-3-270m"):  # the judges job runs on in the systems job's load
+        assert by[(model, "judges")]["started_at"] == by[(model, "systems")]["ended_at"]
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["devices"] == ["cpu:0", "cpu:1"]
+    # a rerun adds its own (cache-only) jobs and keeps the first session's
+    run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=Recorder())
+    again = jobs(tmp_path / "run")
+    assert len(again) == 8 and len({j["session"] for j in again}) == 2
+    assert not any(j["loaded"] for j in again[4:])
+
+
+class Slow(Recorder):
+    """gemma-3-270m answers slowly; every engine records when each of its requests was answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answered: dict[str, list[float]] = {}
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
+        async with super().open(card, on_event, group) as engine:
+            generate = engine.generate
+            one_at_a_time = asyncio.Lock()
+
+            async def timed(request):  # type: ignore[no-untyped-def]
+                if card.name == "gemma-3-270m" and (request.constraint is None or request.constraint.kind != "json"):
+                    async with one_at_a_time:  # about 0.5 s for its answers
+                        await asyncio.sleep(0.01)
+                result = await generate(request)
+                self.answered.setdefault(card.name, []).append(asyncio.get_running_loop().time())
+                return result
+
+            engine.generate = timed
+            yield engine
+
+
+def test_a_judge_judges_the_first_answers_while_a_slower_model_still_answers(tmp_path, monkeypatch):
+    monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1, 2])
+    text = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\ndevices = [[0], [1], [2]]')
+    text = text.replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]', '[judges]\nmodels = ["gemma-3-4b-it"]')
+    assert '"gemma-3-4b-it"' in text
+    engines = Slow()
+    progress = Active()
+    run_job(config(tmp_path, text), tmp_path / "run", engines=engines, progress=progress)
+    recorded = {(j["model"], j["stage"]): j for j in jobs(tmp_path / "run")}
+    assert recorded[("gemma-3-4b-it", "judges")]["group"] == "cpu:2"
+    # the judge's first verdicts came before the slow system model's last answer
+    assert min(engines.answered["gemma-3-4b-it"]) < max(engines.answered["gemma-3-270m"])
+    assert progress.most >= 2  # the judge's stage and the slow model's on show at once
+
+
+class Active(QuietProgress):
+    """Counts the stages active at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = self.most = 0
+
+    def stage(self, name: str, total: int, from_cache: bool = False):  # type: ignore[no-untyped-def]
+        super().stage(name, total, from_cache)
+        self.active += 1
+        self.most = max(self.most, self.active)
+        progress = self
+
+        class Line:
+            def advance(self, tokens_so_far: int | None = None) -> None:
+                pass
+
+            def end(self) -> None:
+                progress.active -= 1
+
+        return Line()
+
+
+class FailsToLoad(Recorder):
+    """gemma-3-270m's engine fails to start, after smollm's has started."""
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
+        if card.name == "gemma-3-270m":
+            await asyncio.sleep(0.01)
+            raise DualjudgeError("vLLM server for gemma-3-270m exited with status 1 while starting")
+        async with super().open(card, on_event, group) as engine:
+            yield engine
+
+
+def test_a_job_that_fails_stops_the_run_and_closes_every_engine(tmp_path):
+    engines = FailsToLoad()
+    with pytest.raises(DualjudgeError, match="gemma-3-270m exited"):
+        run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=engines)
+    assert engines.loaded == ["smollm2-135m-instruct"] and engines.closed == ["smollm2-135m-instruct"]
+    # what smollm answered is kept; a rerun with a working engine finishes the rest and sends nothing twice
+    resumed = Recorder()
+    run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=resumed)
+    with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
+        assert con.execute("SELECT COUNT(*) - COUNT(DISTINCT key) FROM request_log WHERE ok = 1").fetchone()[0] == 0
+        assert dict(con.execute("SELECT status, COUNT(*) FROM answers GROUP BY status")) == {"ok": 48}
+
+
+def test_the_rich_display_shows_every_active_stage_at_once():
+    from dualjudge.cli.run import RichProgress
+
+    progress = RichProgress()
+    try:
+        a = progress.stage("systems: smollm2-135m-instruct [cpu:0]", 10)
+        b = progress.stage("systems: gemma-3-270m [cpu:1]", 20)
+        a.advance(5)
+        b.advance(7)
+        b.advance(9)
+        shown = {t.description: t.completed for t in progress.bar.tasks}
+        assert shown == {"systems: smollm2-135m-instruct [cpu:0]": 1, "systems: gemma-3-270m [cpu:1]": 2}
+        cache = progress.stage("judges: x (from cache)", 3, from_cache=True)
+        cache.end()  # a cache pass that answered nothing leaves the display
+        a.end()
+        assert [t.description for t in progress.bar.tasks] == ["systems: smollm2-135m-instruct [cpu:0]",
+                                                             "systems: gemma-3-270m [cpu:1]"]
+        assert progress.bar.tasks[0].total == 1  # an ended stage's total is what it did
+    finally:
+        progress.close()
