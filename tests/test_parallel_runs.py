@@ -179,3 +179,57 @@ def test_the_rich_display_shows_every_active_stage_at_once():
         assert progress.bar.tasks[0].total == 1  # an ended stage's total is what it did
     finally:
         progress.close()
+
+
+class Gate:
+    """An engine whose answers wait for the test to release them; counts what it was sent."""
+
+    def __init__(self, fail_first: bool = False) -> None:
+        self.sent = 0
+        self.release = asyncio.Event()
+        self.fail_first = fail_first
+
+    async def generate(self, request):  # type: ignore[no-untyped-def]
+        from dualjudge.inference.types import GenerationResult
+
+        self.sent += 1
+        await self.release.wait()
+        if self.fail_first and self.sent == 1:
+            return GenerationResult(None, error="ConnectionError: engine down")
+        return GenerationResult("SIGN_TYPE: no_entry", finish_reason="stop", completion_tokens=4)
+
+
+def request(temperature: float = 0.0, seed: int | None = 0):  # type: ignore[no-untyped-def]
+    from dualjudge.inference.types import GenerationRequest, Message, Sampling
+
+    return GenerationRequest((Message("user", "Which sign is this?"),), Sampling(temperature=temperature, max_tokens=8, seed=seed))
+
+
+async def ask_twice(engine: Gate, tmp_path: Path, req) -> tuple[list[object], object]:  # type: ignore[no-untyped-def]
+    from dualjudge.runs.caller import CachingCaller
+    from dualjudge.runs.store import Store
+
+    store = Store(tmp_path / "s.sqlite")
+    caller = CachingCaller(store, "m", "m@test", "session", engine)  # type: ignore[arg-type]
+    both = asyncio.gather(caller(req), caller(req))
+    await asyncio.sleep(0.01)  # both asked, the first in flight
+    engine.release.set()
+    results = await both
+    store.close()
+    return results, caller.usage
+
+
+def test_a_request_asked_again_while_in_flight_is_sent_once(tmp_path):
+    engine = Gate()
+    (a, b), usage = asyncio.run(ask_twice(engine, tmp_path, request()))
+    assert engine.sent == 1 and a is b and usage.requests == 1 and usage.cache_hits == 1
+    # a request that is not deterministic (sampled without a seed) is never shared
+    engine = Gate()
+    asyncio.run(ask_twice(engine, tmp_path / "b", request(temperature=0.7, seed=None)))
+    assert engine.sent == 2
+
+
+def test_a_waiter_sends_its_own_request_when_the_first_fails(tmp_path):
+    engine = Gate(fail_first=True)
+    (a, b), usage = asyncio.run(ask_twice(engine, tmp_path, request()))
+    assert engine.sent == 2 and not a.ok and b.ok and usage.requests == 2  # type: ignore[attr-defined]

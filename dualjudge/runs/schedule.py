@@ -8,9 +8,10 @@ and the padded texts come from every system model).
 
 The rules, shared by the runner and the simulator (`simulate`):
 - Order: systems jobs before judges jobs; within each, the longest expected job first (`Job.cost`:
-  expected completion tokens over the card's throughput hint), ties in configuration order. The last
-  configured system model that also judges keeps the last systems slot, so no model is loaded more
-  often than in a one-model-at-a-time run.
+  runner.expected_costs), ties in configuration order. The last configured system model that also
+  judges is ordered after every other systems job: a systems job still waiting when it starts could
+  use no free group then, so none can use its group when it ends, and it always stays loaded into its
+  judges job. No model is loaded more often than in a one-model-at-a-time run.
 - A systems job starts on the smallest free group that holds its card.
 - A judges job starts once its own model's systems job (if any) has ended, and only on a group no
   waiting systems job could use: it may wait there for answers, so it must never keep a systems job
