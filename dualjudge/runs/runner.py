@@ -92,17 +92,13 @@ class Lease:
         self.caller: CachingCaller | None = None
         self.cached: CachingCaller | None = None
 
-    @property
-    def label(self) -> str:
-        return self.group.label if self.group is not None else "remote"
-
     async def run(self, stage: list[Step[Any]]) -> None:
         r = self.runner
         card = r.config.card(self.model)
         identity = await r.engines.identity(card)
         if self.cached is None:
             self.cached = CachingCaller(r.store, self.model, identity, r.session)
-        suffix = f" [{self.label}]" if len(r.groups) > 1 and self.group is not None else ""
+        suffix = f" [{self.group.label}]" if len(r.groups) > 1 and self.group is not None else ""
         for step in stage:
             tasks = step.tasks()
             if not tasks:
