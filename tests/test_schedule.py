@@ -191,3 +191,17 @@ def test_more_groups_shorten_the_simulated_makespan():
     assert spans[1] == pytest.approx(80.0)
     assert spans[2] == pytest.approx(40.0)
     assert spans[4] == pytest.approx(20.0)  # each judge judges the answers as they come
+
+
+def test_a_server_is_started_with_its_group_and_a_port_of_its_own(tmp_path, monkeypatch):
+    from dualjudge.inference.vllm_server import VllmServer, free_port
+    from dualjudge.inference.weights import LocalWeights
+
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "auto")  # the group's binding wins over the caller's
+    weights = LocalWeights(tmp_path, "w@0", {})
+    group = DeviceGroup("cpu", (1,))
+    servers = [VllmServer(card(), weights, log_dir=tmp_path, placement=group.environment(card())) for _ in range(2)]
+    assert all(s.environment()["VLLM_CPU_OMP_THREADS_BIND"] == "1" for s in servers)
+    assert VllmServer(card(), weights, log_dir=tmp_path).environment()["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
+    ports = [s.port for s in servers] + [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)  # servers starting side by side never share a port
