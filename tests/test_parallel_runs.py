@@ -233,3 +233,13 @@ def test_a_waiter_sends_its_own_request_when_the_first_fails(tmp_path):
     engine = Gate(fail_first=True)
     (a, b), usage = asyncio.run(ask_twice(engine, tmp_path, request()))
     assert engine.sent == 2 and not a.ok and b.ok and usage.requests == 2  # type: ignore[attr-defined]
+
+
+def test_status_lists_the_latest_sessions_jobs_with_their_groups(cli, tmp_path):
+    run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=Recorder())
+    code, out, _ = cli("status", str(tmp_path / "run"))
+    assert code == 0
+    rows = [line for line in out.splitlines() if "cpu:" in line]
+    assert len(rows) == 4
+    assert any("smollm2-135m-instruct" in r and "systems" in r and "cpu:0" in r and "yes" in r for r in rows)
+    assert any("gemma-3-270m" in r and "judges" in r and "cpu:1" in r and " no " in r for r in rows)

@@ -129,6 +129,29 @@ def run(
         console.print(caveat)
 
 
+def _jobs_table(store) -> Table | None:  # type: ignore[no-untyped-def]
+    """The latest session's jobs (model, stage, device group, times), running ones included."""
+    import json
+    import time
+
+    from dualjudge.runs.runner import JOBS_META
+
+    jobs = json.loads(store.get_meta(JOBS_META) or "[]")
+    if not jobs:
+        return None
+    session = jobs[-1]["session"]
+    t = Table(title=f"jobs of session {session}")
+    for col in ("model", "stage", "group", "started", "took", "loaded its model"):
+        t.add_column(col, no_wrap=True)
+    for j in (j for j in jobs if j["session"] == session):
+        ended = j.get("ended_at")
+        took = f"{ended - j['started_at']:.0f} s" if ended else f"running for {time.time() - j['started_at']:.0f} s"
+        loaded = "" if ended is None else ("yes" if j.get("loaded") else "no")
+        t.add_row(j["model"], j["stage"], j["group"] or "elsewhere",
+                  time.strftime("%H:%M:%S", time.localtime(j["started_at"])), took, loaded)
+    return t
+
+
 def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
     """What is done, what failed, and how much came from the cache."""
     import json
@@ -159,6 +182,9 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
         if last is not None:
             console.print(f"last session: {last.get('requests_sent', 0)} requests sent, "
                           f"{last.get('cache_hits', 0)} answered from cache")
+        jobs = _jobs_table(store)
+        if jobs is not None:
+            console.print(jobs)
         console.print(f"response cache: {store.cache_size()} entries")
     finally:
         store.close()
