@@ -22,21 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from engine_throughput import requests  # the same quality-judge requests (same folder)
+
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.types import GenerationRequest
 from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
 from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import fetch
-from dualjudge.protocol.judges import build_judge_request
-from dualjudge.testbed.catalogue import default_catalogue
 
 MODELS = ("smollm2-135m-instruct", "gemma-3-270m")
-
-
-def requests(n: int) -> list[GenerationRequest]:
-    signs = default_catalogue().signs
-    return [build_judge_request("quality", signs[i % len(signs)], f"Answer {i}: {signs[(i * 7) % len(signs)].caption}.")
-            for i in range(n)]
 
 
 async def serve(server: VllmServer, reqs: list[GenerationRequest]) -> tuple[float, int]:

@@ -19,8 +19,8 @@ from pathlib import Path
 from dualjudge.config import load_config
 from dualjudge.inference.devices import DeviceGroup, check_placement
 from dualjudge.runs.estimate import estimate
-from dualjudge.runs.runner import expected_costs
-from dualjudge.runs.schedule import Job, Stage, simulate
+from dualjudge.runs.runner import study_jobs
+from dualjudge.runs.schedule import Stage, simulate
 
 STAGE_OF: dict[str, Stage] = {"answers": "systems", "padding": "systems"}  # every other plan row is a judges stage
 PROBES = ("order probe", "padding judged", "stability passes")
@@ -46,11 +46,7 @@ def main() -> None:
             probe_tokens += row.completion_tokens if row.stage in PROBES else 0.0
     cards = {m: config.card(m) for m in config.all_models()}
     seconds = {(m, s): t / (args.rate * 8.0 / (cards[m].parameters_b or 8.0)) for (m, s), t in tokens.items()}
-    costs = expected_costs(config, 1)  # the runner's own ranking of the jobs (the item count scales all alike)
-    jobs = [Job(m, "systems", costs[(m, "systems")]) for m in config.systems.models] + \
-           [Job(m, "judges", costs[(m, "judges")]) for m in config.judges.models]
-    systems = config.systems.models
-    last = systems[-1] if systems[-1] in config.judges.models else None
+    jobs, last = study_jobs(config, 1)  # the runner's own jobs and ranking (the item count scales all alike)
     print(f"{args.config}: {len(config.systems.models)} system models, {len(config.judges.models)} judges, "
           f"{plan.total_requests:,} requests, {sum(tokens.values()) / 1e6:.1f} M completion tokens at most; "
           f"GPUs of {args.gpu_gb:g} GB; {args.rate:g} tok/s for 8B; {args.load_s:g} s a load\n")

@@ -131,12 +131,11 @@ def run(
 
 def _jobs_table(store) -> Table | None:  # type: ignore[no-untyped-def]
     """The latest session's jobs (model, stage, device group, times), running ones included."""
-    import json
     import time
 
-    from dualjudge.runs.runner import JOBS_META
+    from dualjudge.runs.runner import recorded_jobs
 
-    jobs = json.loads(store.get_meta(JOBS_META) or "[]")
+    jobs = recorded_jobs(store)
     if not jobs:
         return None
     session = jobs[-1]["session"]

@@ -25,6 +25,7 @@ from typing import Literal
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.preflight import needed_gb, visible_gpus
 
 DeviceKind = Literal["gpu", "cpu"]
 
@@ -47,8 +48,6 @@ class DeviceGroup:
         if len(self.ids) < tp:
             return False
         if self.kind == "gpu" and self.memory_gb is not None and card.parameters_b is not None:
-            from dualjudge.inference.preflight import needed_gb
-
             return needed_gb(card) / tp <= self.memory_gb
         return True
 
@@ -83,8 +82,6 @@ def split(cores: Sequence[int], parts: int) -> list[tuple[int, ...]]:
 
 def machine_gpus() -> list[float]:
     """Free memory (GB) of each GPU this process sees; [] on a machine without one."""
-    from dualjudge.inference.preflight import visible_gpus
-
     return [g.free_gb for g in visible_gpus()]
 
 

@@ -22,7 +22,7 @@ from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
 from dualjudge.runs.progress import Progress
 from dualjudge.runs.rundir import STORE_FILE, TESTBED, load_variants
-from dualjudge.runs.runner import JOBS_META, Runner, RunReport
+from dualjudge.runs.runner import Runner, RunReport, recorded_jobs
 from dualjudge.runs.store import WORK_TABLES, Store, check_store_files
 
 SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
@@ -108,7 +108,7 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
                              "cache_hits": report.cache_hits, "models_loaded": report.models_loaded,
                              "failures": report.failures, "verdict_failures_by_judge": report.verdict_failures},
             "counts": c, "requests": runner.store.requests(), "devices": [g.label for g in runner.groups],
-            "jobs": json.loads(runner.store.get_meta(JOBS_META) or "[]"),
+            "jobs": recorded_jobs(runner.store),
             "cache_file": config.engine.cache or str(out / STORE_FILE)}), out)
         if len(table):
             write_explorer(out, runner.store)

@@ -23,6 +23,7 @@ import asyncio
 import json
 import secrets
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,11 @@ from dualjudge.runs.store import WORK_TABLES, Store
 from dualjudge.testbed.catalogue import default_catalogue
 
 JOBS_META = "jobs"  # store meta key: every job of every session, as manifest.json["jobs"] lists them
+
+
+def recorded_jobs(store: Store) -> list[dict[str, Any]]:
+    """Every job of every session of a run, as the store keeps them (manifest.json["jobs"])."""
+    return list(json.loads(store.get_meta(JOBS_META) or "[]"))
 
 
 @dataclass
@@ -68,16 +74,26 @@ def expected_costs(config: RunConfig, items: int) -> dict[tuple[str, str], float
     judge_tokens = j.max_tokens * len(j.variants) * (
         answers * len(j.kinds) * judgements
         + (p.order_pairs * 2 if p.order else 0) + (p.padding_samples * len(j.kinds) if p.padding else 0))
-    costs: dict[tuple[str, str], float] = {}
-    for model in s.models:
-        costs[(model, "systems")] = items * config.testbed.repeats * calls * s.max_tokens + \
-            (steps.padding_share(config) * p.padding_max_tokens if p.padding else 0)
-    for model in j.models:
-        costs[(model, "judges")] = float(judge_tokens)
-    for (model, stage), tokens in costs.items():
+    system_tokens = items * config.testbed.repeats * calls * s.max_tokens + \
+        (steps.padding_share(config) * p.padding_max_tokens if p.padding else 0)
+
+    def length(model: str, tokens: float) -> float:
         card = config.card(model)
-        costs[(model, stage)] = tokens / card.throughput_hint if card.throughput_hint else tokens * (card.parameters_b or 1.0)
-    return costs
+        return tokens / card.throughput_hint if card.throughput_hint else tokens * (card.parameters_b or 1.0)
+
+    return {**{(m, "systems"): length(m, system_tokens) for m in s.models},
+            **{(m, "judges"): length(m, judge_tokens) for m in j.models}}
+
+
+def study_jobs(config: RunConfig, items: int, local: Callable[[str], bool] = lambda _: True
+               ) -> tuple[list[Job], str | None]:
+    """The run's jobs, ranked by `expected_costs`, and the system model that keeps the last systems slot
+    (the last configured one, when it also judges)."""
+    costs = expected_costs(config, items)
+    systems, judges = config.systems.models, config.judges.models
+    jobs = [Job(m, "systems", costs[(m, "systems")], local(m)) for m in systems] + \
+           [Job(m, "judges", costs[(m, "judges")], local(m)) for m in judges]
+    return jobs, systems[-1] if systems[-1] in judges else None
 
 
 class Lease:
@@ -160,6 +176,7 @@ class Runner:
         cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
         self.store = Store(out / STORE_FILE, cache)
         self._check_fingerprint()
+        self._earlier_jobs = recorded_jobs(self.store)  # other sessions' jobs, kept as they are
         self._answers_ready = asyncio.Event()
 
     def _check_fingerprint(self) -> None:
@@ -187,11 +204,8 @@ class Runner:
         return testbed_items(self.config, self.out / TESTBED, variants)
 
     def schedule(self, items: int) -> Schedule:
-        systems, judges = self.config.systems.models, self.config.judges.models
-        costs = expected_costs(self.config, items)
-        jobs = [Job(m, "systems", costs[(m, "systems")], self.local(m)) for m in systems] + \
-               [Job(m, "judges", costs[(m, "judges")], self.local(m)) for m in judges]
-        return Schedule(jobs, self.groups, self.holds, last_system=systems[-1] if systems[-1] in judges else None)
+        jobs, last = study_jobs(self.config, items, self.local)
+        return Schedule(jobs, self.groups, self.holds, last_system=last)
 
     async def run(self) -> RunReport:
         items = self.prepare()
@@ -278,8 +292,7 @@ class Runner:
 
     def _save_jobs(self) -> None:
         """Every session's jobs, kept in the store as they start and end (a killed session's too)."""
-        earlier = [j for j in json.loads(self.store.get_meta(JOBS_META) or "[]") if j.get("session") != self.session]
-        self.store.set_meta(JOBS_META, json.dumps(earlier + self.report.jobs))
+        self.store.set_meta(JOBS_META, json.dumps(self._earlier_jobs + self.report.jobs))
 
     def answers(self, model: str | None = None) -> list[Answer]:
         """This run's answers (of one system model, or of all), with their variant's sign and category."""

@@ -126,6 +126,16 @@ class Span:
     loaded: bool  # False: it ran on in the load of its model's systems job
 
 
+@dataclass
+class _Running:
+    """A running job in the simulation: when it started, whether it loaded, load left, work done."""
+
+    start: float
+    loaded: bool
+    load: float
+    done: float = 0.0
+
+
 @dataclass(frozen=True)
 class Simulation:
     spans: list[Span]
@@ -150,11 +160,11 @@ def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable
     shares = shares or {m: (1.0 - probe_share) / max(1, len(systems)) for m in systems}
     now = 0.0
     free = list(groups)
-    state: dict[Job, dict[str, float]] = {}  # per running job: work done, load left, start
+    state: dict[Job, _Running] = {}
     spans: list[Span] = []
 
-    def begin(job: Job, group: DeviceGroup | None, loaded: bool) -> None:
-        state[job] = {"done": 0.0, "load": load_s if loaded else 0.0, "start": now, "loaded": float(loaded)}
+    def begin(job: Job, loaded: bool) -> None:
+        state[job] = _Running(start=now, loaded=loaded, load=load_s if loaded else 0.0)
 
     def available(job: Job) -> float:
         total = seconds[(job.model, job.stage)]
@@ -164,45 +174,45 @@ def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable
         share = sum(shares.get(m, 0.0) for m in done) + (probe_share if done >= set(systems) else 0.0)
         return total * min(1.0, share)
 
-    for job, group in schedule.assign(free):
-        begin(job, group, True)
-        if group is not None:
-            free.remove(group)
+    def start_assigned() -> None:
+        for job, group in schedule.assign(free):
+            begin(job, True)
+            if group is not None:
+                free.remove(group)
+
+    start_assigned()
     while not schedule.complete():
         # the next moment a running job finishes its load, its available work, or all its work
         steps = []
         for job, st in state.items():
-            if st["load"] > 0:
-                steps.append(st["load"])
-            elif available(job) - st["done"] > 1e-12:
-                steps.append(available(job) - st["done"])
+            if st.load > 0:
+                steps.append(st.load)
+            elif available(job) - st.done > 1e-12:
+                steps.append(available(job) - st.done)
         assert steps, "the schedule is stuck"  # every waiting judge waits on a running systems job
         dt = min(steps)
         now += dt
         finished = []
         for job, st in state.items():
-            if st["load"] > 0:
-                st["load"] = max(0.0, st["load"] - dt)
-            elif available(job) - st["done"] > 1e-12:
-                st["done"] += dt
-            if st["load"] <= 0 and seconds[(job.model, job.stage)] - st["done"] <= 1e-9:
+            if st.load > 0:
+                st.load = max(0.0, st.load - dt)
+            elif available(job) - st.done > 1e-12:
+                st.done += dt
+            if st.load <= 0 and seconds[(job.model, job.stage)] - st.done <= 1e-9:
                 finished.append(job)
         for job in sorted(finished, key=lambda j: STAGES.index(j.stage)):
             st = state.pop(job)
             group = schedule.running.get(job)
-            spans.append(Span(job, group, st["start"], now, bool(st["loaded"])))
+            spans.append(Span(job, group, st.start, now, st.loaded))
             if job.stage == "systems":
                 kept = schedule.keep(job)
                 if kept is not None:
-                    begin(kept, group, False)
+                    begin(kept, False)
                     continue
             else:
                 schedule.end(job)
             if group is not None:
                 free.append(group)
-        for job, group in schedule.assign(free):
-            begin(job, group, True)
-            if group is not None:
-                free.remove(group)
+        start_assigned()
     spans.sort(key=lambda s: (s.start, s.job.stage, s.job.model))
     return Simulation(spans, max((s.end for s in spans), default=0.0))
