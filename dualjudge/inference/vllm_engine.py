@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import openai
 
+from dualjudge.inference import vllm_api
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 
 TRANSIENT = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError)
@@ -50,7 +51,7 @@ def structured_outputs(request: GenerationRequest) -> dict[str, Any]:
     c = request.constraint
     if c is None:
         return {}
-    return {"structured_outputs": {"json": c.schema} if c.kind == "json" else {"regex": c.spec}}
+    return vllm_api.structured_outputs(c.kind, c.schema if c.kind == "json" else c.spec)
 
 
 def response_format(request: GenerationRequest) -> dict[str, Any]:

