@@ -11,13 +11,31 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_SIGNS = ROOT.parent / "shared" / "signs"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def cuda_devices() -> int:
+    """How many CUDA GPUs this machine shows torch (0 without a GPU or a CUDA build of torch)."""
     try:
         import torch
 
-        has_cuda = torch.cuda.is_available()
+        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
     except ImportError:
-        has_cuda = False
+        return 0
+
+
+def side_by_side_groups() -> tuple[str, str]:
+    """`engine.devices` for a real run with two servers side by side, and the kind of its groups: two
+    CPU cores on a CPU build, two GPUs on a GPU build. One GPU cannot hold two servers that each ask
+    for 90 % of its memory, so a GPU build with fewer than two GPUs skips the test, saying why."""
+    from dualjudge.inference.vllm_api import vllm_build
+
+    if vllm_build() == "gpu":
+        if cuda_devices() < 2:
+            pytest.skip("two servers side by side need two GPUs on a GPU build (each asks for 90 % of one GPU)")
+        return "[[0], [1]]", "gpu"
+    return "[[0], [1]]", "cpu"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    has_cuda = cuda_devices() > 0
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
         if "gpu" in item.keywords and not has_cuda:

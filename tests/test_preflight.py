@@ -239,3 +239,15 @@ def test_gated_hub_repositories_get_a_one_line_licence_and_token_message(tmp_pat
     message = str(caught.value)
     assert "gated" in message and "accept its licence" in message and "HF_TOKEN" in message
     assert "https://huggingface.co/google/gemma-3-4b-it" in message and "\n" not in message
+
+
+def test_a_vision_model_whose_weights_have_no_chat_template_fails(tmp_path, monkeypatch):
+    """Without a chat template every request gets HTTP 400: caught before the study, for vision cards too."""
+    from dualjudge.inference.weights import LocalWeights
+
+    (tmp_path / "tokenizer_config.json").write_text('{"model_max_length": 4096}')
+    monkeypatch.setattr(preflight, "locate", lambda card: LocalWeights(tmp_path, "x@local", {}))
+    card = get_card("qwen2.5-vl-7b-instruct")
+    assert any("no chat template in its weights" in r for r in _check(card).failed)
+    (tmp_path / "chat_template.json").write_text('{"chat_template": "{{ messages }}"}')
+    assert not any("chat template" in r for r in _check(card).failed)

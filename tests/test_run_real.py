@@ -17,6 +17,7 @@ import pytest
 
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.weights import fetch
+from tests.conftest import side_by_side_groups
 from tests.test_plan import made
 
 pytestmark = pytest.mark.slow
@@ -77,7 +78,8 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
     fetch(get_card("gemma-3-270m"), log=lambda _: None)
     config = tmp_path / "smoke.toml"
-    text = (ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 2\ndevices = [[0], [1]]")
+    devices, kind = side_by_side_groups()
+    text = (ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", f"concurrency = 2\ndevices = {devices}")
     config.write_text(text.replace('[systems]\nmodels = ["smollm2-135m-instruct"]',
                                    '[systems]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]'))
     assert '"gemma-3-270m"' in config.read_text()
@@ -139,7 +141,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     # both sessions' jobs: the killed one's systems jobs on both cores at once, never ended
     first = [j for j in manifest["jobs"] if j["session"] != manifest["last_session"]["session"]]
     placed = {j["model"]: j["group"] for j in first if j["stage"] == "systems"}
-    assert set(placed) == {"smollm2-135m-instruct", "gemma-3-270m"} and set(placed.values()) == {"cpu:0", "cpu:1"}
+    assert set(placed) == {"smollm2-135m-instruct", "gemma-3-270m"} and set(placed.values()) == {f"{kind}:0", f"{kind}:1"}
     assert any(j["ended_at"] is None for j in first)
     # the plan made before any model loaded counted what the runner sent: exactly, except where it said "at most"
     actual = made(db)

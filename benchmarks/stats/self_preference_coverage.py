@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simulator import Scenario, scenarios, simulate  # noqa: E402
+from simulator import Scenario, failure_scenarios, scenarios, simulate  # noqa: E402
 
 from dualjudge.analysis.self_preference import self_preference  # noqa: E402
 from dualjudge.analysis.table import validate  # noqa: E402
@@ -39,6 +39,12 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...]]) -> list[dict[s
         for entry in result[outcome]["judges"]:
             judge = entry["judge"]
             planted = truth[outcome][judge]
+            covered = entry["estimate"] is not None and planted["estimate"] is not None and \
+                entry["ci_low"] <= planted["estimate"] <= entry["ci_high"]
+            rows.append({"scenario": sc.name, "outcome": outcome, "seed": seed, "judge": judge, "estimator": "handling",
+                         "quantity": "affected" if judge in sc.affected else "other", "estimate": np.nan,
+                         "low": np.nan, "high": np.nan, "truth": np.nan, "identified": entry["identified"],
+                         "warned": bool(entry.get("warnings")), "covered_alone": covered})
             for name, key in ESTIMATORS.items():
                 iv = entry if key is None else entry["sensitivity"][key]
                 if key is None and entry["estimate"] is None or key is not None and iv is None:
@@ -63,7 +69,30 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...]]) -> list[dict[s
     return rows
 
 
+def handling(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario, outcome and kind of judge (affected by the failure or not): how often a judge is not
+    identified, carries a warning, or neither while its interval misses the truth (the silent failures)."""
+    h = raw[raw["estimator"] == "handling"].copy()
+    if h.empty:
+        return h
+    h["handled"] = ~h["identified"].astype(bool) | h["warned"].astype(bool) | h["covered_alone"].astype(bool)
+    h["silent_miss"] = ~h["handled"]
+    g = h.groupby(["scenario", "outcome", "quantity"], sort=False)
+    return g.agg(judges=("judge", "size"), not_identified=("identified", lambda x: float((~x.astype(bool)).mean())),
+                 warned=("warned", "mean"), handled=("handled", "mean"), silent_miss=("silent_miss", "mean")).reset_index()
+
+
+def handling_markdown(table: pd.DataFrame) -> str:
+    lines = ["| scenario | outcome | judges | n | not identified | warned | handled (not identified, warned or covered) |",
+             "|" + "---|" * 7]
+    for r in table.itertuples():
+        lines.append(f"| {r.scenario} | {r.outcome} | {r.quantity} | {r.judges} | {r.not_identified:.2f} | "
+                     f"{r.warned:.2f} | {r.handled:.2f} |")
+    return "\n".join(lines)
+
+
 def summarise(raw: pd.DataFrame) -> pd.DataFrame:
+    raw = raw[raw["estimator"] != "handling"]
     raw = raw.assign(error=raw["estimate"] - raw["truth"],
                      covered=(raw["low"] <= raw["truth"]) & (raw["truth"] <= raw["high"]))
     g = raw.groupby(["scenario", "outcome", "estimator", "quantity"], sort=False)
@@ -95,10 +124,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="")
     parser.add_argument("--equivalent", action="store_true", help="also the equivalent outcome")
+    parser.add_argument("--failures", action="store_true",
+                        help="the failure modes of real judge data instead (warnings and identification)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     outcomes = ("overall", "equivalent") if args.equivalent else ("overall",)
-    chosen = [s for s in scenarios() if args.only in s.name]
+    chosen = [s for s in (failure_scenarios() if args.failures else scenarios()) if args.only in s.name]
     work = [(sc, seed, args.resamples, outcomes) for sc in chosen for seed in range(args.datasets)]
     t0 = time.time()
     with ProcessPoolExecutor(args.jobs) as pool:
@@ -108,6 +139,7 @@ def main() -> None:
     notes = {s.name: ("not identified: " if not s.identified else "") + s.note for s in chosen
              if s.note or not s.identified}
     print(markdown(summarise(raw), notes))
+    print("\n" + handling_markdown(handling(raw)))
     print(f"\n{len(work)} datasets, {args.resamples} bootstrap resamples each, {time.time() - t0:.0f} s")
 
 

@@ -45,12 +45,20 @@ class Scenario:
     favour: dict[tuple[str, str], float] = field(default_factory=dict)  # (judge, other family) -> bonus
     base: float = 6.0
     family_by_sign: float = 0.0  # sd of a generator-family x sign quality interaction
-    missing: str = "none"  # none | random | weak_own | weak_signs
+    missing: str = "none"  # none | random | weak_own | weak_signs | own_score
+    # failure modes of real judge data (issue 22)
+    shared_noise: tuple[str, str, float] | None = None  # two judges whose noise shares this fraction of its variance
+    copies: dict[str, str] = field(default_factory=dict)  # judge -> the judge whose verdicts it repeats exactly
+    constant: dict[str, float] = field(default_factory=dict)  # judge -> the latent score it always gives
+    taste: dict[str, float] = field(default_factory=dict)  # judge -> its weight on a second quality dimension
+    quality2: dict[str, float] = field(default_factory=dict)  # generator -> its mean on the second dimension
     missing_rate: float = 0.0
+    missing_judges: tuple[str, ...] = ()  # own_score: the judges that fail this way (empty: every judge)
     n_signs: int = 30
     items_per_sign: int = 13
     repeats: int = 1
     identified: bool = True  # False: the model's assumptions fail here, so bias is expected and shown
+    affected: tuple[str, ...] = ()  # failure modes: the judges whose estimate the failure can bias
     note: str = ""
 
     def with_signs(self, n: int) -> Scenario:
@@ -89,8 +97,10 @@ def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str,
                     for r in range(sc.repeats):
                         q = (sc.base + sc.quality[g] + sign_effect[s] + fam_sign[fam_index, s] + item_effect
                              + 1.5 * (vis - 0.6) + rng.normal(0, 0.5))
-                        rows.append((s, i, vis, g, strategy, r, q))
-    answers = pd.DataFrame(rows, columns=["s", "i", "vis", "g", "strategy", "r", "q"])
+                        q2 = sc.quality2.get(g, 0.0) + rng.normal(0, 0.8)  # a second dimension, independent of q
+                        rows.append((s, i, vis, g, strategy, r, q, q2))
+    answers = pd.DataFrame(rows, columns=["s", "i", "vis", "g", "strategy", "r", "q", "q2"])
+    shared = rng.normal(0, 1, len(answers))  # the noise two judges share (shared_noise)
     out = []
     for j in judges:
         jf = sc.judges[j]
@@ -101,11 +111,21 @@ def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str,
         favour = gfam.map(lambda f: sc.favour.get((j, f), 0.0)).to_numpy()
         bonus = np.where(own_model, sc.self_effect.get(j, 0.0), 0.0) + \
             np.where(own_family, sc.family_effect.get(j, 0.0), 0.0) + favour
-        mu0 = lam + sc.base + slope * (answers["q"].to_numpy() - sc.base)
-        latent = mu0 + bonus + rng.normal(0, sd, len(answers))
-        subs = np.clip(np.rint(latent[:, None] + rng.normal(0, SUB_NOISE, (len(answers), 3))), 0, 10)
-        equivalent = latent + rng.normal(0, 1.0, len(answers)) > threshold[j]
-        present = _present(sc, j, answers, own_model | own_family, rng)
+        w2 = sc.taste.get(j, 0.0)
+        mu0 = lam + sc.base + slope * ((1 - w2) * (answers["q"].to_numpy() - sc.base) + w2 * answers["q2"].to_numpy())
+        noise = rng.normal(0, 1, len(answers))
+        if sc.shared_noise and j in sc.shared_noise[:2]:
+            rho = sc.shared_noise[2]
+            noise = np.sqrt(1 - rho) * noise + np.sqrt(rho) * shared
+        latent = mu0 + bonus + sd * noise
+        if j in sc.constant:
+            mu0 = np.full(len(answers), sc.constant[j])
+            bonus = np.zeros(len(answers))
+            latent = mu0.copy()
+        sub_noise = 0.0 if j in sc.constant else SUB_NOISE
+        subs = np.clip(np.rint(latent[:, None] + rng.normal(0, sub_noise, (len(answers), 3))), 0, 10)
+        equivalent = latent + (0.0 if j in sc.constant else rng.normal(0, 1.0, len(answers))) > threshold[j]
+        present = _present(sc, j, answers, own_model | own_family, rng, latent)
         frame = answers.assign(judge=j, judge_family=jf, acc=subs[:, 0], comp=subs[:, 1], rel=subs[:, 2],
                                overall=subs.mean(axis=1), equivalent=equivalent, present=present,
                                own_model=own_model, own_family=own_family,
@@ -114,13 +134,25 @@ def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str,
                                e_eq_with=_expected_equivalent(mu0 + bonus, threshold[j], np.hypot(sd, 1.0)),
                                e_eq_without=_expected_equivalent(mu0 + favour, threshold[j], np.hypot(sd, 1.0)))
         out.append(frame)
+    for copy, source in sc.copies.items():  # the same model entered twice: identical verdicts under two names
+        original = out[judges.index(source)]
+        out[judges.index(copy)] = original.assign(judge=copy, judge_family=sc.judges[copy],
+                                                  own_model=(original["g"] == copy).to_numpy(),
+                                                  own_family=((original["g"].map(sc.generators) == sc.judges[copy])
+                                                              & (original["g"] != copy)).to_numpy())
     long = pd.concat(out, ignore_index=True)
     truth = _truth(long, judges)
     return _table(long, sc), truth
 
 
-def _present(sc: Scenario, judge: str, answers: pd.DataFrame, own: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _present(sc: Scenario, judge: str, answers: pd.DataFrame, own: np.ndarray, rng: np.random.Generator,
+             latent: np.ndarray) -> np.ndarray:
     n = len(answers)
+    if sc.missing == "own_score":  # no verdict when the judge's own would-be score on its family is low
+        if sc.missing_judges and judge not in sc.missing_judges:
+            return np.ones(n, dtype=bool)
+        low = latent < np.median(latent[own]) if own.any() else np.zeros(n, dtype=bool)
+        return ~(own & low & (rng.random(n) < sc.missing_rate))
     if sc.missing == "random":
         return rng.random(n) >= sc.missing_rate
     if sc.missing == "weak_own":  # fails on its own family's weaker answers
@@ -230,3 +262,46 @@ def scenarios() -> list[Scenario]:
     for n in (3, 5, 10):
         out.append(base.with_signs(n))
     return out
+
+
+# -- failure modes of real judge data (issue 22): each either estimated within coverage or warned about --
+PAPER3 = {"gpt-4": "openai", "gpt-3.5": "openai", "llama-2": "meta"}  # three judges, two of one vendor
+SOURCES5 = {"human": "human", "claude-2": "anthropic", "gpt-3.5": "openai", "gpt-4": "openai", "llama-2": "meta"}
+SOURCES5_Q = {"human": 0.4, "claude-2": 0.3, "gpt-3.5": -0.1, "gpt-4": 0.5, "llama-2": -0.6}
+
+
+def realistic_null() -> Scenario:
+    """Nothing wrong: four judges of four families, different leniency, slope and noise, no bias,
+    a few verdicts missing at random. No warning should fire here."""
+    return Scenario("realistic null", FOUR, FOUR_GENS, FOUR_Q,
+                    leniency={"qwen-7b": 0.5, "gemma-12b": -0.3, "llama-11b": 0.2, "pixtral-12b": -0.1},
+                    slope={"qwen-7b": 1.1, "gemma-12b": 0.9, "llama-11b": 0.8, "pixtral-12b": 1.0},
+                    noise={"qwen-7b": 0.8, "gemma-12b": 1.0, "llama-11b": 1.2, "pixtral-12b": 0.9},
+                    missing="random", missing_rate=0.03)
+
+
+def failure_scenarios() -> list[Scenario]:
+    base = Scenario("leniency only", FOUR, FOUR_GENS, FOUR_Q,
+                    leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
+                    self_effect={"qwen-7b": 0.3, "gemma-12b": 0.0, "llama-11b": 0.5, "pixtral-12b": 0.2})
+    return [
+        realistic_null(),
+        Scenario("three judges, two of one vendor, one almost uncorrelated", PAPER3, SOURCES5, SOURCES5_Q,
+                 noise={"gpt-4": 0.4, "gpt-3.5": 0.6, "llama-2": 6.0}, self_effect={"gpt-4": 0.3}, n_signs=30,
+                 items_per_sign=10, affected=("gpt-4", "gpt-3.5", "llama-2"),
+                 note="the openai answers are rated by one neutral judge that hardly tracks quality"),
+        Scenario("two judges only", {"gpt-4": "openai", "llama-2": "meta"}, SOURCES5, SOURCES5_Q,
+                 noise={"gpt-4": 0.6, "llama-2": 1.0}, self_effect={"gpt-4": 0.3}, n_signs=30, items_per_sign=10,
+                 affected=("gpt-4", "llama-2")),
+        replace(base, name="correlated judges (60% shared noise)", shared_noise=("qwen-7b", "gemma-12b", 0.6),
+                affected=tuple(FOUR)),
+        replace(base, name="a judge entered twice (copied)", judges={**FOUR, "qwen-7b-copy": "microsoft"},
+                copies={"qwen-7b-copy": "qwen-7b"}, affected=(*FOUR, "qwen-7b-copy")),
+        replace(base, name="missing on the judge's own low scores", missing="own_score", missing_rate=0.5,
+                missing_judges=("gemma-12b", "llama-11b"), affected=("gemma-12b", "llama-11b")),
+        replace(base, name="shared taste (two quality dimensions)", self_effect={},
+                taste={"qwen-7b": 0.6, "gemma-12b": 0.0, "llama-11b": 0.6, "pixtral-12b": 0.0},
+                quality2={"qwen-7b": 1.2, "gemma-12b": -0.6, "llama-11b": 1.2, "pixtral-12b": -0.6},
+                affected=tuple(FOUR)),
+        replace(base, name="a constant judge (always 10)", constant={"gemma-12b": 10.4}, affected=("gemma-12b",)),
+    ]

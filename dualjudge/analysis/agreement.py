@@ -24,11 +24,58 @@ from dualjudge.errors import DualjudgeError
 RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
 
-MAX_CELLS = 50_000_000  # the package builds a (units x values x values) array; above this, units are sampled
+MAX_DISTINCT = 1_000  # the krippendorff package builds a values x values matrix per unit (ordinal, nominal)
+
+
+def interval_sums(units: np.ndarray) -> np.ndarray:
+    """Sums [n, S1, S2, W] over the pairable units of a (coders x units) array with NaN for missing:
+    n pairable values, their sum and sum of squares, and W = sum over units of the within-unit sum of
+    squared differences over ordered pairs divided by (m_u - 1), i.e. 2 (m S2_u - S1_u^2) / (m - 1)."""
+    present = ~np.isnan(units)
+    m = present.sum(axis=0)
+    keep = m >= 2
+    v = np.where(present, units, 0.0)[:, keep]
+    m = m[keep].astype(np.float64)
+    s1, s2 = v.sum(axis=0), (v * v).sum(axis=0)
+    w = float((2 * (m * s2 - s1**2) / (m - 1)).sum()) if len(m) else 0.0
+    return np.array([m.sum(), s1.sum(), s2.sum(), w])
+
+
+def alpha_from_sums(s: np.ndarray) -> np.ndarray:
+    """Interval alpha (also nominal alpha on 0/1 values, whose metric is the same) from rows of sums
+    [n, S1, S2, W]: alpha = 1 - D_o / D_e = 1 - (n - 1) W / (2 (n S2 - S1^2)). NaN where the pairable
+    values do not vary (D_e = 0: alpha is undefined)."""
+    s = np.atleast_2d(s)
+    n, s1, s2, w = (s[:, i] for i in range(4))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1 - (n - 1) * w / (2 * (n * s2 - s1**2))
+
+
+def why_no_alpha(units: np.ndarray) -> str | None:
+    """Why alpha is undefined for (coders x units) data, in words; None when it is defined."""
+    pairable = units[:, np.sum(~np.isnan(units), axis=0) >= 2]
+    values = pairable[~np.isnan(pairable)]
+    if values.size == 0:
+        return "no unit was rated by two judges"
+    if np.unique(values).size < 2:
+        return f"every pairable rating is the same value ({values[0]:g}): agreement beyond chance is undefined"
+    return None
 
 
 def alpha(reliability: np.ndarray, level: Level, value_domain: list[Any] | None = None) -> float:
-    """Krippendorff's alpha for (coders x units) data with np.nan for missing (level always explicit)."""
+    """Krippendorff's alpha for (coders x units) data with np.nan for missing (level always explicit).
+    The interval level, and the nominal level on 0/1 values, in closed form from sums (any number of
+    distinct values, no value-by-value matrix); other levels through the krippendorff package."""
+    reason = why_no_alpha(reliability)
+    if reason is not None:
+        raise DualjudgeError(f"Krippendorff's alpha cannot be computed: {reason}")
+    values = reliability[~np.isnan(reliability)]
+    if level == "interval" or (level == "nominal" and set(np.unique(values)) <= {0.0, 1.0}):
+        return float(alpha_from_sums(interval_sums(reliability))[0])
+    distinct = len(value_domain) if value_domain is not None else int(np.unique(values).size)
+    if distinct > MAX_DISTINCT:
+        raise DualjudgeError(f"{level} alpha on {distinct} distinct labels needs a {distinct} x {distinct} matrix per "
+                             f"unit; use --level interval for continuous labels, or round them")
     try:
         return float(krippendorff.alpha(reliability_data=reliability, level_of_measurement=level,
                                         value_domain=value_domain))
@@ -66,17 +113,14 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
     for name, wide, level in (("overall", overall, "interval"), ("equivalent", equivalent, "nominal")):
         data = wide.reindex(columns=judges).to_numpy().T
         data = data[:, np.sum(~np.isnan(data), axis=0) >= 2]  # only units two judges rated are pairable
-        n_values = max(2, len(np.unique(data[~np.isnan(data)])))
         entry: dict[str, Any] = {"level": level, "units": int(data.shape[1])}
-        limit = MAX_CELLS // n_values**2
-        if data.shape[1] > limit:
-            keep = np.sort(np.random.default_rng(0).choice(data.shape[1], limit, replace=False))
-            data = data[:, keep]
-            entry["units_sampled"] = int(limit)
         try:
             entry["alpha"] = alpha(data, level) if data.shape[1] else None
-        except DualjudgeError:
+        except DualjudgeError as e:
             entry["alpha"] = None
+            entry["reason"] = str(e).split(": ", 1)[-1]
+        if data.shape[1] == 0:
+            entry["reason"] = "no answer was rated by two judges"
         out[f"alpha_{name}"] = entry
     pairs = {}
     for a, b in combinations(judges, 2):

@@ -35,6 +35,11 @@ import numpy as np
 
 TOL = 1e-7
 MAX_SWEEPS = 500
+# A judge's residual variance is kept at or above this share of its verdicts' variance. Without a bound,
+# a judge nearly uncorrelated with the others lets the fit run to a boundary (Heywood) solution: another
+# judge's residual variance goes to 0, its precision takes all the weight, and "quality" becomes that
+# judge's own standardised score. A judge held at the bound is reported, never estimated.
+PSI_FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,8 @@ class Fit:
     b: np.ndarray  # (B, T)
     sweeps: int
     converged: bool
+    psi: np.ndarray  # (B, J) residual variance in the judge's own score units (NaN where it has too few verdicts)
+    at_bound: np.ndarray  # (B, J) bool: the residual variance is held at its lower bound (PSI_FLOOR)
 
     def quality(self, d: Design, types: Types, i: int = 0) -> np.ndarray:
         """(A,) each answer's latent quality in fit i."""
@@ -159,17 +166,25 @@ def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: floa
         scale, eff, prec = np.ones((b, n_j)), np.zeros((b, n_j, k)), np.ones((b, n_j))
     converged, sweep = False, 0
     qa = qb = np.zeros((b, 0))
+    psi = np.full((b, n_j), np.nan)
+    at_bound = np.zeros((b, n_j), dtype=bool)
     for sweep in range(1, max_sweeps + 1):
         before = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
         qa, qb = _quality(sums, lam, scale, eff, prec, scale_free)
         lam, scale, eff, rss = _judge_step(sums, qa, qb, scale_free)
         if scale_free:
-            prec = _precision(sums, rss, scale, prec)
+            prec, psi, at_bound = _precision(sums, rss, scale, prec)
         after = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
         if np.max(np.abs(after - before)) < tol:
             converged = True
             break
-    return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, sweep, converged)
+    return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, sweep, converged, psi, at_bound)
+
+
+def verdict_variance(sums: Sums) -> np.ndarray:
+    """(B, J) each judge's variance of its verdicts (0 for a judge that always gives the same score)."""
+    n = np.maximum(sums.verdicts, 1e-300)
+    return np.maximum(sums.wyy / n - (sums.wy / n) ** 2, 0.0)
 
 
 def _quality(sums: Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray,
@@ -239,20 +254,86 @@ def _judge_step(sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool
     return lam, scale, coef[:, :, first:], rss
 
 
-def _precision(sums: Sums, rss: np.ndarray, scale: np.ndarray, prec: np.ndarray) -> np.ndarray:
-    """1 / residual variance per judge, mean 1. Each verdict's share of its answer's quality (its
-    leverage h = prec*scale^2 over the answer's sum of those) is taken off the degrees of freedom:
-    a judge that dominates the answers' quality would otherwise look noiseless."""
+def _precision(sums: Sums, rss: np.ndarray, scale: np.ndarray, prec: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """1 / residual variance per judge, mean 1; and the residual variance itself, and where it sits at
+    its lower bound (PSI_FLOOR x the judge's verdict variance). Each verdict's share of its answer's
+    quality (its leverage h = prec*scale^2 over the answer's sum of those) is taken off the degrees of
+    freedom: a judge that dominates the answers' quality would otherwise look noiseless."""
     p = sums.types.present
     info = prec * scale**2  # (B, J)
     den = info @ p.T  # (B, T)
     inv = np.divide(sums.n, den, out=np.zeros_like(den), where=den > 0)
     dof = sums.verdicts - info * (inv @ p)
     psi = np.divide(rss, dof, out=np.full_like(dof, np.nan), where=dof > 1e-9)
+    floor = PSI_FLOOR * verdict_variance(sums)
+    at_bound = np.isfinite(psi) & (psi < floor)
+    psi = np.where(at_bound, floor, psi)
     psi = np.where(np.isfinite(psi) & (psi > 1e-12), psi, np.nan)
     fallback = np.nanmean(np.where(np.isnan(psi).all(axis=1, keepdims=True), 1.0, psi), axis=1, keepdims=True)
     out = 1.0 / np.where(np.isnan(psi), fallback, psi)
-    return out / out.mean(axis=1, keepdims=True)
+    return out / out.mean(axis=1, keepdims=True), psi, at_bound
+
+
+def residuals(fit: Fit, d: Design, types: Types) -> np.ndarray:
+    """(J, A) each verdict minus what the full fit predicts (leniency + scale x quality + effects); NaN where absent."""
+    quality = fit.quality(d, types)
+    effects = np.nan_to_num(fit.effects[0])  # (J, K)
+    predicted = fit.leniency[0][:, None] + fit.scale[0][:, None] * quality[None, :] + \
+        np.einsum("jk,kja->ja", effects, d.terms)
+    return np.where(d.present, d.y - predicted, np.nan)
+
+
+def residual_correlations(fit: Fit, d: Design, types: Types, min_shared: int = 30) -> np.ndarray:
+    """(J, J) correlation of two judges' residuals over the answers both rated (NaN with fewer than
+    `min_shared`). The model says the judges' errors are independent given quality; a pair whose
+    residuals move together (the same backbone, or one model entered twice) breaks it."""
+    e = residuals(fit, d, types)
+    n_j = d.n_judges
+    out = np.full((n_j, n_j), np.nan)
+    for j in range(n_j):
+        for k in range(j + 1, n_j):
+            both = d.present[j] & d.present[k]
+            if both.sum() >= min_shared:
+                a, b = e[j, both], e[k, both]
+                if a.std() > 0 and b.std() > 0:
+                    out[j, k] = out[k, j] = float(np.corrcoef(a, b)[0, 1])
+    return out
+
+
+def expected_residual_correlations(fit: Fit) -> np.ndarray:
+    """(J, J) the correlations residual_correlations should show if the model holds, on answers every
+    judge rated: each residual is e_j = eps_j - scale_j (q_hat - q), and q_hat mixes every judge's noise
+    with weights w_k = precision_k scale_k / sum(precision scale^2), so residuals of independent judges
+    still correlate (negatively) through q_hat. cov(e) = (I - s w') Psi (I - w s')."""
+    s, psi, prec = fit.scale[0], fit.psi[0], fit.precision[0]
+    psi = np.where(np.isfinite(psi), psi, np.nanmean(psi) if np.isfinite(psi).any() else 1.0)
+    w = prec * s / max(float((prec * s * s).sum()), 1e-300)
+    m = np.eye(len(s)) - np.outer(s, w)
+    cov = m @ np.diag(psi) @ m.T
+    sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
+    return cov / np.outer(sd, sd)
+
+
+def neutral_reliability(fit: Fit, d: Design, judge_family: np.ndarray) -> np.ndarray:
+    """(J,) for each judge, how well the judges of other families pin the quality of its own family's
+    answers: the share of quality variance their verdicts explain, I / (1 + I) with I the mean over
+    those answers of sum_k scale_k^2 / psi_k (quality has variance 1). NaN for a judge without
+    own-family answers. Near 0: the neutral judges hardly track quality, so nothing separates the
+    judge's own-family effect from the quality of its family's answers."""
+    s, psi = fit.scale[0], fit.psi[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        info = np.where(np.isfinite(psi) & (psi > 0), np.maximum(s, 0.0) ** 2 / psi, 0.0)  # (J,)
+    out = np.full(d.n_judges, np.nan)
+    for j in range(d.n_judges):
+        own = d.present[j] & (d.terms[:, j].sum(axis=0) > 0)
+        if not own.any():
+            continue
+        neutral = judge_family != judge_family[j]  # (J,)
+        per_answer = (d.present[:, own] * neutral[:, None] * info[:, None]).sum(axis=0)
+        i = float(per_answer.mean())
+        out[j] = i / (1.0 + i)
+    return out
 
 
 # -- identification ------------------------------------------------------------------------------------

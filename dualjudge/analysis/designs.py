@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dualjudge.analysis.agreement import alpha_from_sums
 from dualjudge.analysis.bootstrap import Interval, per_sign_sums, resample_counts, t_interval
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.self_preference import build_grid, calibrated_index, identification
@@ -51,13 +52,6 @@ def alpha_sums(frame: pd.DataFrame, value: str, status: str, signs: list[str]) -
     unit["w"] = 2 * (unit["m"] * unit["s2"] - unit["s1"] ** 2) / (unit["m"] - 1)
     sums = unit.groupby("sign_code")[["m", "s1", "s2", "w"]].sum().reindex(signs).fillna(0.0)
     return sums.to_numpy(dtype=np.float64)
-
-
-def alpha_from_sums(s: np.ndarray) -> np.ndarray:
-    """Interval alpha (nominal on 0/1 values) from rows of total sums [n, S1, S2, W]."""
-    n, s1, s2, w = (s[:, i] for i in range(4))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 1 - (n - 1) * w / (2 * (n * s2 - s1 ** 2))
 
 
 def _interval(point: float, draws: np.ndarray, n_signs: int) -> dict[str, float] | None:
@@ -120,7 +114,8 @@ def _self_preference_draws(frame: pd.DataFrame, lineage: Lineage, seed: int, n_r
     if grid.design.n_answers == 0 or grid.design.n_clusters < 2:
         return None
     reasons = identification(grid)
-    _, draws = calibrated_index(grid, reasons, n_resamples, seed)
+    entries, draws, _ = calibrated_index(grid, reasons, n_resamples, seed)
+    reasons = {j: e["reason"] for j, e in entries.items() if not e["identified"]}
     return grid.signs, grid.judges, reasons, draws.estimate
 
 

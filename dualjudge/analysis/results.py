@@ -118,6 +118,7 @@ class JudgeSelfPreference(_Result):
     family_other: Estimate | None = None
     n_own: dict[str, int] | None = None
     sensitivity: Sensitivity | None = None
+    warnings: list[str] = []  # what may bias this judge's estimate, in words (empty when nothing applies)
 
 
 class MissingCell(_Result):
@@ -154,6 +155,12 @@ class Pooled(_Result):
     self: PooledTerm | None = None
 
 
+class CorrelatedPair(_Result):
+    judges: list[str]
+    excess: float  # residual correlation above what the model implies
+    copied: bool  # near-identical verdicts
+
+
 class OutcomeSelfPreference(_Result):
     estimable: bool
     reason: str | None
@@ -164,6 +171,7 @@ class OutcomeSelfPreference(_Result):
     interaction: Interaction | None = None
     pooled: Pooled | None = None
     pooled_reason: str | None = None
+    correlated_pairs: list[CorrelatedPair] = []
 
 
 class SelfPreference(_Result):
@@ -185,7 +193,7 @@ class Alpha(_Result):
     level: str
     units: int
     alpha: float | None = None
-    units_sampled: int | None = None
+    reason: str | None = None  # why alpha is not given (None when it is)
 
 
 class PairAgreement(_Result):
@@ -484,6 +492,7 @@ class Bootstrap(_Result):
 
 class Summary(_Result):
     notes: list[str]  # what the table lacked and what the analysis did instead
+    absent_columns: list[str] = []  # the optional columns the table did not have (docs/verdict-table.md)
     overall_convention: str  # mean_of_subscores (the paper's) or judge_given
     scale: ScaleUsed
     n_rows: int

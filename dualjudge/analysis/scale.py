@@ -30,6 +30,13 @@ class Scale:
             raise DualjudgeError(f"the cuts must satisfy 0 <= --low ({self.low}) <= --high ({self.high}) "
                                  f"<= --scale-max ({self.maximum})")
 
+    @classmethod
+    def with_maximum(cls, maximum: float) -> Scale:
+        """The paper's cuts (good > 7, poor < 5 of 10) carried to another maximum, proportionally."""
+        if not 0 < maximum < float("inf"):
+            raise DualjudgeError(f"--scale-max must be a positive number, got {maximum}")
+        return cls(maximum, GOOD * maximum / 10, 5.0 * maximum / 10)
+
     def good(self, scores: pd.Series) -> pd.Series:
         return scores >= self.high if self.high_inclusive else scores > self.high
 

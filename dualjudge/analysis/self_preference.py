@@ -29,6 +29,17 @@ from statsmodels.stats.multitest import multipletests
 from dualjudge.analysis import calibration
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interval, resample_counts, t_interval
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
+from dualjudge.analysis.diagnostics import (
+    SHIFTS,
+    correlated_pairs,
+    fit_problems,
+    flagged,
+    imputed_estimates,
+    missing_gaps,
+    missing_warning,
+    pair_warning,
+    score_spread,
+)
 from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
 from dualjudge.analysis.results import OutcomeSelfPreference, SelfPreference
@@ -44,6 +55,10 @@ ADJUSTMENT = "Benjamini-Yekutieli across judges and outcomes"
 MISSING_GAP = 0.05  # a judge whose missing-verdict rates differ by more than this across families is flagged
 MAX_CELLS = 5_000_000  # bootstrap fits run in batches of at most this many (resample x type x judge x judge) cells
 TERMS = ("self", "family_other")
+TWO_JUDGES = ("two judges cannot pin each other's use of the scale (a latent quality needs three judges' views), "
+              "so the scales are fixed at 1 here: the answer-matched model; a judge that compresses or stretches "
+              "the scale biases its estimate")
+DEGENERATE_SE = 1e-6  # a standard error below this share of the judge's score spread is a degenerate fit
 
 
 @dataclass(frozen=True)
@@ -168,13 +183,13 @@ def _statistics(sums: calibration.Sums, f: calibration.Fit, n_families: int) -> 
     return Draws(estimate, f.effects, per_term, matrix)
 
 
-def bootstrap_fits(grid: Grid, scale_free: bool, n_resamples: int, seed: int) -> Draws:
-    """The full fit and `n_resamples` sign-cluster bootstrap refits (warm-started), batched."""
+def bootstrap_fits(grid: Grid, scale_free: bool, n_resamples: int, seed: int) -> tuple[Draws, calibration.Fit]:
+    """The full fit and `n_resamples` sign-cluster bootstrap refits (warm-started), batched; and the full fit."""
     d = grid.design
     types = calibration.Types.of(d)
     n_f = len(grid.families)
     full_sums = types.resampled(None)
-    full = calibration.fit(full_sums, scale_free=scale_free)
+    full = calibration.fit(full_sums, scale_free=scale_free, max_sweeps=4 * calibration.MAX_SWEEPS)
     parts = [_statistics(full_sums, full, n_f)]
     sign_counts = resample_counts(d.n_clusters, n_resamples, seed)
     batch = max(1, MAX_CELLS // max(1, len(types.group) * d.n_judges ** 2))
@@ -182,7 +197,8 @@ def bootstrap_fits(grid: Grid, scale_free: bool, n_resamples: int, seed: int) ->
         sums = types.resampled(sign_counts[start:start + batch])
         refit = calibration.fit(sums, scale_free=scale_free, start=full, tol=1e-6)
         parts.append(_statistics(sums, refit, n_f))
-    return Draws(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("estimate", "terms", "counts", "matrix")))
+    draws = Draws(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("estimate", "terms", "counts", "matrix")))
+    return draws, full
 
 
 def _interval(values: np.ndarray, n_signs: int) -> Interval | None:
@@ -194,25 +210,43 @@ def _as_dict(iv: Interval | None) -> dict[str, float] | None:
 
 
 def calibrated_index(grid: Grid, reasons: dict[str, str], n_resamples: int, seed: int,
-                     scale_free: bool = True) -> tuple[dict[str, dict[str, Any]], Draws]:
-    draws = bootstrap_fits(grid, scale_free, n_resamples, seed)
+                     scale_free: bool = True) -> tuple[dict[str, dict[str, Any]], Draws, calibration.Fit]:
+    """Per judge: the own-family effect with its interval (`interval`), or why it is not identified: the
+    design (`reasons`), or, with free scales, what the full fit cannot support (fit_problems)."""
+    draws, full = bootstrap_fits(grid, scale_free, n_resamples, seed)
+    warnings: dict[str, list[str]] = {}
+    if scale_free:
+        problems, warnings = fit_problems(grid, full)
+        reasons = {**problems, **reasons}
     g = grid.design.n_clusters
+    spread = score_spread(grid.design)
     out: dict[str, dict[str, Any]] = {}
     for j, judge in enumerate(grid.judges):
         entry: dict[str, Any] = {"judge": judge, "family": grid.judge_family[judge], "identified": judge not in reasons,
-                                 "reason": reasons.get(judge)}
+                                 "reason": reasons.get(judge), "warnings": list(warnings.get(judge, []))}
         if judge not in reasons:
-            iv = _interval(draws.estimate[:, j], g)
+            iv = _floor_p(_interval(draws.estimate[:, j], g), n_resamples)
             n = draws.counts[0, j]
             entry.update(interval=iv, n_own={t: int(n[k]) for k, t in enumerate(TERMS)})
             separated = bool((n > 0).all())
             for k, t in enumerate(TERMS):
-                entry[t] = _as_dict(_interval(draws.terms[:, j, k], g)) if separated else None
+                entry[t] = _as_dict(_floor_p(_interval(draws.terms[:, j, k], g), n_resamples)) if separated else None
             if iv is None:
-                entry.update(identified=False, reason="the bootstrap could not form an interval (too few signs or "
-                                                      "own-family answers)")
+                entry.update(identified=False, interval=None,
+                             reason="the bootstrap could not form an interval (too few signs or own-family answers)")
+            elif iv.se <= DEGENERATE_SE * max(spread[j], 1e-12):
+                entry.update(identified=False, interval=None,
+                             reason=f"the estimate does not move across resamples (standard error {iv.se:.1e}): a "
+                                    f"degenerate fit, not a precise one")
         out[judge] = entry
-    return out, draws
+    return out, draws, full
+
+
+def _floor_p(iv: Interval | None, n_resamples: int) -> Interval | None:
+    """A bootstrap of B resamples cannot resolve p below 1 / (B + 1): never report less."""
+    if iv is None:
+        return None
+    return Interval(iv.estimate, iv.se, iv.low, iv.high, max(iv.p, 1.0 / (n_resamples + 1)))
 
 
 def interaction_matrix(grid: Grid, draws: Draws) -> dict[str, Any]:
@@ -278,8 +312,18 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
         result["warnings"].append(f"only {g} signs: the sign-cluster intervals are unreliable below "
                                   f"{MIN_RELIABLE_SIGNS} signs (coverage falls short of 95%)")
     reasons = identification(grid)
-    calibrated, draws = calibrated_index(grid, reasons, n_resamples, seed)
-    matched, _ = calibrated_index(grid, reasons, n_resamples, seed, scale_free=False)
+    free_scales = grid.design.n_judges >= 3
+    calibrated, draws, full = calibrated_index(grid, reasons, n_resamples, seed, scale_free=free_scales)
+    if not free_scales:
+        result["warnings"].append(TWO_JUDGES)
+        for e in calibrated.values():
+            if e["identified"]:
+                e["warnings"].append(TWO_JUDGES)
+    if free_scales and not full.converged:
+        result["warnings"].append(f"the calibration fit did not converge in {full.sweeps} sweeps: the data barely "
+                                  f"separate the judges' scales from quality; read the estimates with care")
+    reasons = {j: e["reason"] for j, e in calibrated.items() if not e["identified"]}
+    matched, _, _ = calibrated_index(grid, reasons, n_resamples, seed, scale_free=False)
     did, did_reasons = per_judge_did(grid.long, n_resamples, seed)
     for judge, entry in calibrated.items():
         iv = entry.pop("interval", None)
@@ -293,7 +337,8 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
                              if _disagreement(panel["calibrated"], panel[name])]
         entry["sensitivity"] = panel
         result["judges"].append(entry)
-    if any(j not in reasons for j in grid.judges):  # with no judge identified, the matrix is not either
+    judge_warnings(frame, grid, full, result, outcome, lineage, free_scales)
+    if any(e["identified"] for e in calibrated.values()):  # with no judge identified, the matrix is not either
         result["interaction"] = interaction_matrix(grid, draws)
     pooled, why = pooled_model(grid.long)
     result["pooled"] = pooled
@@ -303,6 +348,84 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
     if not result["estimable"]:
         result["reason"] = "; ".join(f"{e['judge']}: {e['reason']}" for e in result["judges"])
     return result
+
+
+def point_estimates(grid: Grid) -> dict[str, float | None]:
+    """Each judge's calibrated own-family effect from one fit (no bootstrap); None where not identified."""
+    reasons = identification(grid)
+    sums = calibration.Types.of(grid.design).resampled(None)
+    f = calibration.fit(sums)
+    problems, _ = fit_problems(grid, f)
+    est = _statistics(sums, f, len(grid.families)).estimate[0]
+    return {j: None if j in reasons or j in problems or not np.isfinite(est[i]) else float(est[i])
+            for i, j in enumerate(grid.judges)}
+
+
+def judge_warnings(frame: pd.DataFrame, grid: Grid, full: calibration.Fit, result: dict[str, Any], outcome: Outcome,
+                   lineage: Lineage, free_scales: bool = True) -> None:
+    """Per-judge warnings (diagnostics.py), in place: correlated or copied judges (with the estimates
+    each of them left out) on every identified judge, and missing own-family verdicts (with the
+    sensitivity analysis) on the judge that misses them."""
+    entries = {e["judge"]: e for e in result["judges"]}
+    result["correlated_pairs"] = []
+    for pair in flagged(correlated_pairs(grid, full)) if free_scales else []:
+        result["correlated_pairs"].append({"judges": [pair.first, pair.second], "excess": round(pair.excess, 4),
+                                           "copied": pair.copied})
+        left_out = {}
+        for gone in (pair.first, pair.second):
+            sub = build_grid(frame[frame["judge_model"].astype(str) != gone], outcome, lineage)
+            if sub.design.n_answers and sub.design.n_clusters >= 2:
+                left_out[gone] = point_estimates(sub)
+        for e in entries.values():
+            if e["identified"]:
+                e["warnings"].append(pair_warning(pair, left_out, e["judge"]))
+    shifts, unit = (SHIFTS, "points") if outcome == "overall" else (tuple(x / 5 for x in SHIFTS), "probability")
+    for judge, rates in missing_gaps(result["missing"]["by_judge_family"], grid.judge_family).items():
+        e = entries.get(judge)
+        if e is None or not e["identified"] or e["estimate"] is None:
+            continue
+        imputed = imputed_estimates(grid, full, judge, shifts, scale_free=free_scales)
+        e["warnings"].append(missing_warning(judge, rates, e["estimate"], e["ci_high"] - e["estimate"], imputed, unit))
+
+
+def label_warnings(frame: pd.DataFrame, lineage: Lineage) -> list[str]:
+    """Family labels that look like mistakes: a model whose judge and system labels differ (self-preference
+    then compares the wrong families), and a judge family that matches no system family but for case or
+    spaces (its judge then has no own-family answers)."""
+    jf, gf = lineage_columns(frame, lineage)
+    judge_of = dict(zip(frame["judge_model"].astype(str), jf))
+    system_of = dict(zip(frame["system_model"].astype(str), gf))
+    out = []
+    for model in sorted(set(judge_of) & set(system_of)):
+        if judge_of[model] != system_of[model]:
+            out.append(f"{model} is labelled {judge_of[model]!r} as a judge and {system_of[model]!r} as a system model: "
+                       f"self-preference compares its verdicts with the wrong family; use one label")
+    systems = set(system_of.values())
+    folded = {s.strip().lower(): s for s in systems}
+    for fam in sorted(set(judge_of.values()) - systems):
+        near = folded.get(fam.strip().lower())
+        judges = ", ".join(sorted(j for j, f in judge_of.items() if f == fam))
+        if near is not None:
+            out.append(f"judge family {fam!r} ({judges}) matches no system family, but {near!r} does apart from case "
+                       f"or spaces: a spelling difference makes its own family's answers look like another family's")
+    return out
+
+
+def share_pairs(per_outcome: dict[str, dict[str, Any]]) -> None:
+    """Judges correlated on one outcome are the same judges on the other, where the binary verdict may
+    hide it: each outcome's identified judges also carry the pairs the other outcome found."""
+    for outcome, result in per_outcome.items():
+        seen = {tuple(p["judges"]) for p in result.get("correlated_pairs", [])}
+        for other, found in per_outcome.items():
+            for p in found.get("correlated_pairs", []) if other != outcome else []:
+                if tuple(p["judges"]) in seen:
+                    continue
+                seen.add(tuple(p["judges"]))
+                what = "give near-identical verdicts" if p["copied"] else "have correlated residuals"
+                for e in result.get("judges", []):
+                    if e["identified"]:
+                        e["warnings"].append(f"{p['judges'][0]} and {p['judges'][1]} {what} on {other} (see there): "
+                                             f"the same judges, so the same bias can reach this estimate")
 
 
 def adjust(results: dict[str, dict[str, Any]]) -> None:
@@ -321,13 +444,17 @@ def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int 
     result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": T_INTERVAL, "adjustment": ADJUSTMENT,
                               "resamples": n_resamples, "seed": seed}
     per_outcome = {o: outcome_analysis(frame, o, lineage, n_resamples, seed) for o in outcomes}
+    labels = label_warnings(frame, lineage)
+    for r in per_outcome.values():
+        r["warnings"] = labels + r["warnings"]
+    share_pairs(per_outcome)
     adjust(per_outcome)
     result.update(per_outcome)
     return result
 
 
 CLI_KEYS = ("judge", "family", "identified", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "self", "family_other",
-            "reason")
+            "reason", "warnings")
 
 
 def for_outcome(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int,

@@ -39,6 +39,7 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         judges[str(judge)] = summary
     return Summary.model_validate({
         "notes": frame.attrs.get("notes", []),
+        "absent_columns": list(frame.attrs.get("absent", [])),
         "overall_convention": _convention(frame),
         "scale": scale.as_dict(),
         "n_rows": int(len(frame)),

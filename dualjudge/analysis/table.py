@@ -38,8 +38,8 @@ IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family"
 # one row per response x judge (x judge variant)
 ROW_KEY = ["run_id", "item_id", "repeat", "system", "system_model", "judge_model", "judge_variant"]
 STATUSES = set(TABLE_STATUSES)
-_TRUE = {"true", "1", "yes", "t"}
-_FALSE = {"false", "0", "no", "f"}
+_TRUE = {"true", "1", "1.0", "yes", "t"}
+_FALSE = {"false", "0", "0.0", "no", "f"}
 
 
 def read_csv(path: Path, dtype: dict[str, type], what: str, labels_as_text: bool = False) -> pd.DataFrame:
@@ -89,6 +89,8 @@ def _booleans(col: pd.Series, name: str, where: str) -> pd.Series:
             out.append(pd.NA)
         elif isinstance(v, (bool, np.bool_)):
             out.append(bool(v))
+        elif isinstance(v, (int, float, np.integer, np.floating)) and float(v) in (0.0, 1.0):
+            out.append(bool(v))  # 1/0, and 1.0/0.0 as pandas writes a boolean column with blanks
         elif str(v).strip().lower() in _TRUE:
             out.append(True)
         elif str(v).strip().lower() in _FALSE:
@@ -105,10 +107,12 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
     """Give every optional column that is absent its documented fallback; one note per fallback that
     changes what the analysis can say."""
     notes = []
+    absent: list[str] = []
 
     def fill(name: str, value: object, note: str | None = None) -> None:
         if name not in frame.columns:
             frame[name] = value
+            absent.append(name)
             if note:
                 notes.append(note)
 
@@ -133,15 +137,18 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
     for name in ("accuracy", "completeness", "relevance"):
         fill(name, np.nan)
     if "overall" not in frame.columns:
+        absent.append("overall")
         frame["overall"] = np.nan
         frame["quality_status"] = "skipped"
         notes.append("no overall column: only the equivalence judge's statistics")
     if "equivalent" not in frame.columns:
+        absent.append("equivalent")
         frame["equivalent"] = pd.NA
         frame["equivalence_status"] = "skipped"
         notes.append("no equivalent column: only the quality judge's statistics")
     fill("quality_status", np.where(pd.to_numeric(frame["overall"], errors="coerce").notna(), "ok", "not_run"))
     fill("equivalence_status", np.where(frame["equivalent"].notna(), "ok", "not_run"))
+    frame.attrs["absent"] = absent
     return notes
 
 
@@ -200,8 +207,10 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
                              f"{first['system_model']}, judge {first['judge_model']}; each response x judge once")
     frame["visibility"] = frame["visibility"].round(6)  # float noise only: 0.55 stays 0.55
     frame["sign_code"] = frame["sign_code"].astype(str)
+    absent = frame.attrs.get("absent", [])
     frame = frame.reset_index(drop=True)
     frame.attrs["notes"] = notes
+    frame.attrs["absent"] = absent  # optional columns the table did not have (filled with their fallbacks)
     return frame
 
 

@@ -18,7 +18,7 @@ from dualjudge.analysis.choices import (
     Metric,
     Outcome,
 )
-from dualjudge.cli.common import console
+from dualjudge.cli.common import ScaleMax, console
 
 stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
                         no_args_is_help=True)
@@ -32,7 +32,7 @@ def analyze(
     lineage: Annotated[Lineage, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
-    scale_max: Annotated[float, typer.Option(help="The quality scale's maximum (the paper: 10).")] = 10.0,
+    scale_max: ScaleMax = 10.0,
     high: Annotated[float, typer.Option(help="\"Good\" above this score (Type II; the paper: 7).")] = 7.0,
     low: Annotated[float, typer.Option(help="\"Poor\" below this score (Type I; the paper: 5).")] = 5.0,
     high_inclusive: Annotated[bool, typer.Option(help="Count a score equal to --high as good.")] = False,
@@ -120,20 +120,24 @@ def stats_self_preference(
     resamples: Annotated[int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES,
                                            max=MAX_RESAMPLES)] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
+    scale_max: ScaleMax = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The calibrated self-preference index per judge, with CIs and adjusted p-values."""
+    from dualjudge.analysis.scale import Scale
     from dualjudge.analysis.self_preference import cli_json, for_outcome
     from dualjudge.analysis.table import read_table
     from dualjudge.report.self_preference import sentence
 
-    sp, result = for_outcome(read_table(table), outcome, lineage, resamples, seed)
+    sp, result = for_outcome(read_table(table, Scale.with_maximum(scale_max)), outcome, lineage, resamples, seed)
     if as_json:
         print(json.dumps(cli_json(sp, outcome)))
         return
     console.print(f"{sp.method}\nintervals: {sp.interval}; p adjusted: {sp.adjustment}", markup=False)
     for entry in result.judges:
         console.print(f"  {sentence(entry, outcome)}", markup=False)
+        for warning in entry.warnings:
+            console.print(f"    warning: {warning}", markup=False)
     for warning in result.warnings:
         console.print(f"warning: {warning}", markup=False)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from typing import Annotated, Optional
 
+import typer
 from rich.console import Console
 
 from dualjudge.errors import DualjudgeError
@@ -26,3 +27,8 @@ def floats(value: Optional[str], option: str) -> Optional[list[float]]:
         return [float(v) for v in items]
     except ValueError:
         raise DualjudgeError(f"{option} takes numbers separated by commas, got {value!r}") from None
+
+
+# The quality scale's maximum: one option, the same for every command that reads a verdict table.
+ScaleMax = Annotated[float, typer.Option("--scale-max", help="The quality scale's maximum (the paper: 10; e.g. 5 for "
+                                                              "a 1-5 Likert table, 100 for percentages).")]

@@ -5,12 +5,16 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.table import Table
 
 from dualjudge.cli.common import console, err_console
+
+if TYPE_CHECKING:
+    from dualjudge.config import RunConfig
+    from dualjudge.runs.smoke import SmokeResult
 
 app = typer.Typer(help="Model cards, weights and serving.", no_args_is_help=True)
 
@@ -64,25 +68,34 @@ def list_models(
 def check(
     config: Annotated[Optional[Path], typer.Argument(help="A run configuration; without one, every card.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="Also start each model of CONFIG and send it one system "
+                                        "and one verdict request (minutes per model).")] = False,
+    log_dir: Annotated[Path, typer.Option(help="Where the smoke test's server logs go.")] = Path("logs"),
 ) -> None:
     """Check models against this machine before anything loads: architecture in the installed vLLM,
     modalities and chat template, weights and their pinning, GPU memory, and the card's vLLM arguments.
-    Exits 1 when a model fails. Weights not yet fetched are a warning here and a failure for `run`."""
+    Exits 1 when a model fails. Weights not yet fetched are a warning here and a failure for `run`.
+    With --smoke, each model is then started and asked one constrained system request and one verdict."""
     import json
 
     from dualjudge.inference.cards import all_cards
     from dualjudge.inference.preflight import check_models
 
+    if smoke and config is None:
+        from dualjudge.errors import DualjudgeError
+
+        raise DualjudgeError("--smoke needs a run configuration: dualjudge models check CONFIG --smoke")
     if config is not None:
         from dualjudge.config import load_config
         from dualjudge.runs.job import preflight
 
-        checks = preflight(load_config(config), for_run=False)
+        cfg = load_config(config)
+        checks = preflight(cfg, for_run=smoke)
     else:
         checks = check_models({name: [] for name in all_cards()}, all_cards(), modality="text")
-    if as_json:
+    if as_json and not smoke:
         console.print_json(json.dumps([c.as_dict() for c in checks]))
-    else:
+    elif not as_json:
         table = Table(title=f"preflight: {config or 'every model card'}")
         for col in ("model", "role", "architecture", "status", "reason"):
             table.add_column(col, no_wrap=col != "reason")
@@ -91,8 +104,32 @@ def check(
             table.add_row(c.model, "+".join(c.roles) or "-", c.architecture, f"[{colour[c.status]}]{c.status}[/]",
                           "; ".join(c.reasons) or "-")
         console.print(table)
-    if any(c.status == "fail" for c in checks):
+    failed = any(c.status == "fail" for c in checks)
+    if smoke:  # with --json: one object, {"checks": [...], "smoke": [...] or null when a check failed}
+        results = None if failed else _smoke(cfg, log_dir, as_json)
+        if as_json:
+            console.print_json(json.dumps({"checks": [c.as_dict() for c in checks],
+                                           "smoke": None if results is None else [r.as_dict() for r in results]}))
+        failed = failed or any(r.status == "fail" for r in results or [])
+    if failed:
         raise typer.Exit(1)
+
+
+def _smoke(cfg: RunConfig, log_dir: Path, as_json: bool) -> list[SmokeResult]:
+    """Each model started and asked; a table of the results unless JSON is asked for."""
+    from dualjudge.runs.smoke import smoke
+
+    results = smoke(cfg, log_dir, lambda msg: err_console.print(msg, highlight=False))
+    if not as_json:
+        table = Table(title="smoke test: one system request and one verdict per model")
+        for col in ("model", "role", "status", "load", "system request", "verdict request", "detail"):
+            table.add_column(col, no_wrap=col in ("model", "status", "load"), overflow="fold")
+        colour = {"ok": "green", "fail": "red"}
+        for r in results:
+            table.add_row(r.model, "+".join(r.roles), f"[{colour[r.status]}]{r.status}[/]",
+                          f"{r.load_s:.0f} s" if r.load_s is not None else "-", r.system, r.verdict, r.detail or "-")
+        console.print(table)
+    return results
 
 
 @app.command("fetch")

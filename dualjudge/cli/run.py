@@ -89,6 +89,8 @@ def run(
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default: runs/<run.name>).")] = None,
     skip_preflight: Annotated[bool, typer.Option("--skip-preflight",
                                                  help="Start without checking every model first.")] = False,
+    smoke_first: Annotated[bool, typer.Option("--smoke-first", help="Start each model and send it one system "
+                                              "and one verdict request before the study; stop if one fails.")] = False,
 ) -> None:
     """Run a benchmark: systems, then judges, then probes, models side by side on the device groups
     ([engine] devices); resumes where it stopped.
@@ -104,6 +106,16 @@ def run(
         for check in require_preflight(cfg):
             if check.status == "warn":
                 err_console.print(f"preflight warning, {check.model}: {'; '.join(check.reasons)}", highlight=False)
+    if smoke_first:
+        from dualjudge.errors import DualjudgeError
+        from dualjudge.runs.smoke import smoke, smoke_failures
+
+        results = smoke(cfg, out / "logs", lambda msg: err_console.print(msg, highlight=False))
+        failed = smoke_failures(results)
+        if failed:
+            raise DualjudgeError(f"smoke test: {failed} (the study did not start; `dualjudge models check CONFIG "
+                                 f"--smoke` shows every model)")
+        err_console.print(f"smoke test passed: {', '.join(r.model for r in results)}", highlight=False)
     progress = RichProgress()
     try:
         result = run_job(cfg, out, progress)

@@ -27,9 +27,10 @@ from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
 from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
-from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
 from dualjudge.inference.vllm_api import installed_version
+from dualjudge.inference.vllm_engine import Endpoint, EndpointPolicy, VllmEngine
 from dualjudge.inference.vllm_server import VllmServer
+from dualjudge.inference.watch import WatchSettings, watch_server
 from dualjudge.inference.weights import locate, require
 
 
@@ -68,6 +69,9 @@ async def served_version(url: str, api_key: str) -> str:
             return f"attached vllm {resp.json().get('version', 'unknown')}"
     except (httpx.HTTPError, ValueError, AttributeError):
         return "attached vllm unknown"
+
+
+ENDPOINT_POLICY = EndpointPolicy()  # when an endpoint that keeps failing is taken out of rotation
 
 
 class EngineFactory(Protocol):
@@ -149,7 +153,8 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
         for url in urls:
             await check_endpoint(url, key, card.name)
         engine = VllmEngine(card.name, [Endpoint(u, key) for u in urls], identity,
-                            concurrency=settings.concurrency, retries=settings.retries)
+                            concurrency=settings.concurrency, retries=settings.retries,
+                            timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
         on_event(f"attached to {len(urls)} endpoint(s) for {card.name}")
         try:
             yield engine
@@ -166,10 +171,14 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
         await asyncio.to_thread(server.wait_ready)
         on_event(f"vLLM for {card.name} ready in {server.started_s:.0f} s")
         engine = VllmEngine(card.name, [Endpoint(server.base_url, server.api_key)], identity,
-                            concurrency=settings.concurrency, retries=settings.retries)
+                            concurrency=settings.concurrency, retries=settings.retries,
+                            timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
+        watcher = asyncio.create_task(watch_server(server, engine, WatchSettings(stall_s=settings.request_timeout_s)))
         try:
             yield engine
         finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
             await engine.close()
     finally:
         await asyncio.to_thread(server.stop)
@@ -187,11 +196,35 @@ def hosted_key(card: ModelCard) -> str:
     return key
 
 
+async def check_hosted(url: str, api_key: str, served_name: str) -> str | None:
+    """A hosted API must answer /models (a base URL without /v1 gets 404 there); returns a note when it
+    does not list the model (some providers list only part of what they serve)."""
+    try:
+        async with httpx.AsyncClient(timeout=30.0) as client:
+            resp = await client.get(f"{url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
+    except httpx.HTTPError as e:
+        raise DualjudgeError(f"hosted API {url} is unreachable ({type(e).__name__}); check weights.base_url") from None
+    if resp.status_code == 404:
+        raise DualjudgeError(f"hosted API {url} answers 404 at /models: is weights.base_url the API root (it usually "
+                             f"ends with /v1)?")
+    if resp.status_code in (401, 403):
+        raise DualjudgeError(f"hosted API {url} refused the API key (HTTP {resp.status_code})")
+    try:
+        names = [m["id"] for m in resp.json().get("data", [])]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
+    return None if served_name in names else f"{url} does not list {served_name!r} among its models"
+
+
 @asynccontextmanager
 async def _hosted(card: ModelCard, w: RemoteWeights, settings: EngineSettings, identity: str,
                   on_event: Callable[[str], None]) -> AsyncIterator[Engine]:
+    note = await check_hosted(w.base_url, hosted_key(card), w.model)
+    if note:
+        on_event(f"{card.name}: {note}")
     engine = VllmEngine(w.model, [Endpoint(w.base_url, hosted_key(card))], identity, concurrency=settings.concurrency,
-                        retries=settings.retries, dialect=w.structured_outputs)
+                        retries=settings.retries, timeout_s=settings.request_timeout_s, dialect=w.structured_outputs,
+                        policy=ENDPOINT_POLICY)
     on_event(f"using hosted {card.name} at {w.base_url} ({w.model}, declared version {w.version})")
     try:
         yield engine

@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights
 from dualjudge.inference import vllm_api
+from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights
 from dualjudge.inference.weights import locate
 
 Status = Literal["ok", "warn", "fail"]
@@ -141,12 +141,14 @@ def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
 def _modalities(check: ModelCheck, card: ModelCard, roles: list[str], modality: str) -> None:
     if modality == "image" and "system" in roles and "image" not in card.modalities:
         check.add("fail", "the testbed is images and this model reads text only; set testbed.modality = \"text\"")
-    if "image" not in card.modalities and card.vllm.chat_template is None:
+    if card.vllm.chat_template is None:
         found = locate(card)
         if found is None:
-            check.add("warn", "text-only: its chat template is checked once its weights are present")
+            if "image" not in card.modalities:
+                check.add("warn", "text-only: its chat template is checked once its weights are present")
         elif not _has_chat_template(found.path):
-            check.add("fail", "text-only model without a chat template: add vllm.chat_template to its card")
+            check.add("fail", "no chat template in its weights (every request would get HTTP 400): add "
+                              "vllm.chat_template to its card")
 
 
 def _has_chat_template(path: object) -> bool:
@@ -155,8 +157,8 @@ def _has_chat_template(path: object) -> bool:
     folder = Path(str(path))
     if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
         return True
-    config = folder / "tokenizer_config.json"
-    return config.is_file() and "chat_template" in config.read_text(errors="replace")
+    configs = (folder / name for name in ("tokenizer_config.json", "processor_config.json", "preprocessor_config.json"))
+    return any(c.is_file() and "chat_template" in c.read_text(errors="replace") for c in configs)
 
 
 def _weights(check: ModelCheck, card: ModelCard, for_run: bool) -> None:

@@ -52,6 +52,10 @@ class EngineSettings(BaseModel):
     grammar_backend: GrammarBackend = setting("xgrammar", affects_results="transformers")  # in-process Outlines
     startup_timeout_s: Float = setting(900.0, affects_results=False, gt=0)
     retries: Int = setting(4, affects_results=False, ge=0, le=20)
+    # seconds one request may take before it counts as failed (and, for a local server, as a hang)
+    request_timeout_s: Float = setting(600.0, affects_results=False, gt=0)
+    # how often a model's server that died or hangs is started again before the run stops
+    server_restarts: Int = setting(1, affects_results=False, ge=0, le=10)
     # for attached endpoints; never written to the store or the manifest
     api_key: SecretStr = setting(SecretStr("EMPTY"), affects_results=False)
     cache: Str | None = setting(None, affects_results=False)  # a shared response cache file, reused across runs

@@ -109,6 +109,12 @@ class GenerationResult:
         return self.error is None and self.text is not None
 
 
+class EngineDown(Exception):
+    """The engine can no longer answer (its server died or hangs, or every endpoint keeps failing).
+    Requests in flight end with this instead of a result, so nothing is recorded for them: the runner
+    stops the model's job, restarts it or stops the run, and a rerun asks them again."""
+
+
 # How protocol code calls a model: an engine's `generate`, or the run store's caching wrapper.
 Caller = Callable[[GenerationRequest], Awaitable[GenerationResult]]
 

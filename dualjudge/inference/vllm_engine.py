@@ -17,15 +17,25 @@ import base64
 import dataclasses
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
 
 from dualjudge.inference import vllm_api
-from dualjudge.inference.types import GenerationRequest, GenerationResult
+from dualjudge.inference.types import EngineDown, GenerationRequest, GenerationResult
 
 TRANSIENT = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError)
+
+
+@dataclass(frozen=True)
+class EndpointPolicy:
+    """When an endpoint is taken out of rotation: `failures` transient failures in a row with no success
+    for `quiet_s`; it then rests for `cooldown_s` before it is tried again."""
+
+    failures: int = 5
+    quiet_s: float = 10.0
+    cooldown_s: float = 30.0
 
 
 @dataclass
@@ -33,6 +43,26 @@ class Endpoint:
     base_url: str
     api_key: str = "EMPTY"
     outstanding: int = 0
+    failures: int = 0  # transient failures since its last success
+    last_ok: float = field(default_factory=time.monotonic)
+    resting_until: float = 0.0  # out of rotation until then (monotonic seconds)
+
+    def available(self, now: float) -> bool:
+        return now >= self.resting_until
+
+    def succeeded(self) -> None:
+        self.failures = 0
+        self.last_ok = time.monotonic()
+
+    def failed(self, policy: EndpointPolicy) -> bool:
+        """Count a transient failure; True when it takes the endpoint out of rotation for a cooldown."""
+        self.failures += 1
+        now = time.monotonic()
+        if self.failures >= policy.failures and now - self.last_ok >= policy.quiet_s:
+            self.resting_until = now + policy.cooldown_s
+            self.failures = 0
+            return True
+        return False
 
 
 def openai_messages(request: GenerationRequest) -> list[dict[str, Any]]:
@@ -75,9 +105,13 @@ def retry_after(error: Exception) -> float | None:
 
 
 class VllmEngine:
+    """Requests to the endpoints of one model, with their health watched: an endpoint that keeps failing
+    rests for a cooldown, and when none is left (or `fail()` is called: the server died or hangs) every
+    request waiting on this engine ends with EngineDown at once instead of being retried into an error."""
+
     def __init__(self, served_name: str, endpoints: list[Endpoint], model_identity: str, *,
                  concurrency: int = 32, retries: int = 4, backoff_s: float = 1.0, timeout_s: float = 600.0,
-                 dialect: Literal["vllm", "openai"] = "vllm") -> None:
+                 dialect: Literal["vllm", "openai"] = "vllm", policy: EndpointPolicy = EndpointPolicy()) -> None:
         if not endpoints:
             raise ValueError("at least one endpoint")
         self.served_name = served_name
@@ -87,14 +121,70 @@ class VllmEngine:
         self.model_identity = model_identity
         self.retries = retries
         self.backoff_s = backoff_s
+        self.timeout_s = timeout_s
+        self.policy = policy
         self._clients = {e.base_url: openai.AsyncOpenAI(base_url=e.base_url, api_key=e.api_key, max_retries=0,
                                                         timeout=timeout_s) for e in endpoints}
         self._slots = {e.base_url: asyncio.Semaphore(concurrency) for e in endpoints}
         self._rng = random.Random(0)
+        self.down: str | None = None  # why the engine can no longer answer
+        self._down: asyncio.Future[None] | None = None
+        self.last_progress = time.monotonic()  # the last completed request, or the start of the first
+
+    # -- health ------------------------------------------------------------------------------------
+    def _down_future(self) -> asyncio.Future[None]:
+        if self._down is None:
+            self._down = asyncio.get_running_loop().create_future()
+            if self.down is not None:
+                self._down.set_result(None)
+        return self._down
+
+    def fail(self, reason: str) -> None:
+        """Stop answering: every waiting request ends with EngineDown(reason), and so does every new one."""
+        if self.down is not None:
+            return
+        self.down = reason
+        if self._down is not None and not self._down.done():
+            self._down.set_result(None)
+
+    @property
+    def outstanding(self) -> int:
+        return sum(e.outstanding for e in self.endpoints)
+
+    def stalled_for(self) -> float:
+        """Seconds requests have been outstanding with none completing (0 when none is outstanding)."""
+        return time.monotonic() - self.last_progress if self.outstanding else 0.0
 
     def _pick(self) -> Endpoint:
-        return min(self.endpoints, key=lambda e: e.outstanding)
+        now = time.monotonic()
+        available = [e for e in self.endpoints if e.available(now)]
+        if not available:
+            self.fail(f"every endpoint of {self.served_name} kept failing "
+                      f"({', '.join(e.base_url for e in self.endpoints)})")
+            raise EngineDown(self.down)
+        return min(available, key=lambda e: e.outstanding)
 
+    async def _or_down(self, work: Any) -> Any:
+        """Await `work` unless the engine goes down first (then `work` is cancelled and EngineDown raised)."""
+        down = self._down_future()
+        call = asyncio.ensure_future(work)
+        try:
+            await asyncio.wait((call, down), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        if not call.done():
+            call.cancel()
+            raise EngineDown(self.down)
+        return call.result()
+
+    async def _rest(self, seconds: float) -> None:
+        """Back off for `seconds`, or less when the engine goes down meanwhile."""
+        await asyncio.wait((self._down_future(),), timeout=seconds)
+        if self.down is not None:
+            raise EngineDown(self.down)
+
+    # -- requests ----------------------------------------------------------------------------------
     async def _once(self, endpoint: Endpoint, request: GenerationRequest) -> GenerationResult:
         s = request.sampling
         kwargs: dict[str, Any] = {"model": self.served_name, "messages": openai_messages(request),
@@ -120,6 +210,8 @@ class VllmEngine:
                                 constraint_kind=request.constraint.kind if request.constraint else None)
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
+        if self.down is not None:
+            raise EngineDown(self.down)
         if self.dialect == "openai" and request.constraint is not None and request.constraint.kind == "regex":
             return GenerationResult(None, error="this API cannot enforce a regex constraint; use "
                                                 "systems.sign_type = \"parsed\" with hosted models", tries=0)
@@ -127,10 +219,14 @@ class VllmEngine:
         wait: float | None = None
         for attempt in range(1, self.retries + 2):
             endpoint = self._pick()
+            if not self.outstanding:
+                self.last_progress = time.monotonic()
             endpoint.outstanding += 1
             try:
                 async with self._slots[endpoint.base_url]:
-                    result = await self._once(endpoint, request)
+                    result = await self._or_down(self._once(endpoint, request))
+                endpoint.succeeded()
+                self.last_progress = time.monotonic()
                 return dataclasses.replace(result, tries=attempt)
             except TRANSIENT as e:
                 last = f"{type(e).__name__}: {e}"
@@ -138,13 +234,16 @@ class VllmEngine:
                 if isinstance(e, openai.RateLimitError):
                     self.rate_limited += 1
                     wait = retry_after(e)
+                elif endpoint.failed(self.policy) and len(self.endpoints) > 1:
+                    wait = 0.0  # that endpoint rests: try another one now
             except openai.APIStatusError as e:  # 4xx other than 429: the request itself is wrong
+                endpoint.succeeded()  # the endpoint answered
                 return GenerationResult(None, error=f"HTTP {e.status_code}: {e.message}", tries=attempt)
             finally:
                 endpoint.outstanding -= 1
             if attempt <= self.retries:
-                await asyncio.sleep(wait if wait is not None else
-                                    self.backoff_s * 2 ** (attempt - 1) * (0.5 + self._rng.random()))
+                await self._rest(wait if wait is not None else
+                                 self.backoff_s * 2 ** (attempt - 1) * (0.5 + self._rng.random()))
         return GenerationResult(None, error=last, tries=self.retries + 1)
 
     async def close(self) -> None:

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 NAMES = ("chromium", "chromium-browser", "google-chrome")
+# Offline and quiet: no background networking, sync, component updates or first-run work (on a machine
+# without a network chromium otherwise retries its own connections), and a fresh profile each time.
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--allow-file-access-from-files",
-         "--disable-dev-shm-usage")
+         "--disable-dev-shm-usage", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync")
 
 
 def find_chromium() -> str | None:
@@ -17,7 +21,9 @@ def find_chromium() -> str | None:
 
 
 def _run(browser: str, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([browser, *FLAGS, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    with tempfile.TemporaryDirectory(prefix="dualjudge-chromium-") as profile:
+        return subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
+                              timeout=timeout, check=False)
 
 
 def screenshot(page: Path, png: Path, browser: str, size: tuple[int, int] = (1400, 1800), budget_ms: int = 5000,

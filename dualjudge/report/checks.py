@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dualjudge.analysis.results import Summary
+from dualjudge.analysis.results import Alpha, Summary
 from dualjudge.report.tables import ci, num, rate, table
 
 
@@ -49,11 +49,16 @@ def _agreement(summary: Summary) -> list[str]:
     if ag.reason:
         return parts + [ag.reason, ""]
     if ag.alpha_overall and ag.alpha_equivalent:
-        parts.append(f"Krippendorff's alpha, overall ({ag.alpha_overall.level}): {num(ag.alpha_overall.alpha)}; "
-                     f"equivalent ({ag.alpha_equivalent.level}): {num(ag.alpha_equivalent.alpha)}")
+        parts.append(f"Krippendorff's alpha, overall ({ag.alpha_overall.level}): {_alpha(ag.alpha_overall)}; "
+                     f"equivalent ({ag.alpha_equivalent.level}): {_alpha(ag.alpha_equivalent)}")
     parts += ["", table(["judges", "kappa (equivalent)", "raw agreement", "n"],
                         [[k, num(v.kappa_equivalent), num(v.raw_agreement), str(v.n)] for k, v in ag.pairwise.items()])]
     return parts + [""]
+
+
+def _alpha(a: Alpha) -> str:
+    """alpha, or why there is none (never a bare dash)."""
+    return num(a.alpha) if a.alpha is not None else f"not computed ({a.reason or 'no reason recorded'})"
 
 
 def _missingness(summary: Summary) -> list[str]:

@@ -50,7 +50,7 @@ def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
     strategies = sorted(rows["system"].astype(str).unique())
     text = (f"Run {', '.join(summary.runs) or '-'}: {len(answers)} answers from {len(systems)} system model(s), "
             f"{fam(systems, 'system_model', 'system_family')}, with strategies {', '.join(strategies)}, on "
-            f"{rows['sign_code'].nunique()} signs and {rows['item_id'].nunique()} variants; judged by {len(judges)} "
+            f"{_where(rows, summary)}; judged by {len(judges)} "
             f"judge model(s), {fam(judges, 'judge_model', 'judge_family')} ({summary.judge_variant} judges), "
             f"{len(rows)} answer x judge rows. Failed verdicts: {failed['quality']} quality, "
             f"{failed['equivalence']} equivalence")
@@ -60,6 +60,14 @@ def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
         r = summary.requests
         text += f". The run sent {r.sent} requests to its models over {r.sessions} session(s); {r.failed} failed"
     return text + "."
+
+
+def _where(rows: pd.DataFrame, summary: Summary) -> str:
+    """What the answers were about: signs and variants for a dualjudge run, items (each its own bootstrap
+    cluster) for a table without sign codes."""
+    if "sign_code" in summary.absent_columns:
+        return f"{rows['item_id'].nunique()} items (no sign column: each item is its own bootstrap cluster)"
+    return f"{rows['sign_code'].nunique()} signs and {rows['item_id'].nunique()} variants"
 
 
 def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
@@ -88,5 +96,9 @@ def _warnings(summary: Summary) -> list[str]:
         lost = [j.judge for j in o.judges if j.estimate is None]
         if lost:
             out.append(f"self-preference on {name} is not estimable for {', '.join(lost)} (see its section).")
+        warned = [j.judge for j in o.judges if j.estimate is not None and j.warnings]
+        if warned:
+            out.append(f"self-preference on {name}: the estimates of {', '.join(warned)} carry warnings about what may "
+                       f"bias them (see its section).")
         out += [w for w in o.warnings if "signs" not in w]
     return out

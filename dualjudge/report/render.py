@@ -15,6 +15,7 @@ from dualjudge.report.checks import section as checks_section
 from dualjudge.report.clarification import section as clarification_section
 from dualjudge.report.designs import section as designs_section
 from dualjudge.report.designs import variant_sections
+from dualjudge.report.escape import markdown_to_html
 from dualjudge.report.findings import section as findings_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
@@ -24,13 +25,16 @@ def _figures(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage)
     made = []
     d = out / "figures"
     frame = frame[frame["judge_variant"] == summary.judge_variant]  # the reference judge design's verdicts
-    made.append(("Mean overall by visibility (all judges)", fig.degradation_figure(
-        frame, d / "degradation.png", "Degradation with occlusion (all judges)")))
+    absent = set(summary.absent_columns)  # a foreign table: only the figures its columns can draw
+    if not absent & {"visibility", "overall"}:
+        made.append(("Mean overall by visibility (all judges)", fig.degradation_figure(
+            frame, d / "degradation.png", "Degradation with occlusion (all judges)")))
     for judge, s in summary.judges.items():
         safe = judge.replace("/", "_")
         sub = frame[frame["judge_model"] == judge]
-        made.append((f"Joint distribution of the two judges: {judge}",
-                     fig.joint_figure(sub, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})")))
+        if not absent & {"overall", "equivalent"}:
+            made.append((f"Joint distribution of the two judges: {judge}",
+                         fig.joint_figure(sub, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})")))
         if s.type2_by_visibility:
             made.append((f"Type II rate by visibility: {judge}",
                          fig.type2_figure(s.type2_by_visibility, d / f"type2_{safe}.png", f"Type II ({judge})")))
@@ -84,10 +88,9 @@ def render_report(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lin
 
 
 def _html(md: str) -> str:
-    """A small Markdown-to-HTML rendering for the report's own constructs (headings, tables, images)."""
-    from markdown_it import MarkdownIt
-
-    body = MarkdownIt("commonmark").enable("table").render(md)
+    """The report's Markdown as one HTML page; raw HTML in it (from model or family names, or a foreign
+    table) is escaped, never run (report/escape.py)."""
+    body = markdown_to_html(md)
     return ("<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
             "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"

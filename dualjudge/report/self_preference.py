@@ -41,6 +41,10 @@ def _outcome(e: OutcomeSelfPreference, outcome: str) -> list[str]:
         parts += [table(["judge", "family", "own-family effect [95% CI]", "p", "adjusted p", "own model",
                          "same family, other model"], rows), ""]
         parts += [f"- {sentence(j, outcome)}" for j in estimated] + [""]  # type: ignore[arg-type]
+        warned = [(j.judge, w) for j in estimated for w in j.warnings]
+        if warned:
+            parts.append("What may bias these estimates (per judge):")
+            parts += [f"- **{judge}:** {w}" for judge, w in warned] + [""]
     missing = [j for j in e.judges if j.estimate is None]
     if missing:
         parts.append("Not estimable:")
@@ -60,8 +64,9 @@ def _sensitivity(e: OutcomeSelfPreference) -> list[str]:
             alternative = getattr(panel, other)
             words.append(f"For {j.judge}, the calibrated index ({num(panel.calibrated.estimate)}) and "  # type: ignore[union-attr]
                          f"{ALTERNATIVES[other]} ({num(alternative.estimate)}) disagree beyond their intervals: the "
-                         f"judges use the scale differently, or verdicts are missing unevenly, and only the "
-                         f"calibrated index allows for that.")
+                         f"calibrated index allows for judges that use the scale differently and for verdicts missing "
+                         f"on weak answers, the alternative does not" + ("; see also the warnings above"
+                                                                        if j.warnings else "") + ".")
     parts: list[str] = []
     if rows:
         parts = ["Sensitivity panel (same bootstrap; the alternatives assume every judge uses the scale alike):", "",
@@ -122,4 +127,6 @@ def sentence(entry: JudgeSelfPreference, outcome: Outcome) -> str:
             f"p = {pvalue(entry.p)}, adjusted {pvalue(entry.p_adjusted)})")
     if lo <= 0 <= hi:
         text += "; the interval includes zero"
+    if entry.warnings:
+        text += f" ({len(entry.warnings)} warning{'s' if len(entry.warnings) > 1 else ''} below)"
     return text + "."

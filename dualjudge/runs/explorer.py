@@ -26,6 +26,7 @@ from dualjudge.analysis.self_preference import calibrated_residuals
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 from dualjudge.paths import project_root
+from dualjudge.report.escape import script_json
 from dualjudge.report.links import EXPLORER
 from dualjudge.runs.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.rundir import TESTBED, load_variants
@@ -148,7 +149,7 @@ def _probes(store: Store) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
 def render_explorer(data: dict[str, Any]) -> str:
     """The explorer page: the data as one JSON block, the page's script and style inline."""
     web = project_root() / "web"
-    payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    payload = script_json(data)  # no answer, name or table value can end the block or open a comment in it
     page = (web / "explorer.html").read_text(encoding="utf-8")
     return (page.replace("/*STYLE*/", (web / "explorer.css").read_text(encoding="utf-8"))
                 .replace("/*SCRIPT*/", (web / "explorer.js").read_text(encoding="utf-8"))

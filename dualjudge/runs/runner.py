@@ -31,8 +31,10 @@ from typing import Any
 
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
 from dualjudge.inference.engines import EngineFactory, Engines
+from dualjudge.inference.types import EngineDown
 from dualjudge.protocol.systems import STEPS
 from dualjudge.runs import steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
@@ -61,6 +63,7 @@ class RunReport:
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     verdict_failures: dict[str, dict[str, int]] = field(default_factory=dict)  # per judge model, by kind
     jobs: list[dict[str, Any]] = field(default_factory=list)  # this session's jobs (manifest.json["jobs"])
+    restarts: list[str] = field(default_factory=list)  # each engine that went down and was started again, and why
 
 
 def expected_costs(config: RunConfig, items: int) -> dict[tuple[str, str], float]:
@@ -96,9 +99,17 @@ def study_jobs(config: RunConfig, items: int, local: Callable[[str], bool] = lam
     return jobs, systems[-1] if systems[-1] in judges else None
 
 
+class ServerFailed(DualjudgeError):
+    """A model's engine went down more often than `engine.server_restarts` allows: the run stops, and a
+    rerun does the missing work."""
+
+
 class Lease:
     """A model on a device group for one or more jobs: its steps, each answered from the cache first;
-    the engine is opened (once, at the first step with work left) only if the cache cannot answer all."""
+    the engine is opened (at the first step with work left) only if the cache cannot answer all. When
+    the engine goes down (its server died or hangs, or every endpoint keeps failing), the step's work in
+    flight is dropped unrecorded, the engine is closed and opened again (`engine.server_restarts`
+    times), and the step goes on with what is left; past that, the run stops with one line."""
 
     def __init__(self, runner: Runner, model: str, group: DeviceGroup | None, stack: AsyncExitStack) -> None:
         self.runner = runner
@@ -107,6 +118,10 @@ class Lease:
         self.stack = stack
         self.caller: CachingCaller | None = None
         self.cached: CachingCaller | None = None
+        self.loads = 0  # times the engine was opened
+        self.restarts_left = runner.config.engine.server_restarts
+        self._callers: list[CachingCaller] = []
+        self._engine: AsyncExitStack | None = None
 
     async def run(self, stage: list[Step[Any]]) -> None:
         r = self.runner
@@ -128,13 +143,45 @@ class Lease:
                 except CacheMiss:
                     remaining.append(t)
             line.end()
-            if not remaining:
-                continue
-            if self.caller is None:
-                engine = await self.stack.enter_async_context(r.engines.open(card, r.progress.note, self.group))
-                r.report.models_loaded.append(self.model)
-                self.caller = CachingCaller(r.store, self.model, identity, r.session, engine)
-            await self._send(step, f"{step.name}{suffix}", remaining, self.caller)
+            while remaining:
+                if self.caller is None:
+                    await self._open(card, identity)
+                assert self.caller is not None
+                try:
+                    await self._send(step, f"{step.name}{suffix}", remaining, self.caller)
+                    remaining = []
+                except EngineDown as e:
+                    await self._engine_down(str(e))
+                    remaining = step.tasks()
+
+    async def _open(self, card: ModelCard, identity: str) -> None:
+        r = self.runner
+        engine_stack = AsyncExitStack()
+        engine = await engine_stack.enter_async_context(r.engines.open(card, r.progress.note, self.group))
+        if self.loads == 0:
+            self.stack.push_async_callback(self._close_engine)
+        self._engine = engine_stack
+        self.loads += 1
+        r.report.models_loaded.append(self.model)
+        self.caller = CachingCaller(r.store, self.model, identity, r.session, engine)
+        self._callers.append(self.caller)
+
+    async def _close_engine(self) -> None:
+        engine, self._engine, self.caller = self._engine, None, None
+        if engine is not None:
+            await engine.aclose()
+
+    async def _engine_down(self, reason: str) -> None:
+        """Close the engine that went down; open it again when a restart is left, else stop the run."""
+        where = f" on {self.group.label}" if self.group is not None else ""
+        await self._close_engine()
+        if self.restarts_left <= 0:
+            raise ServerFailed(f"{self.model}{where} stopped: {reason}. The run stopped; run the same command again "
+                               f"to do only the missing work")
+        self.restarts_left -= 1
+        self.runner.report.restarts.append(f"{self.model}{where}: {reason}")
+        self.runner.progress.note(f"{self.model}{where} stopped: {reason}; starting it again "
+                                  f"({self.restarts_left} restart(s) left)")
 
     async def _send(self, step: Step[Any], name: str, tasks: list[Any], caller: CachingCaller) -> None:
         start = caller.usage.completion_tokens
@@ -152,9 +199,9 @@ class Lease:
     def close(self) -> None:
         """Count what this lease sent and answered from the cache into the run's report."""
         report = self.runner.report
-        if self.caller is not None:
-            report.sessions_requests += self.caller.usage.requests
-            report.cache_hits += self.caller.usage.cache_hits
+        for caller in self._callers:
+            report.sessions_requests += caller.usage.requests
+            report.cache_hits += caller.usage.cache_hits
         if self.cached is not None:
             report.cache_hits += self.cached.usage.cache_hits
 
@@ -246,7 +293,7 @@ class Runner:
             try:
                 current: Job | None = job
                 while current is not None:
-                    record, loaded_before = self._job_started(current, group), lease.caller is not None
+                    record, loads_before = self._job_started(current, group), lease.loads
                     if current.stage == "systems":
                         await lease.run([steps.answer_step(ctx, current.model, items),
                                          steps.padding_step(ctx, current.model)])
@@ -257,7 +304,7 @@ class Runner:
                         await self._judges(lease, ctx, schedule, current.model)
                         schedule.end(current)
                         following = None
-                    self._job_ended(record, lease.caller is not None and not loaded_before)
+                    self._job_ended(record, lease.loads > loads_before)
                     current = following
             finally:
                 lease.close()

@@ -1,0 +1,111 @@
+"""Smoke before the study: each model of a configuration started as the run would start it and asked one
+constrained system request and one verdict request, one model at a time.
+
+What the static preflight cannot see shows up here in minutes, per model: a missing chat template (HTTP
+400 on every request), an image processor that fails under the installed transformers, a gated hub
+repository, a server that cannot start on this device, an engine that ignores the constraint. Smoke
+requests are live: they are neither answered from nor written to any cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from dualjudge.config import RunConfig
+from dualjudge.errors import DualjudgeError
+from dualjudge.inference.engines import EngineFactory, Engines
+from dualjudge.inference.types import EngineDown, Sampling
+from dualjudge.protocol.judges import run_judge
+from dualjudge.protocol.systems import Item, run_system
+from dualjudge.runs.rundir import testbed_items
+from dualjudge.testbed.catalogue import default_catalogue
+from dualjudge.testbed.variants import build_variants
+
+SMOKE_ANSWER = "A red circle with a white horizontal bar: no entry for vehicular traffic.\nSIGN_TYPE: no_entry"
+
+
+@dataclass
+class SmokeResult:
+    model: str
+    roles: list[str]
+    status: Literal["ok", "fail"] = "ok"
+    load_s: float | None = None
+    system: str = "-"  # "ok", or what went wrong; "-" for a model that only judges
+    verdict: str = "-"  # "ok", or what went wrong; "-" for a model that only answers
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def smoke_item(config: RunConfig, folder: Path) -> Item:
+    """One unoccluded variant of the configuration's first sign, as its systems see it."""
+    t = config.testbed
+    frame = build_variants(folder, size=t.size, seed=config.run.seed, codes=[t.codes()[0]], visibilities=[1.0],
+                           modes=[t.modes[0]], images_dir=Path(t.images).expanduser() if t.images else None)
+    variants = frame.to_dict("records")
+    return testbed_items(config, folder, variants)[0]
+
+
+def _outcome(status: str, detail: str | None) -> str:
+    return "ok" if status == "ok" else f"{status}: {detail or 'no detail'}"
+
+
+async def smoke_model(config: RunConfig, engines: EngineFactory, model: str, roles: list[str], item: Item,
+                      on_event: Callable[[str], None]) -> SmokeResult:
+    result = SmokeResult(model, roles)
+    card = config.card(model)
+    sign = default_catalogue().sign(item.sign_code)
+    started = time.perf_counter()
+    try:
+        async with engines.open(card, on_event) as engine:
+            result.load_s = round(time.perf_counter() - started, 1)
+            answer_text = SMOKE_ANSWER
+            if "system" in roles:
+                s = config.systems
+                answer = await run_system("sa", item, engine.generate, modality=config.testbed.modality,
+                                          sign_type_mode=s.sign_type, run_seed=config.run.seed,
+                                          sampling=Sampling(temperature=0.0, max_tokens=s.max_tokens))
+                result.system = _outcome(answer.status, answer.detail)
+                answer_text = answer.text or SMOKE_ANSWER
+            if "judge" in roles:
+                j = config.judges
+                judged = await run_judge(j.kinds[0], sign, answer_text, engine.generate,
+                                         sampling=Sampling(temperature=0.0, max_tokens=j.max_tokens, seed=config.run.seed),
+                                         convention=j.overall)
+                result.verdict = _outcome(judged.status, judged.outcome.detail)
+    except (DualjudgeError, EngineDown) as e:
+        result.detail = " ".join(str(e).split())
+    if result.detail or any(o not in ("ok", "-") for o in (result.system, result.verdict)):
+        result.status = "fail"
+    return result
+
+
+def smoke(config: RunConfig, log_dir: Path, on_event: Callable[[str], None] = lambda _: None,
+          engines: EngineFactory | None = None) -> list[SmokeResult]:
+    """Every model of the study, one at a time (each server stopped before the next starts)."""
+    engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=log_dir)
+    with tempfile.TemporaryDirectory(prefix="dualjudge-smoke-") as tmp:
+        item = smoke_item(config, Path(tmp))
+
+        async def all_models() -> list[SmokeResult]:
+            return [await smoke_model(config, engines, m, roles, item, on_event) for m, roles in config.roles().items()]
+
+        return asyncio.run(all_models())
+
+
+def smoke_failures(results: list[SmokeResult]) -> str:
+    """One line naming each model that failed its smoke test and why; empty when none did."""
+    parts = []
+    for r in results:
+        if r.status == "fail":
+            why = r.detail or "; ".join(f"{k} {v}" for k, v in (("system", r.system), ("verdict", r.verdict))
+                                        if v not in ("ok", "-"))
+            parts.append(f"{r.model}: {why}")
+    return "; ".join(parts)

@@ -1,0 +1,232 @@
+"""A hostile OpenAI-compatible provider for tests: a small local server whose replies can be switched to
+every fault a real provider (or a dying vLLM) shows, so each fault is a test that runs in seconds.
+
+    with Provider() as api:             # answers well: verdicts valid against the request's own schema
+        api.script("500", "429", "reset")   # the next three chat requests get these faults, then good ones
+        api.always = "hang"                 # every request from now on
+        api.url                             # http://127.0.0.1:PORT/v1
+
+Faults: "500", "503", "429" (Retry-After: 0), "reset" (the connection closed with no reply), "truncated"
+(a body shorter than its Content-Length), "hang" (no reply until `release()` or the hang limit),
+"html" (200 with an HTML page), "not_json" (200, application/json, not JSON), "empty_choices",
+"length" (finish_reason "length", the text cut in half), "off_schema" (valid JSON outside the schema),
+"markup" (an answer full of HTML and script markup), "404" (as a base URL without /v1 gets).
+GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MARKUP = ('<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
+          '<!--<script> </script>--> & "quotes"\nSIGN_TYPE: no_entry')
+
+
+def example(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """A value valid against the subset of JSON Schema the verdict models produce."""
+    defs = defs if defs is not None else schema.get("$defs", {})
+    if "$ref" in schema:
+        return example(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return example(schema[key][0], defs)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        return {k: example(v, defs) for k, v in schema.get("properties", {}).items()}
+    if kind == "integer":
+        low, high = schema.get("minimum", 0), schema.get("maximum", 10)
+        return int(low + round((high - low) * 0.7))
+    if kind == "number":
+        return float(schema.get("minimum", 0))
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return [example(schema.get("items", {}), defs)] * int(schema.get("minItems", 1))
+    return "fine"
+
+
+class Provider(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, served: tuple[str, ...] = ("gpt-4o-2024-08-06",), hang_limit_s: float = 30.0) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.served = served
+        self.hang_limit_s = hang_limit_s
+        self.always: str | None = None
+        self.heal_at_models: int | None = None  # the n-th GET /v1/models (an engine opened again) clears `always`
+        self.models_asked = 0
+        self.unhealthy = False
+        self.bodies: list[dict[str, Any]] = []
+        self.faults_sent: list[str] = []
+        self.keys: set[str] = set()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self._script: list[str] = []
+        self._released = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def script(self, *faults: str) -> None:
+        """The next requests get these faults, in order ("ok" for a good answer)."""
+        with self.lock:
+            self._script.extend(faults)
+
+    def next_fault(self) -> str:
+        with self.lock:
+            if self._script:
+                return self._script.pop(0)
+            return self.always or "ok"
+
+    def release(self) -> None:
+        """End every hang now (and every later one at once)."""
+        self._released.set()
+
+    def __enter__(self) -> Provider:
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Provider
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path.endswith("/health"):
+            self._json(500 if self.server.unhealthy else 200, {})
+        elif self.path.endswith("/version"):
+            self._json(200, {"version": "fake"})
+        elif self.path.endswith("/models"):
+            self.server.models_asked += 1
+            if self.server.heal_at_models is not None and self.server.models_asked >= self.server.heal_at_models:
+                self.server.always = None
+            self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.server.served]})
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        fault = self.server.next_fault()
+        with self.server.lock:
+            self.server.bodies.append(body)
+            self.server.faults_sent.append(fault)
+            self.server.keys.add(self.headers.get("Authorization", ""))
+            self.server.in_flight += 1
+            self.server.max_in_flight = max(self.server.max_in_flight, self.server.in_flight)
+        try:
+            self._answer(body, fault)
+        finally:
+            with self.server.lock:
+                self.server.in_flight -= 1
+
+    def _answer(self, body: dict[str, Any], fault: str) -> None:
+        if fault in ("500", "503", "404"):
+            self._json(int(fault), {"error": {"message": f"fault {fault}", "type": "server_error"}})
+        elif fault == "429":
+            self._json(429, {"error": {"message": "rate limit", "type": "rate_limit_error"}}, {"Retry-After": "0"})
+        elif fault == "reset":
+            self._reset()
+        elif fault == "hang":
+            self.server._released.wait(self.server.hang_limit_s)
+            self._reset()
+        elif fault == "truncated":
+            data = json.dumps(self._completion(body, self._content(body))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self._reset()
+        elif fault == "html":
+            self._raw(200, b"<html><body><h1>Bad Gateway</h1></body></html>", "text/html")
+        elif fault == "not_json":
+            self._raw(200, b"this is not json", "application/json")
+        elif fault == "empty_choices":
+            self._json(200, {**self._completion(body, ""), "choices": []})
+        elif fault == "length":
+            text = self._content(body)
+            self._json(200, self._completion(body, text[: len(text) // 2], finish="length"))
+        elif fault == "off_schema":
+            self._json(200, self._completion(body, json.dumps({"score": "great", "verdict": "yes"})))
+        elif fault == "markup":
+            self._json(200, self._completion(body, self._content(body, markup=True)))
+        else:
+            self._json(200, self._completion(body, self._content(body)))
+
+    @staticmethod
+    def _schema(body: dict[str, Any]) -> dict[str, Any] | None:
+        fmt = body.get("response_format")
+        if fmt:
+            return dict(fmt["json_schema"]["schema"])
+        so = body.get("structured_outputs") or {}
+        if "json" in so:
+            return dict(so["json"]) if isinstance(so["json"], dict) else dict(json.loads(so["json"]))
+        return None
+
+    def _content(self, body: dict[str, Any], markup: bool = False) -> str:
+        schema = self._schema(body)
+        if schema is not None:
+            value = example(schema)
+            if markup and isinstance(value, dict) and "reasoning" in value:
+                value["reasoning"] = MARKUP.splitlines()[0]
+            return json.dumps(value)
+        regex = (body.get("structured_outputs") or {}).get("regex", "")
+        found = re.search(r"SIGN_TYPE: \(([a-z_]+)", regex)
+        category = found.group(1) if found else "no_entry"
+        if markup:
+            return MARKUP.replace("no_entry", category)
+        return f"A red ring and a white bar: no entry.\nSIGN_TYPE: {category}"
+
+    @staticmethod
+    def _completion(body: dict[str, Any], text: str, finish: str = "stop") -> dict[str, Any]:
+        return {"id": "x", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "m"),
+                "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4), "total_tokens": 15}}
+
+    def _json(self, code: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._raw(code, json.dumps(payload).encode(), "application/json", headers)
+
+    def _raw(self, code: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP reset (SO_LINGER 0), no reply."""
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.close_connection = True
+        try:
+            self.connection.close()
+        except OSError:
+            pass

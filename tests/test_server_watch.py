@@ -1,0 +1,222 @@
+"""Servers watched: an endpoint that keeps failing rests for a cooldown, an engine whose server died or
+hangs ends its requests at once (nothing recorded as an error), and the runner restarts the model once
+and goes on, or stops the run in one line so that a rerun does exactly the missing work."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from dualjudge.config import RunConfig
+from dualjudge.inference.types import EngineDown, GenerationRequest, Message, Sampling
+from dualjudge.inference.vllm_engine import Endpoint, EndpointPolicy, VllmEngine
+from dualjudge.protocol import QualityVerdict
+from dualjudge.runs.rows import VerdictRow
+from dualjudge.runs.runner import Runner, ServerFailed
+from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema
+from tests.provider import Provider
+
+QUICK = EndpointPolicy(failures=3, quiet_s=0.3, cooldown_s=60.0)
+
+
+def _request(i: int = 0) -> GenerationRequest:
+    return GenerationRequest((Message("user", f"judge answer {i}"),), Sampling(temperature=0.0, max_tokens=64, seed=0),
+                             QualityVerdict.constraint())
+
+
+def test_a_dead_endpoint_rests_and_does_not_attract_every_retry():
+    with Provider(served=("m",)) as good, Provider(served=("m",)) as dead:
+        dead.always = "reset"
+
+        async def go():
+            engine = VllmEngine("m", [Endpoint(good.url), Endpoint(dead.url)], "m@0", retries=4, backoff_s=0.05,
+                                policy=QUICK)
+            try:
+                first = await asyncio.gather(*(engine.generate(_request(i)) for i in range(40)))
+                tried = len(dead.bodies)
+                later = await asyncio.gather(*(engine.generate(_request(i)) for i in range(40, 60)))
+                return first + later, tried
+            finally:
+                await engine.close()
+
+        results, tried = asyncio.run(go())
+    assert all(r.ok for r in results)
+    assert len(good.bodies) == 60
+    # the first wave splits over both endpoints (about 20 each); without a cooldown every retry of those
+    # would go back to the dead one (it has nothing outstanding): about 100 tries
+    assert tried < 40
+    assert len(dead.bodies) == tried  # resting: the next wave goes to the healthy endpoint only
+
+
+@pytest.mark.parametrize("fault", ["hang", "reset", "503"])
+def test_an_engine_whose_only_endpoint_keeps_failing_goes_down_instead_of_recording_errors(fault):
+    with Provider(served=("m",), hang_limit_s=5) as api:
+        api.always = fault
+
+        async def go():
+            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", retries=20, backoff_s=0.05, timeout_s=0.3, policy=QUICK)
+            try:
+                return await asyncio.gather(*(engine.generate(_request(i)) for i in range(4)), return_exceptions=True)
+            finally:
+                await engine.close()
+
+        started = time.monotonic()
+        results = asyncio.run(go())
+    assert all(isinstance(r, EngineDown) for r in results), results
+    assert "every endpoint of m kept failing" in str(results[0])
+    assert time.monotonic() - started < 10  # 21 tries of 0.3 s each with back-off would take far longer
+
+
+def test_fail_ends_every_request_in_flight_at_once():
+    with Provider(served=("m",), hang_limit_s=30) as api:
+        api.always = "hang"
+
+        async def go():
+            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", timeout_s=60)
+            calls = [asyncio.create_task(engine.generate(_request(i))) for i in range(3)]
+            for _ in range(200):  # until the provider holds all three
+                if api.in_flight == 3:
+                    break
+                await asyncio.sleep(0.05)
+            assert engine.outstanding == 3 and engine.stalled_for() > 0
+            failed_at = time.monotonic()
+            engine.fail("the server process exited (status -9)")
+            done = await asyncio.gather(*calls, return_exceptions=True)
+            ended_after = time.monotonic() - failed_at
+            later = await asyncio.gather(engine.generate(_request(9)), return_exceptions=True)
+            await engine.close()
+            return done + later, ended_after
+
+        results, ended_after = asyncio.run(go())
+    assert [type(r) for r in results] == [EngineDown] * 4
+    assert str(results[0]) == "the server process exited (status -9)"
+    assert ended_after < 2  # not the 60 s request timeout, nor the provider's 30 s hang
+
+
+# -- the runner: restart once, or stop in one line ------------------------------------------------------
+def _config(restarts: int, tmp_path: Path) -> RunConfig:
+    return RunConfig(**{
+        "run": {"name": "watched", "seed": 3},
+        "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
+                    "modality": "text", "size": 64},
+        "systems": {"models": ["smollm2-135m-instruct"], "strategies": ["sa"], "max_tokens": 64},
+        "judges": {"models": ["gemma-3-270m"], "max_tokens": 128},
+        "probes": {"order": False, "padding": False},
+        "engine": {"server_restarts": restarts, "concurrency": 2, "devices": [[0]]}})
+
+
+def _respond(request: GenerationRequest) -> str:
+    if request.constraint is not None and request.constraint.kind == "json":
+        return json.dumps(fill_schema(request.constraint.schema, request.messages[-1].text))
+    tag = hashlib.sha256(request.messages[-1].text.encode()).hexdigest()[:8]  # one answer per variant
+    return f"A red ring, read as {tag}.\nSIGN_TYPE: no_entry"
+
+
+class DyingEngine(ScriptedEngine):
+    """A scripted engine whose server dies after `answers` answers: every later request ends with EngineDown."""
+
+    def __init__(self, answers: int, **kw) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(_respond, **kw)
+        self.answers = answers
+
+    async def generate(self, request):  # type: ignore[no-untyped-def]
+        if self.answers <= 0:
+            raise EngineDown("the server process exited (status -9); server log: ... | engine core died")
+        self.answers -= 1
+        return await super().generate(request)
+
+
+class DyingEngines(ScriptedEngines):
+    """The judge's first engine dies after a few verdicts; engines opened later are healthy."""
+
+    def __init__(self, judge: str, answers: int) -> None:
+        super().__init__(_respond)
+        self.judge = judge
+        self.answers = answers
+        self.sent: list[str] = []  # the request keys every engine answered
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
+        self.loaded.append(card.name)
+        dies = card.name == self.judge and self.loaded.count(card.name) == 1
+        engine = DyingEngine(self.answers if dies else 10**9, model_identity=f"{card.name}@test")
+        self.opened.append(engine)
+        yield engine
+
+
+def _answered(engines: DyingEngines) -> list[str]:
+    return [r.key(f"{m}@test") for e in engines.opened for r in e.requests
+            for m in [e.model_identity.split("@")[0]]]
+
+
+def test_a_server_that_dies_is_restarted_once_and_the_study_finishes_with_nothing_sent_twice(tmp_path):
+    engines = DyingEngines("gemma-3-270m", answers=5)
+    runner = Runner(_config(1, tmp_path), tmp_path / "run", engines=engines)
+    report = asyncio.run(runner.run())
+    verdicts = runner.store.read(VerdictRow)
+    assert len(verdicts) == 4 * 2 and all(v.status == "ok" for v in verdicts)
+    assert engines.loaded == ["smollm2-135m-instruct", "gemma-3-270m", "gemma-3-270m"]
+    assert len(report.restarts) == 1 and "gemma-3-270m" in report.restarts[0] and "status -9" in report.restarts[0]
+    sent = _answered(engines)
+    assert len(sent) == len(set(sent))  # every request answered once: those cut off were never answered
+    logged = runner.store.db.execute("SELECT key FROM request_log GROUP BY key HAVING COUNT(*) > 1").fetchall()
+    assert logged == [] and not runner.store.error_kinds("verdicts")
+
+
+def test_without_restarts_the_run_stops_in_one_line_and_the_rerun_does_exactly_the_missing_work(tmp_path):
+    out = tmp_path / "run"
+    engines = DyingEngines("gemma-3-270m", answers=3)
+    runner = Runner(_config(0, tmp_path), out, engines=engines)
+    with pytest.raises(ServerFailed) as stopped:
+        asyncio.run(runner.run())
+    line = str(stopped.value)
+    assert "\n" not in line and "gemma-3-270m on cpu:0 stopped: the server process exited" in line
+    assert "run the same command" in line
+    done = {v.request_key for v in runner.store.read(VerdictRow)}
+    assert len(done) == 3 and not runner.store.error_kinds("verdicts")  # nothing recorded as an error
+    runner.store.close()
+
+    healthy = DyingEngines("nobody", answers=0)
+    again = Runner(_config(0, tmp_path), out, engines=healthy)
+    asyncio.run(again.run())
+    verdicts = again.store.read(VerdictRow)
+    assert len(verdicts) == 8 and all(v.status == "ok" for v in verdicts)
+    assert healthy.loaded == ["gemma-3-270m"]  # the answers were all there: only the judge is loaded again
+    assert len(_answered(healthy)) == 8 - 3
+
+
+# -- a hosted endpoint that hangs or resets, through the whole run -----------------------------------------
+@pytest.mark.parametrize("fault", ["reset", "hang"])
+def test_a_hosted_endpoint_that_fails_stops_the_job_and_the_reopened_engine_finishes_it(tmp_path, monkeypatch, fault):
+    from dualjudge.runs.job import run_job
+    from tests.test_hosted import KEY, hosted_card
+
+    monkeypatch.setattr("dualjudge.inference.engines.ENDPOINT_POLICY", QUICK)
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider(hang_limit_s=10) as api:
+        cards = tmp_path / "cards"
+        cards.mkdir()
+        (cards / "gpt-4o.toml").write_text(hosted_card(api.url))
+        api.script(*["ok"] * 3)
+        api.always = fault  # after three answers the provider fails every request ...
+        api.heal_at_models = 2  # ... until an engine is opened again (each asks /v1/models first)
+        config = RunConfig(**{
+            "run": {"name": "hosted-faults", "seed": 1},
+            "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
+                        "modality": "text", "size": 64},
+            "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
+            "judges": {"models": ["gpt-4o"], "max_tokens": 128},
+            "probes": {"order": False, "padding": False},
+            "engine": {"request_timeout_s": 0.5, "retries": 20, "server_restarts": 1, "concurrency": 2},
+            "models": {"dir": str(cards)}})
+        result = run_job(config, tmp_path / "run")
+    assert len(result.report.restarts) == 1 and "every endpoint of gpt-4o-2024-08-06 kept failing" in result.report.restarts[0]
+    table = result.table
+    assert len(table) == 4 and (table["quality_status"] == "ok").all() and (table["equivalence_status"] == "ok").all()
+    assert fault in api.faults_sent and not result.report.failures
