@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 RELIABILITY_MIN = 0.2  # neutral judges explaining less of a family's quality than this: not identified
 RELIABILITY_WARN = 0.4  # ... less than this: a warning
+BINARY_SHARE = 0.25  # 0/1 verdicts carry less of the quality than scores: their thresholds are this share
 EXCESS_MIN = 0.08  # residual correlation beyond the model's own: at least this, ...
 EXCESS_Z = 4.0  # ... and this many standard errors of a correlation (1/sqrt(shared answers))
 COPIED = 0.98  # raw correlation of two judges' verdicts above which they are taken for one model twice
@@ -64,6 +65,9 @@ def fit_problems(grid: Grid, full: calibration.Fit) -> tuple[dict[str, str], dic
     d = grid.design
     families = np.array([grid.judge_family[j] for j in grid.judges])
     reliability = calibration.neutral_reliability(full, d, families)
+    binary = set(np.unique(d.y[d.present]).tolist()) <= {0.0, 1.0}
+    low, warn = (RELIABILITY_MIN, RELIABILITY_WARN) if not binary else \
+        (RELIABILITY_MIN * BINARY_SHARE, RELIABILITY_WARN * BINARY_SHARE)
     reasons: dict[str, str] = {}
     warnings: dict[str, list[str]] = {j: [] for j in grid.judges}
     spread = score_spread(d)
@@ -82,7 +86,7 @@ def fit_problems(grid: Grid, full: calibration.Fit) -> tuple[dict[str, str], dic
                               f"{full.scale[0, j]:+.2f}), so its use of the scale cannot be calibrated")
     own_reliability = np.maximum(full.scale[0], 0.0) ** 2 / (np.maximum(full.scale[0], 0.0) ** 2 + full.psi[0])
     for j, judge in enumerate(grid.judges):
-        if judge not in reasons and np.isfinite(own_reliability[j]) and own_reliability[j] < RELIABILITY_MIN:
+        if judge not in reasons and np.isfinite(own_reliability[j]) and own_reliability[j] < low:
             warnings[judge].append(f"this judge hardly tracks the quality the others agree on (quality explains "
                                    f"{own_reliability[j]:.0%} of its scores), so its leniency and scale are barely "
                                    f"pinned and its interval may be too narrow")
@@ -94,12 +98,12 @@ def fit_problems(grid: Grid, full: calibration.Fit) -> tuple[dict[str, str], dic
         neutral = sorted(grid.judges[k] for k in range(d.n_judges) if families[k] != fam
                          and (d.present[k] & rated_own).any())
         who = ", ".join(neutral) or "none"
-        if r < RELIABILITY_MIN:
+        if r < low:
             reasons[judge] = (f"the neutral judges of the {fam} answers ({who}) hardly track quality (their verdicts "
                               f"explain {r:.0%} of the quality this judge is measured against), so its own-family "
                               f"effect cannot be separated from the quality of those answers; add a judge of another "
                               f"family that agrees with the others")
-        elif r < RELIABILITY_WARN:
+        elif r < warn:
             warnings[judge].append(f"weak neutral judges: {who} explain only {r:.0%} of the quality of the {fam} "
                                    f"answers this judge is measured against; its interval is wide for that reason")
     return reasons, warnings
