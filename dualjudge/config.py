@@ -35,7 +35,8 @@ class _Section(BaseModel):
 
 
 class RunSection(_Section):
-    name: Str = Field(default="run", pattern=r"^[A-Za-z0-9_.-]+$")
+    # a folder name under runs/: letters, digits, "_", "-" and ".", with at least one that is not "."
+    name: Str = Field(default="run", pattern=r"^[A-Za-z0-9_.-]*[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
     seed: Int = Field(default=0, ge=0, le=2**63 - 1)
 
 
@@ -159,7 +160,22 @@ class RunConfig(_Section):
         backend = self.engine.backend
         data = {name: result_fields(getattr(self, name), backend) for name in type(self).model_fields}
         data = {name: fields for name, fields in data.items() if fields}  # a plumbing-only section adds nothing
+        if self.judges.rubrics and "judges" in data:  # a rubric is its text, wherever its file lies
+            hashes = self.rubric_hashes()
+            data["judges"] = {**data["judges"], "rubrics": {name: hashes.get(f"rubric:{name}", "unused")
+                                                            for name in sorted(self.judges.rubrics)}}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+    def rubric_hashes(self) -> dict[str, str]:
+        """Each rubric variant's rubric, by the sha256 of what its judges are shown."""
+        from dualjudge.protocol.variants import variant_rubric
+
+        out = {}
+        for name in self.judges.variants:
+            rubric = variant_rubric(name, self.judges.rubrics)
+            if rubric is not None:
+                out[name] = rubric.sha256
+        return out
 
     def cards(self) -> dict[str, ModelCard]:
         """Every model card this configuration can name: built-in, and the user's folder."""
@@ -181,8 +197,31 @@ class RunConfig(_Section):
         return tuple(dict.fromkeys((*self.systems.models, *self.judges.models)))
 
 
+PATH_SETTINGS = (("models", "dir"), ("testbed", "images"), ("engine", "cache"))  # and every [judges.rubrics] file
+
+
+def _anchor(value: object, folder: Path) -> object:
+    """A relative path written in a configuration, as a path from the configuration file's folder."""
+    if not isinstance(value, str) or not value or value.startswith("~") or Path(value).is_absolute():
+        return value
+    return str(folder / value)
+
+
+def anchor_paths(raw: dict[str, object], folder: Path) -> dict[str, object]:
+    """Paths in a configuration are relative to the configuration file, not to the working directory."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    for section, key in PATH_SETTINGS:
+        part = out.get(section)
+        if isinstance(part, dict) and key in part:
+            part[key] = _anchor(part[key], folder)
+    judges = out.get("judges")
+    if isinstance(judges, dict) and isinstance(judges.get("rubrics"), dict):
+        judges["rubrics"] = {name: _anchor(file, folder) for name, file in judges["rubrics"].items()}
+    return out
+
+
 def load_config(path: Path) -> RunConfig:
-    raw = read_toml(path, "config file")
+    raw = anchor_paths(read_toml(path, "config file"), path.resolve().parent)
     try:
         return RunConfig(**raw)
     except ValidationError as e:

@@ -115,7 +115,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        if self.path.endswith("/health"):
+        if self.path.endswith("/models") and not self.path.startswith("/v1/"):
+            self._json(404, {"error": {"message": "not found"}})  # the API lives under /v1, as real ones do
+        elif self.path.endswith("/health"):
             self._json(500 if self.server.unhealthy else 200, {})
         elif self.path.endswith("/version"):
             self._json(200, {"version": "fake"})
@@ -129,6 +131,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not self.path.startswith("/v1/"):
+            self._json(404, {"error": {"message": "not found"}})
+            return
         fault = self.server.next_fault()
         with self.server.lock:
             self.server.bodies.append(body)

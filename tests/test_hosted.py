@@ -115,7 +115,7 @@ def _card(tmp_path: Path, text: str) -> ModelCard:
 def test_a_hosted_card_needs_no_architecture_or_size_but_a_local_one_does(tmp_path):
     card = _card(tmp_path, hosted_card())
     assert card.hosted and card.architecture is None and card.parameters_b is None
-    assert weights_identity(card) == "gpt-4o@hosted:gpt-4o-2024-08-06@2024-08-06"
+    assert weights_identity(card) == "gpt-4o@hosted:gpt-4o-2024-08-06@2024-08-06@openai"
     other = _card(tmp_path, hosted_card(version="2024-11-20"))
     assert weights_identity(other) != weights_identity(card)  # a new provider version is a new cache key
     local = hosted_card().replace('source = "remote"', 'source = "hub"\nrepo = "a/b"\nrevision = "main"')

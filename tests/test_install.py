@@ -41,11 +41,13 @@ def _stub_gpu(tmp_path: Path, listing: str) -> dict[str, str]:
     stub = bin_dir / "nvidia-smi"
     stub.write_text(f"#!/bin/sh\n[ \"$1\" = -L ] && printf '%s' '{listing}'\nexit 0\n")
     stub.chmod(0o755)
-    return {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    outer = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return {**outer, "PATH": f"{bin_dir}:/usr/bin:/bin"}
 
 
 def _plan(project: Path, env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(["make", "-n", "test", *args], cwd=project, env=env, capture_output=True, text=True)
+    done = subprocess.run(["make", "--no-print-directory", "-n", "test", *args], cwd=project, env=env,
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

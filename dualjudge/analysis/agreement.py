@@ -147,6 +147,11 @@ def check_label_table(long: pd.DataFrame) -> None:
     for col in ("item", "annotator", "label"):
         if col not in long.columns:
             raise DualjudgeError(f"the label table needs columns item, annotator, label (missing {col})")
+    for col in ("item", "annotator"):
+        blank = long[col].isna() | (long[col].astype(str).str.strip() == "")
+        if blank.any():
+            raise DualjudgeError(f"the label table's {col} is blank in row {int(blank.to_numpy().argmax()) + 1}; every "
+                                 f"label needs its {col}")
     if long.duplicated(["item", "annotator"]).any():
         dup = long[long.duplicated(["item", "annotator"])].iloc[0]
         raise DualjudgeError(f"duplicate label for item {dup['item']!r} by annotator {dup['annotator']!r}")
@@ -167,5 +172,7 @@ def alpha_from_long(long: pd.DataFrame, level: Level) -> float:
         data = wide.apply(pd.to_numeric, errors="raise").to_numpy(dtype=float)
     except (ValueError, TypeError):
         raise DualjudgeError(f"level {level} needs numeric labels") from None
+    if np.isinf(data).any():
+        raise DualjudgeError(f"level {level} needs finite numeric labels (found an infinite one)")
     domain = sorted(np.unique(data[~np.isnan(data)]).tolist()) if level == "ordinal" else None
     return alpha(data, level, domain)

@@ -78,7 +78,9 @@ class Grid:
 def lineage_columns(frame: pd.DataFrame, lineage: Lineage) -> tuple[pd.Series, pd.Series]:
     if lineage == "family":
         return frame["judge_family"].astype(str), frame["system_family"].astype(str)
-    if "judge_base_llm" not in frame.columns or "system_base_llm" not in frame.columns:
+    absent = set(frame.attrs.get("absent", []))
+    if "judge_base_llm" not in frame.columns or "system_base_llm" not in frame.columns or \
+            absent & {"judge_base_llm", "system_base_llm"}:
         raise DualjudgeError("the table has no judge_base_llm / system_base_llm columns; use --lineage family")
     return frame["judge_base_llm"].astype(str), frame["system_base_llm"].astype(str)
 

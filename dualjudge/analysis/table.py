@@ -15,6 +15,8 @@ import pandas as pd
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.errors import DualjudgeError
 from dualjudge.outcome import FINAL, TABLE_STATUSES
+from dualjudge.protocol.variants import VARIANT
+from dualjudge.protocol.verdicts import OVERALL_CONVENTIONS as CONVENTIONS
 from dualjudge.testbed.occlusion import visibility_label
 
 # The contract, declared once: (column, kind, required), in the order a run writes them.
@@ -155,6 +157,12 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
 def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = PAPER_SCALE) -> pd.DataFrame:
     """Check a verdict table and give absent optional columns their fallbacks (docs/verdict-table.md).
     The notes on fallbacks are in `frame.attrs["notes"]`."""
+    padded = [c for c in frame.columns if isinstance(c, str) and c != c.strip() and c.strip() in COLUMNS]
+    if padded:
+        raise DualjudgeError(f"{where}: column {padded[0]!r} has spaces around its name; rename it to "
+                             f"{padded[0].strip()!r} (otherwise it is not read)")
+    if len(frame) == 0:
+        raise DualjudgeError(f"{where}: the table has no rows (a header only?)")
     missing = [c for c in MINIMAL if c not in frame.columns]
     if missing:
         raise DualjudgeError(f"{where}: missing columns {', '.join(missing)} (the minimal table is item_id, "
@@ -184,15 +192,30 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
         raise DualjudgeError(f"{where}: scores must lie between 0 and {scale.maximum:g} (set the scale's maximum "
                              f"with --scale-max)")
     vis = frame["visibility"]
-    if ((vis <= 0) | (vis > 1)).any():
-        raise DualjudgeError(f"{where}: visibility must lie in (0, 1]")
+    if ((vis <= 0) | (vis > 1)).any() or ("visibility" not in frame.attrs.get("absent", []) and vis.isna().any()):
+        raise DualjudgeError(f"{where}: visibility must lie in (0, 1] in every row (found "
+                             f"{_first_bad(vis, lambda v: not 0 < v <= 1)})")
+    rep = frame["repeat"]
+    if (rep.isna() | (rep < 0) | (rep != np.floor(rep))).any():
+        raise DualjudgeError(f"{where}: repeat must be a whole number 0 or more in every row (found "
+                             f"{_first_bad(rep, lambda v: not (v >= 0 and v == int(v)))})")
+    if "judge_variant" in frame.columns:
+        bad_variant = sorted({str(v) for v in frame["judge_variant"] if pd.isna(v) or not VARIANT.match(str(v))})
+        if bad_variant:
+            raise DualjudgeError(f"{where}: unknown judge_variant {bad_variant[0]!r} (holistic, rubric or rubric:NAME "
+                                 f"with NAME of letters, digits, _ and -)")
+    if "overall_convention" in frame.columns:
+        bad_convention = sorted(set(frame["overall_convention"].dropna().astype(str)) - set(CONVENTIONS))
+        if bad_convention:
+            raise DualjudgeError(f"{where}: unknown overall_convention {bad_convention[0]!r} (expected "
+                                 f"{' or '.join(CONVENTIONS)})")
     ok_q = frame["quality_status"] == "ok"
     if frame.loc[ok_q, "overall"].isna().any():
         raise DualjudgeError(f"{where}: rows with quality_status ok need an overall score")
     ok_e = frame["equivalence_status"] == "ok"
     if frame.loc[ok_e, "equivalent"].isna().any():
         raise DualjudgeError(f"{where}: rows with equivalence_status ok need an equivalent value")
-    for name in IDENTIFYING:
+    for name in ("run_id", *IDENTIFYING):
         blank = (frame[name].isna() | (frame[name].str.strip() == "")).fillna(True).astype(bool)
         if blank.any():
             raise DualjudgeError(f"{where}: column {name} is blank in row {int(blank.to_numpy().argmax()) + 1}; "
@@ -212,6 +235,13 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
     frame.attrs["notes"] = notes
     frame.attrs["absent"] = absent  # optional columns the table did not have (filled with their fallbacks)
     return frame
+
+
+def _first_bad(column: pd.Series, bad: object) -> str:
+    for v in column:
+        if pd.isna(v) or bad(v):  # type: ignore[operator]
+            return "a blank" if pd.isna(v) else repr(float(v))
+    return "?"
 
 
 def _is_number(v: object) -> bool:

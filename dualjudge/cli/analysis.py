@@ -19,6 +19,7 @@ from dualjudge.analysis.choices import (
     Outcome,
 )
 from dualjudge.cli.common import ScaleMax, console
+from dualjudge.errors import DualjudgeError
 
 stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
                         no_args_is_help=True)
@@ -43,7 +44,6 @@ def analyze(
     The table needs item_id, system_model, judge_model and overall and/or equivalent; every other
     column of the contract is optional and unlocks its sections (docs/verdict-table.md)."""
     from dualjudge.analysis.scale import Scale
-    from dualjudge.errors import DualjudgeError
     from dualjudge.report.build import analyze as run_analysis
 
     scale = Scale(scale_max, high, low, high_inclusive, low_inclusive)
@@ -100,6 +100,8 @@ def stats_alt_test(
     from dualjudge.cli.common import csv_list
 
     check_options(epsilon, q, metric, min_items)
+    if humans is not None and not csv_list(humans):
+        raise DualjudgeError("--humans names no annotator; leave it out to take every annotator but the candidate")
     res = alt_test(_read_long(file), candidate, epsilon, q, metric, min_items, csv_list(humans), test)
     if as_json:
         d = res.as_dict()

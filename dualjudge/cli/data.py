@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dualjudge.cli.common import console, csv_list, err_console, floats
+from dualjudge.errors import DualjudgeError
 
 app = typer.Typer(help="Build and inspect the sign testbed.", no_args_is_help=True)
 DEFAULT_TESTBED = Path("testbed")
@@ -28,6 +29,9 @@ def data_build(
     from dualjudge.testbed.occlusion import MODES, VISIBILITIES
     from dualjudge.testbed.variants import build_variants
 
+    for option, value in (("--signs", signs), ("--modes", modes), ("--visibilities", visibilities)):
+        if value is not None and not csv_list(value):
+            raise DualjudgeError(f"{option} names nothing; leave it out to take every one")
     with Progress(TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as bar:
         task = bar.add_task("build", total=None)

@@ -98,10 +98,11 @@ def run(
     Every model is checked first (architecture in the installed vLLM, modalities, weights, memory,
     serving arguments); the run does not start when one fails."""
     from dualjudge.config import load_config
-    from dualjudge.runs.job import caveats, require_preflight, run_job
+    from dualjudge.runs.job import caveats, check_before_run, exit_status, require_preflight, run_job
 
     cfg = load_config(config)
     out = out or Path("runs") / cfg.run.name
+    check_before_run(cfg, out)  # in a second, before the preflight imports vLLM
     if not skip_preflight:
         for check in require_preflight(cfg):
             if check.status == "warn":
@@ -139,10 +140,15 @@ def run(
     console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")
     for caveat in caveats(cfg):
         console.print(caveat)
+    code, why = exit_status(result.counts)
+    if code:
+        err_console.print(f"{why} (exit {code})", highlight=False)
+        raise typer.Exit(code)
 
 
-def _jobs_table(store) -> Table | None:  # type: ignore[no-untyped-def]
-    """The latest session's jobs (model, stage, device group, times), running ones included."""
+def _jobs_table(store, running: bool) -> Table | None:  # type: ignore[no-untyped-def]
+    """The latest session's jobs (model, stage, device group, times), running ones included. `running`:
+    whether a run holds the directory now; without one, a job that never ended was cut off (killed)."""
     import time
 
     from dualjudge.runs.runner import recorded_jobs
@@ -156,7 +162,12 @@ def _jobs_table(store) -> Table | None:  # type: ignore[no-untyped-def]
         t.add_column(col, no_wrap=True)
     for j in (j for j in jobs if j["session"] == session):
         ended = j.get("ended_at")
-        took = f"{ended - j['started_at']:.0f} s" if ended else f"running for {time.time() - j['started_at']:.0f} s"
+        if ended:
+            took = f"{ended - j['started_at']:.0f} s"
+        elif running:
+            took = f"running for {time.time() - j['started_at']:.0f} s"
+        else:
+            took = "cut off (the session ended before the job did)"
         loaded = "" if ended is None else ("yes" if j.get("loaded") else "no")
         t.add_row(j["model"], j["stage"], j["group"] or "elsewhere",
                   time.strftime("%H:%M:%S", time.localtime(j["started_at"])), took, loaded)
@@ -167,6 +178,7 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
     """What is done, what failed, and how much came from the cache."""
     import json
 
+    from dualjudge.runs.lock import is_running
     from dualjudge.runs.rundir import load_run_store
     from dualjudge.runs.store import WORK_TABLES
 
@@ -193,7 +205,7 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
         if last is not None:
             console.print(f"last session: {last.get('requests_sent', 0)} requests sent, "
                           f"{last.get('cache_hits', 0)} answered from cache")
-        jobs = _jobs_table(store)
+        jobs = _jobs_table(store, is_running(run_dir))
         if jobs is not None:
             console.print(jobs)
         console.print(f"response cache: {store.cache_size()} entries")
@@ -230,6 +242,11 @@ def plan(
     from dualjudge.runs.estimate import estimate
 
     cfg = load_config(config)
+    for folder in measured or ():
+        if not (folder / "results.sqlite").is_file():
+            from dualjudge.errors import DualjudgeError
+
+            raise DualjudgeError(f"--measured {folder}: not a run directory (no results.sqlite there)")
     with err_console.status(f"planning {config}: building every request the run will make"):
         est = estimate(cfg, out or Path("runs") / cfg.run.name, str(config), tuple(measured or ()))
     if as_json:

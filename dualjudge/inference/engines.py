@@ -45,7 +45,9 @@ def weights_identity(card: ModelCard) -> str:
     """Weights revision/hash when present locally; the card's revision for a model served elsewhere;
     the served name and declared version of a hosted model."""
     if isinstance(card.weights, RemoteWeights):
-        return f"{card.name}@hosted:{card.weights.model}@{card.weights.version}"
+        # the constraint dialect shapes what comes back (an enforced schema or a hint): part of the identity
+        w = card.weights
+        return f"{card.name}@hosted:{w.model}@{w.version}@{w.structured_outputs}"
     found = locate(card)
     if found is not None:
         return found.identity
@@ -193,6 +195,9 @@ def hosted_key(card: ModelCard) -> str:
     key = os.environ.get(w.api_key_env)
     if not key:
         raise DualjudgeError(f"{card.name} is hosted at {w.base_url}: set {w.api_key_env} to its API key")
+    if not key.isascii() or any(c.isspace() for c in key):
+        raise DualjudgeError(f"{w.api_key_env} holds characters an API key cannot have (non-ASCII or spaces: a "
+                             f"copy-paste error?); set it to the key alone")
     return key
 
 

@@ -7,6 +7,7 @@ of attached endpoints, the endpoints themselves and the shared cache file never.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr
@@ -41,6 +42,17 @@ def _device_groups(value: object) -> object:
 
 
 DeviceGroups = Annotated[Literal["auto"] | tuple[tuple[int, ...], ...], BeforeValidator(_device_groups)]
+ENDPOINT = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?(/\S*)?$")
+
+
+def _endpoint_urls(value: object) -> object:
+    """Attached endpoints: each an http(s) URL with a host, e.g. http://host:8000/v1."""
+    if isinstance(value, dict):
+        for model, urls in value.items():
+            for url in urls if isinstance(urls, (list, tuple)) else [urls]:
+                if not isinstance(url, str) or not ENDPOINT.match(url):
+                    raise ValueError(f"{model}: {url!r} is not an endpoint URL (e.g. http://host:8000/v1)")
+    return value
 
 
 class EngineSettings(BaseModel):
@@ -59,7 +71,8 @@ class EngineSettings(BaseModel):
     # for attached endpoints; never written to the store or the manifest
     api_key: SecretStr = setting(SecretStr("EMPTY"), affects_results=False)
     cache: Str | None = setting(None, affects_results=False)  # a shared response cache file, reused across runs
-    endpoints: dict[Str, Annotated[tuple[Str, ...], Distinct]] = setting({}, affects_results=False)
+    endpoints: Annotated[dict[Str, Annotated[tuple[Str, ...], Distinct]], BeforeValidator(_endpoint_urls)] = setting(
+        {}, affects_results=False)
     # where models run side by side: "auto" or groups of GPU ids (CPU core ids without a GPU), e.g.
     # [[0], [1], [2, 3]]; inference/devices.py. Placement changes batching, never what is asked.
     devices: DeviceGroups = setting("auto", affects_results=False)

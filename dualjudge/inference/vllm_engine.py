@@ -25,7 +25,14 @@ import openai
 from dualjudge.inference import vllm_api
 from dualjudge.inference.types import EngineDown, GenerationRequest, GenerationResult
 
-TRANSIENT = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError)
+
+class MalformedReply(Exception):
+    """A reply that is not a chat completion (an HTML page, a body that is not JSON, no choices): a
+    failure of that request, retried like a transient one, never of the run."""
+
+
+TRANSIENT = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError,
+             MalformedReply)
 
 
 @dataclass(frozen=True)
@@ -200,12 +207,19 @@ class VllmEngine:
             if extra:
                 kwargs["extra_body"] = extra
         started = time.perf_counter()
-        resp = await self._clients[endpoint.base_url].chat.completions.create(**kwargs)
-        choice = resp.choices[0]
-        usage = resp.usage
+        try:
+            resp = await self._clients[endpoint.base_url].chat.completions.create(**kwargs)
+        except (ValueError, TypeError, KeyError, openai.APIResponseValidationError) as e:  # a body that is not JSON
+            raise MalformedReply(f"the reply is not a chat completion ({type(e).__name__}: {str(e)[:80]})") from None
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
+            shown = " ".join(str(resp).split())[:80] if isinstance(resp, str) else f"{len(choices or [])} choices"
+            raise MalformedReply(f"the reply is not a chat completion ({shown})")
+        choice = choices[0]
+        usage = getattr(resp, "usage", None)
         return GenerationResult(choice.message.content, finish_reason=choice.finish_reason,
-                                prompt_tokens=usage.prompt_tokens if usage else 0,
-                                completion_tokens=usage.completion_tokens if usage else 0,
+                                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
                                 latency_s=time.perf_counter() - started,
                                 constraint_kind=request.constraint.kind if request.constraint else None)
 
@@ -230,6 +244,9 @@ class VllmEngine:
                 return dataclasses.replace(result, tries=attempt)
             except TRANSIENT as e:
                 last = f"{type(e).__name__}: {e}"
+                if isinstance(e, openai.APITimeoutError):
+                    last = (f"no answer within engine.request_timeout_s = {self.timeout_s:g} s (raise it for slow "
+                            f"models)")
                 wait = None
                 if isinstance(e, openai.RateLimitError):
                     self.rate_limited += 1

@@ -29,7 +29,6 @@ from dualjudge.inference.settings import STRUCTURED_BACKENDS
 from dualjudge.inference.vllm_api import server_command, server_environment, vllm_build
 from dualjudge.inference.weights import LocalWeights
 
-
 _HANDED_OUT: set[int] = set()  # ports given to servers of this process (several may start at once)
 
 

@@ -12,6 +12,7 @@ from typing import Literal, get_args
 from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Message, Sampling
 from dualjudge.protocol.prompts import load_prompt
 from dualjudge.protocol.rubric import Rubric
+from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.verdicts import (
     JUDGE_DEFAULT_MAX_TOKENS,
     EquivalenceVerdict,
@@ -94,9 +95,28 @@ def verdict_value(outcome: Outcome) -> float | None:
     return None
 
 
+UNCONSTRAINED_RETRIES = 2  # a verdict from an engine that does not enforce the schema is asked again this often
+RETRY_TEMPERATURE = 0.7  # ... sampled, with a seed of its own, so the retry can come out differently
+
+
 async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,
                     sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
-                    convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None) -> Judged:
+                    convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None,
+                    retries: int = 0) -> Judged:
+    """One verdict. `retries`: for an engine that does not enforce the verdict's schema (a hosted API with
+    response_format), a verdict that is truncated or off-schema is asked again up to this often, each
+    time with a derived seed at RETRY_TEMPERATURE, before the parse failure is final (each try is its own
+    cached request, so a rerun replays the same tries)."""
+    model = verdict_type(kind, convention, rubric)
     request = build_judge_request(kind, sign, response, sampling, convention, rubric)
     result = await call(request)
-    return Judged(request, result, interpret(verdict_type(kind, convention, rubric), result))
+    judged = Judged(request, result, interpret(model, result))
+    for attempt in range(1, retries + 1):
+        if judged.status != "parse_failure":
+            break
+        again = Sampling(temperature=max(sampling.temperature, RETRY_TEMPERATURE), max_tokens=sampling.max_tokens,
+                         seed=derive_seed(sampling.seed or 0, "verdict retry", attempt), top_p=sampling.top_p)
+        request = build_judge_request(kind, sign, response, again, convention, rubric)
+        result = await call(request)
+        judged = Judged(request, result, interpret(model, result))
+    return judged

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -66,6 +66,7 @@ class _Verdict(BaseModel):
 
 
 OverallConvention = Literal["mean_of_subscores", "judge_given"]
+OVERALL_CONVENTIONS: tuple[str, ...] = get_args(OverallConvention)
 
 
 class QualityVerdict(_Verdict):

@@ -53,9 +53,9 @@ from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import write_manifest
 from dualjudge.runs.progress import Progress
 from dualjudge.runs.rows import Answer, VerdictRow
-from dualjudge.runs.rundir import STORE_FILE, load_run_store
+from dualjudge.runs.rundir import STORE_FILE
 from dualjudge.runs.runner import Runner
-from dualjudge.runs.store import check_store_files
+from dualjudge.runs.store import Store, check_store_files
 
 RUBRICS_DIR = "rubrics"
 
@@ -95,8 +95,11 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
     if not (out / STORE_FILE).is_file():
         raise DualjudgeError(f"{out}: not a run directory (no {STORE_FILE}); run `dualjudge run` first")
     check_store_files(out / STORE_FILE, None)
+    config = _config_of(out)
+    config.card(options.editor)  # an unknown editor, bad options or a rubric that cannot be read: one line, before
+    options.check(load_rubric())  # the lock or any file is written
     with run_lock(out):
-        runner = Runner(_config_of(out), out, progress, engines)
+        runner = Runner(config, out, progress, engines)
         try:
             record = asyncio.run(_clarify(runner, options))
             config = runner.config
@@ -110,7 +113,8 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
 
 
 def _config_of(out: Path) -> RunConfig:
-    store = load_run_store(out)
+    # opened for writing but only read: closing it leaves no -shm/-wal file behind (a read-only open would)
+    store = Store(out / STORE_FILE)
     try:
         return stored_config(store, out)
     finally:
@@ -220,7 +224,8 @@ def _test_step(runner: Runner, judge: str, answers: list[Answer],
 def _context(runner: Runner, variants: tuple[str, ...], rubrics: dict[str, str], answers: list[Answer]) -> steps.Context:
     judges = runner.config.judges.model_copy(update={"variants": variants, "rubrics": rubrics})
     config = runner.config.model_copy(update={"judges": judges})
-    return steps.Context(config, runner.store, runner.catalogue, lambda _model: answers)
+    return steps.Context(config, runner.store, runner.catalogue, lambda _model: answers,
+                         lambda _model: [a.key for a in answers])
 
 
 def _named(step: steps.Step[Any], name: str) -> steps.Step[Any]:

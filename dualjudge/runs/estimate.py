@@ -196,7 +196,7 @@ class _Study:
             return row, padded
         share = steps.padding_share(c)
         mine = [a for a in answers if a.key.system_model == model]
-        sample = plan.padding_sample([known[a.key] for a in mine if a.key in known], share, c.run.seed)
+        sample = plan.padding_sample([a.key for a in mine], known, share, c.run.seed)
         unknown = sum(a.key not in known for a in mine)
         row.requests = min(share, len(sample) + unknown)
         row.upper_bound = unknown > 0
@@ -261,7 +261,9 @@ class _Study:
             lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric))]
         if c.probes.order:
             row = StageCount(judge, "order probe")
-            for a, b in plan.order_pairs(answers, c.probes.order_pairs, c.run.seed):
+            by_key = {a.key: a for a in answers}
+            for ka, kb in plan.order_pairs([a.key for a in answers], c.probes.order_pairs, c.run.seed):
+                a, b = by_key[ka], by_key[kb]
                 row.requests += 2
                 hits, ready = 0, a.key in known and b.key in known
                 first, second = known.get(a.key, a), known.get(b.key, b)

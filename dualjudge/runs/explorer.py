@@ -23,6 +23,7 @@ import pandas as pd
 from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.scale import PAPER_SCALE
 from dualjudge.analysis.self_preference import calibrated_residuals
+from dualjudge.analysis.table import read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 from dualjudge.paths import project_root
@@ -53,7 +54,10 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
     table_path = out / "verdicts.parquet"
     if not table_path.is_file():
         raise DualjudgeError(f"{out}: no verdicts.parquet; run `dualjudge export {out}` first")
-    table = pd.read_parquet(table_path)
+    try:
+        table = read_table(table_path)  # damaged or foreign: one line; absent optional columns get their fallbacks
+    except DualjudgeError as e:
+        raise DualjudgeError(f"{e}; run `dualjudge export {out}` to write it again from the store") from None
     testbed = _testbed(out)
     catalogue = default_catalogue()
     judges = sorted(set(table["judge_model"].astype(str)))
@@ -82,7 +86,12 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
     signs = {code: {"caption": catalogue.sign(code).caption, "description": catalogue.sign(code).description,
                     "group": catalogue.sign(code).group}
              for code in sorted({a["sign"] for a in answers}) if code in catalogue.codes}
-    config = json.loads(store.get_meta("config") or "{}")
+    try:
+        config = json.loads(store.get_meta("config") or "{}")
+        if not isinstance(config, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        config = {}  # a damaged stored configuration only loses the modality hint: images are assumed
     return {"run": sorted(set(table["run_id"].astype(str))), "good": PAPER_SCALE.high, "poor": PAPER_SCALE.low,
             "modality": config.get("testbed", {}).get("modality", "image"),
             "judges": [{"name": j, "family": judge_family[j]} for j in judges], "variants": variants,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from pydantic import SecretStr
 
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
@@ -22,9 +24,11 @@ from dualjudge.runs.lock import run_lock
 from dualjudge.runs.manifest import build_manifest, write_manifest
 from dualjudge.runs.progress import Progress
 from dualjudge.runs.rundir import STORE_FILE, TESTBED, load_variants
-from dualjudge.runs.runner import Runner, RunReport, recorded_jobs
+from dualjudge.runs.runner import Runner, RunReport, device_groups, recorded_jobs
 from dualjudge.runs.store import WORK_TABLES, Store, check_store_files
 
+MASKED = "**********"  # how pydantic writes a secret
+API_KEY_ENV = "DUALJUDGE_API_KEY"  # the attached endpoints' key when a run is resumed from its stored configuration
 SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
                      "end to end, not to measure real judges; their scores mean nothing about VLM judges.")
 
@@ -64,17 +68,43 @@ def counts(store: Store) -> dict[str, dict[str, int]]:
     return {t: store.counts(t) for t in WORK_TABLES}
 
 
+EXIT_NOTHING = 3  # no answer, or no verdict, came back usable: the study measured nothing
+EXIT_ERRORS = 4  # some requests ended in errors (transport or engine): a rerun would redo them
+
+
+def exit_status(c: dict[str, dict[str, int]]) -> tuple[int, str | None]:
+    """The run's exit code and why: 0 when the work is done (parse failures of weak models are results,
+    not failures of the run), EXIT_ERRORS when requests ended in errors that a rerun would redo,
+    EXIT_NOTHING when no answer or no verdict could be made at all."""
+    answers, verdicts = c.get("answers", {}), c.get("verdicts", {})
+    for what, table in (("answer", answers), ("verdict", verdicts)):
+        if sum(table.values()) and not table.get("ok"):
+            shown = ", ".join(f"{n} {s}" for s, n in sorted(table.items()))
+            return EXIT_NOTHING, f"no {what} came back usable ({shown}): the study measured nothing; see the failures above"
+    errors = {t: n.get("error", 0) for t, n in c.items() if n.get("error")}
+    if errors:
+        shown = ", ".join(f"{n} {t}" for t, n in errors.items())
+        return EXIT_ERRORS, f"some requests ended in errors ({shown}); rerun the same command to redo only them"
+    return 0, None
+
+
 def stored_config(store: Store, out: Path) -> RunConfig:
     """The configuration a run directory was made with, as its store recorded it."""
     raw = store.get_meta("config")
     if raw is None:
         raise DualjudgeError(f"{out}: the store has no configuration recorded; rerun `dualjudge run` on it")
     try:
-        return RunConfig(**json.loads(raw))
+        data = json.loads(raw)
+        config = RunConfig(**data)
     except (ValueError, TypeError) as e:  # not JSON, or JSON that is not a configuration
         first = str(e).splitlines()[0]
         raise DualjudgeError(f"{out}: the configuration recorded in {store.path.name} is damaged ({first}); "
                              f"rerun `dualjudge run CONFIG --out {out}` to export again") from None
+    # the key of attached endpoints is never stored (it was written masked): take it from the environment
+    if config.engine.api_key.get_secret_value() == MASKED:
+        key = os.environ.get(API_KEY_ENV, "EMPTY")
+        config = config.model_copy(update={"engine": config.engine.model_copy(update={"api_key": SecretStr(key)})})
+    return config
 
 
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
@@ -87,11 +117,29 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     return table
 
 
-def run_job(config: RunConfig, out: Path, progress: Progress | None = None,
-            engines: EngineFactory | None = None) -> JobResult:
-    """The whole run under the directory's lock; the output folder is checked before any work."""
+def validate_run(config: RunConfig) -> None:
+    """What a run needs that can be checked before anything is written: device groups that hold every
+    model, the artwork folder when one is named, and every model card."""
+    device_groups(config)
+    if config.testbed.images and not Path(config.testbed.images).expanduser().is_dir():
+        raise DualjudgeError(f"testbed.images: {config.testbed.images} is not a folder (paths in a configuration are "
+                             f"relative to the configuration file)")
+    config.cards()
+
+
+def check_before_run(config: RunConfig, out: Path) -> None:
+    """Everything a run can check in a second, before the preflight loads vLLM and before anything is
+    written: the output folder, the store files, and validate_run."""
     check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES, EXPLORER), ("logs", TESTBED, *ANALYSIS_FOLDERS))
     check_store_files(out / STORE_FILE, Path(config.engine.cache).expanduser() if config.engine.cache else None)
+    validate_run(config)
+
+
+def run_job(config: RunConfig, out: Path, progress: Progress | None = None,
+            engines: EngineFactory | None = None) -> JobResult:
+    """The whole run under the directory's lock; the output folder and everything else that can be checked
+    without a model (check_before_run) are checked before anything is written."""
+    check_before_run(config, out)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
         return _run_locked(config, out, progress, engines)

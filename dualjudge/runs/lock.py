@@ -39,3 +39,21 @@ def run_lock(out: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def is_running(out: Path) -> bool:
+    """Whether a dualjudge run holds the directory now (its lock is taken); takes no lock itself for long."""
+    path = out / LOCK_FILE
+    if not path.is_file():
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the shared lock at once
+    return False

@@ -87,7 +87,7 @@ def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = 
         "structured_outputs_backend": config.engine.structured_backend if config.engine.backend == "vllm"
         else config.engine.grammar_backend,
         "engine_backend": config.engine.backend, "versions": versions(), "git_commit": git_commit(),
-        "hardware": hardware(), "models": models, "prompts": prompt_hashes(),
+        "hardware": hardware(), "models": models, "prompts": prompt_hashes(), "rubrics": config.rubric_hashes(),
         "reproducible_offline": not hosted,
         "not_reproducible_because": [f"{name} is a hosted model" for name in hosted], **(extra or {}),
     }

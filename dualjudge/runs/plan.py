@@ -75,34 +75,43 @@ def judge_tasks(answers: list[Answer], judge_model: str, kinds: tuple[JudgeKind,
             for kind in kinds]
 
 
-def order_pairs(answers: list[Answer], n: int, seed: int) -> list[tuple[Answer, Answer]]:
-    """Up to n pairs of answers to the same variant and repeat from two different systems.
+def order_pairs(planned: list[AnswerKey], n: int, seed: int) -> list[tuple[AnswerKey, AnswerKey]]:
+    """n pairs of planned answers to the same variant and repeat from two different systems.
 
-    Chosen by a seeded hash, so the sample is the same on every rerun and independent of row order.
-    """
-    by_item: dict[tuple[str, int], list[Answer]] = {}
-    for a in answers:
-        if a.text is not None:
-            by_item.setdefault((a.key.variant_id, a.key.repeat), []).append(a)
+    Drawn from the design alone (a seeded hash over the planned answer keys), never from what has come
+    back: the sample is the same on every rerun, whatever failed on the way; a pair waits until both of
+    its answers exist."""
+    by_item: dict[tuple[str, int], list[AnswerKey]] = {}
+    for k in planned:
+        by_item.setdefault((k.variant_id, k.repeat), []).append(k)
     candidates = []
     for group in by_item.values():
-        group = sorted(group, key=lambda a: (a.key.system_model, a.key.strategy))
+        group = sorted(set(group), key=lambda k: (k.system_model, k.strategy))
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
-                a, b = group[i].key, group[j].key
+                a, b = group[i], group[j]
                 rank = seeded_rank(seed, "order", a.variant_id, a.repeat, a.system_model, a.strategy, b.system_model,
                                    b.strategy)
-                candidates.append((rank, group[i], group[j]))
+                candidates.append((rank, a, b))
     candidates.sort(key=lambda c: c[0])
     return [(a, b) for _, a, b in candidates[:n]]
 
 
-def padding_sample(answers: list[Answer], n: int, seed: int) -> list[Answer]:
-    """Up to n losing answers: a wrong or missing SIGN_TYPE (chosen by a seeded hash).
+def padding_sample(planned: list[AnswerKey], answers: dict[AnswerKey, Answer], n: int, seed: int) -> list[Answer]:
+    """Up to n losing answers (a wrong or missing SIGN_TYPE), the first ones in a seeded order of the
+    planned answers.
 
-    Losing is decided without a judge, so the padding can be generated while the system model is
-    loaded and re-judged while each judge is, and no model has to be loaded twice.
-    """
-    losing = [a for a in answers if a.text is not None and a.predicted_category != a.category]
-    losing.sort(key=lambda a: seeded_rank(seed, "padding", *a.key.astuple()))
-    return losing[:n]
+    Losing is decided without a judge, so the padding can be generated while the system model is loaded
+    and re-judged while each judge is, and no model has to be loaded twice. The walk stops at the first
+    planned answer whose outcome is not known yet (missing, or failed with no text): what is drawn is
+    then always a prefix of what a run in which nothing failed would draw, so a rerun only extends it."""
+    out: list[Answer] = []
+    for key in sorted(planned, key=lambda k: seeded_rank(seed, "padding", *k.astuple())):
+        if len(out) >= n:
+            break
+        a = answers.get(key)
+        if a is None or a.text is None:
+            break
+        if a.predicted_category != a.category:
+            out.append(a)
+    return out

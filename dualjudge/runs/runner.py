@@ -36,10 +36,10 @@ from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
 from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import EngineDown
 from dualjudge.protocol.systems import STEPS
-from dualjudge.runs import steps
+from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
 from dualjudge.runs.progress import Progress, QuietProgress, run_in_order
-from dualjudge.runs.rows import Answer, AnswerRow
+from dualjudge.runs.rows import Answer, AnswerKey, AnswerRow
 from dualjudge.runs.rundir import STORE_FILE, TESTBED, build_testbed, testbed_items
 from dualjudge.runs.schedule import Job, Schedule
 from dualjudge.runs.steps import Step
@@ -47,6 +47,7 @@ from dualjudge.runs.store import WORK_TABLES, Store
 from dualjudge.testbed.catalogue import default_catalogue
 
 JOBS_META = "jobs"  # store meta key: every job of every session, as manifest.json["jobs"] lists them
+RUBRICS_META = "rubric_sha256"  # store meta key: each rubric variant's rubric when the run started
 
 
 def recorded_jobs(store: Store) -> list[dict[str, Any]]:
@@ -97,6 +98,19 @@ def study_jobs(config: RunConfig, items: int, local: Callable[[str], bool] = lam
     jobs = [Job(m, "systems", costs[(m, "systems")], local(m)) for m in systems] + \
            [Job(m, "judges", costs[(m, "judges")], local(m)) for m in judges]
     return jobs, systems[-1] if systems[-1] in judges else None
+
+
+def runs_here(config: RunConfig, model: str) -> bool:
+    """Whether a model runs on this machine's devices (not at attached endpoints or a hosted API)."""
+    return not (config.card(model).hosted or model in config.engine.endpoints)
+
+
+def device_groups(config: RunConfig) -> list[DeviceGroup]:
+    """The run's device groups, checked to hold every model that runs here (a one-line error if not)."""
+    local = [m for m in config.all_models() if runs_here(config, m)]
+    groups = resolve(config.engine.devices, len(local), in_process=config.engine.backend == "transformers")
+    check_placement(groups, [config.card(m) for m in local])
+    return groups
 
 
 class ServerFailed(DualjudgeError):
@@ -216,9 +230,7 @@ class Runner:
         self.session = secrets.token_hex(6)
         self.report = RunReport(out)
         self.catalogue = default_catalogue()
-        local = [m for m in config.all_models() if self.local(m)]
-        self.groups = resolve(config.engine.devices, len(local), in_process=config.engine.backend == "transformers")
-        check_placement(self.groups, [config.card(m) for m in local])
+        self.groups = device_groups(config)
         out.mkdir(parents=True, exist_ok=True)
         cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
         self.store = Store(out / STORE_FILE, cache)
@@ -229,16 +241,28 @@ class Runner:
     def _check_fingerprint(self) -> None:
         fp = self.config.fingerprint()
         stored = self.store.get_meta("config_fingerprint")
+        rubrics = self.config.rubric_hashes()
+        recorded = json.loads(self.store.get_meta(RUBRICS_META) or "null")
+        if stored is not None and recorded is not None:
+            for variant, sha in rubrics.items():
+                if variant in recorded and recorded[variant] != sha:
+                    raise DualjudgeError(
+                        f"{self.out}: the rubric of judge variant {variant} changed since this run started (sha256 "
+                        f"{recorded[variant][:12]} then, {sha[:12]} now); verdicts of two rubrics would share one "
+                        f"label: restore the file, or add the new text as a new variant (rubric:NAME) or another --out")
         if stored is None:
             self.store.set_meta("config_fingerprint", fp)
             self.store.set_meta("config", self.config.model_dump_json())
-        elif stored != fp:
+            self.store.set_meta(RUBRICS_META, json.dumps(rubrics))
+        elif recorded is None:
+            self.store.set_meta(RUBRICS_META, json.dumps(rubrics))  # a run from before rubric hashes were kept
+        if stored is not None and stored != fp:
             raise DualjudgeError(f"{self.out} holds a run of a different configuration; use another --out "
                                  f"(responses are reused through the cache)")
 
     def local(self, model: str) -> bool:
         """Whether the model runs on this machine's devices (not at attached endpoints or a hosted API)."""
-        return not (self.config.card(model).hosted or model in self.config.engine.endpoints)
+        return runs_here(self.config, model)
 
     def holds(self, model: str, group: DeviceGroup) -> bool:
         return group.holds(self.config.card(model))
@@ -256,7 +280,7 @@ class Runner:
 
     async def run(self) -> RunReport:
         items = self.prepare()
-        ctx = steps.Context(self.config, self.store, self.catalogue, self.answers)
+        ctx = steps.Context(self.config, self.store, self.catalogue, self.answers, self.planned_of(items))
         schedule = self.schedule(len(items))
         lanes: dict[asyncio.Task[None], DeviceGroup | None] = {}
         free = list(self.groups)
@@ -292,8 +316,9 @@ class Runner:
             lease = Lease(self, job.model, group, stack)
             try:
                 current: Job | None = job
+                ended: float | None = None  # a following job starts the moment its systems job ends
                 while current is not None:
-                    record, loads_before = self._job_started(current, group), lease.loads
+                    record, loads_before = self._job_started(current, group, at=ended), lease.loads
                     if current.stage == "systems":
                         await lease.run([steps.answer_step(ctx, current.model, items),
                                          steps.padding_step(ctx, current.model)])
@@ -304,7 +329,7 @@ class Runner:
                         await self._judges(lease, ctx, schedule, current.model)
                         schedule.end(current)
                         following = None
-                    self._job_ended(record, lease.loads > loads_before)
+                    ended = self._job_ended(record, lease.loads > loads_before)
                     current = following
             finally:
                 lease.close()
@@ -325,21 +350,30 @@ class Runner:
                 await self._answers_ready.wait()
         await lease.run([steps.order_step(ctx, judge), steps.rejudge_step(ctx, judge), steps.passes_step(ctx, judge)])
 
-    def _job_started(self, job: Job, group: DeviceGroup | None) -> dict[str, Any]:
+    def _job_started(self, job: Job, group: DeviceGroup | None, at: float | None = None) -> dict[str, Any]:
+        started = at if at is not None else round(time.time(), 3)
         record = {"model": job.model, "stage": job.stage, "group": group.label if group is not None else None,
-                  "started_at": round(time.time(), 3), "ended_at": None, "session": self.session}
+                  "started_at": started, "ended_at": None, "session": self.session}
         self.report.jobs.append(record)
         self._save_jobs()
         return record
 
-    def _job_ended(self, record: dict[str, Any], loaded: bool) -> None:
-        record["ended_at"] = round(time.time(), 3)
+    def _job_ended(self, record: dict[str, Any], loaded: bool) -> float:
+        record["ended_at"] = ended = round(time.time(), 3)
         record["loaded"] = loaded  # False: answered from the cache, or ran on in its systems job's load
         self._save_jobs()
+        return ended
 
     def _save_jobs(self) -> None:
         """Every session's jobs, kept in the store as they start and end (a killed session's too)."""
         self.store.set_meta(JOBS_META, json.dumps(self._earlier_jobs + self.report.jobs))
+
+    def planned_of(self, items: list[Any]) -> Callable[[str | None], list[AnswerKey]]:
+        """The answers the design asks for, of one system model or of all (the probes draw from these)."""
+        def planned(model: str | None = None) -> list[AnswerKey]:
+            models = self.config.systems.models if model is None else (model,)
+            return [t.answer for m in models for t in plan.answer_tasks(self.config, items, m)]
+        return planned
 
     def answers(self, model: str | None = None) -> list[Answer]:
         """This run's answers (of one system model, or of all), with their variant's sign and category."""

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from dualjudge.config import RunConfig
+from dualjudge.inference.cards import RemoteWeights
 from dualjudge.inference.types import Sampling
-from dualjudge.protocol.judges import run_judge
+from dualjudge.protocol.judges import UNCONSTRAINED_RETRIES, run_judge
 from dualjudge.protocol.probes import PaddingResult, pad, run_order_probe
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
@@ -28,6 +29,7 @@ from dualjudge.runs import plan
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.rows import (
     Answer,
+    AnswerKey,
     AnswerRow,
     JudgePassRow,
     OrderProbeRow,
@@ -58,6 +60,13 @@ class Context:
     store: Store
     catalogue: Catalogue
     answers: Callable[[str | None], list[Answer]]  # the run's answers (of one system model, or all)
+    planned: Callable[[str | None], list[AnswerKey]]  # the answers the design asks for (of one model, or all)
+
+    def verdict_retries(self, judge: str) -> int:
+        """How often a failed verdict is asked again: only for an engine that does not enforce the verdict
+        schema (a hosted API that takes it as response_format), never where the schema is a constraint."""
+        w = self.config.card(judge).weights
+        return UNCONSTRAINED_RETRIES if isinstance(w, RemoteWeights) and w.structured_outputs == "openai" else 0
 
     def rubric(self, variant: str) -> Rubric | None:
         """The rubric a judge variant scores with (None: holistic)."""
@@ -130,7 +139,8 @@ def padding_step(ctx: Context, model: str) -> Step[Answer]:
         if not p.padding:
             return []
         done = ctx.store.done_keys(PaddingTextRow.TABLE)
-        return [a for a in plan.padding_sample(ctx.answers(model), padding_share(ctx.config), ctx.config.run.seed)
+        made = {a.key: a for a in ctx.answers(model)}
+        return [a for a in plan.padding_sample(ctx.planned(model), made, padding_share(ctx.config), ctx.config.run.seed)
                 if a.key.astuple() not in done]
 
     async def work(a: Answer, caller: CachingCaller) -> None:
@@ -154,7 +164,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
     async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
         sign = ctx.catalogue.sign(t.answer.sign_code)
         judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling(), j.overall,
-                                 ctx.rubric(t.variant))
+                                 ctx.rubric(t.variant), retries=ctx.verdict_retries(judge))
         v = judged.verdict
         scores: dict[str, object] = {}
         if v is not None and hasattr(v, "overall"):
@@ -178,7 +188,9 @@ def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:
         if not probes.order:
             return []
         done = ctx.store.done_keys(OrderProbeRow.TABLE)
-        pairs = plan.order_pairs(ctx.answers(None), probes.order_pairs, ctx.config.run.seed)
+        made = {a.key: a for a in ctx.answers(None) if a.text is not None}
+        pairs = [(made[a], made[b]) for a, b in plan.order_pairs(ctx.planned(None), probes.order_pairs,
+                                                                 ctx.config.run.seed) if a in made and b in made]
         return [t for t in (plan.OrderTask(a, b, judge, variant) for variant in ctx.config.judges.variants
                             for a, b in pairs) if t.key not in done]
 
@@ -263,7 +275,8 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
         kind = t.original.kind
         before = t.original.overall if kind == "quality" else t.original.equivalent
         judged = await run_judge(kind, ctx.catalogue.sign(t.sign_code), t.padded.text or "", caller,  # type: ignore[arg-type]
-                                 ctx.judge_sampling(), ctx.config.judges.overall, ctx.rubric(t.original.judge_variant))
+                                 ctx.judge_sampling(), ctx.config.judges.overall, ctx.rubric(t.original.judge_variant),
+                                 retries=ctx.verdict_retries(judge))
         res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)
         ctx.store.record(PaddingProbeRow(
             variant_id=t.padded.variant_id, repeat=t.padded.repeat, system_model=t.padded.system_model,

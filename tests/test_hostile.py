@@ -1,0 +1,411 @@
+"""Hostile providers and hostile text (issue 24): a rerun never changes the study's design, no markup from
+models, names or tables is executed, a malformed reply fails that request only, exit codes say what
+happened, hosted verdicts are not lost to truncation, and bad input is refused before anything is written.
+
+The provider is tests/provider.py: a local OpenAI-compatible server with switchable faults, used through
+a hosted card, so each fault runs in seconds without vLLM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dualjudge.analysis.simulate import simulate
+from dualjudge.config import RunConfig, load_config
+from dualjudge.errors import DualjudgeError
+from dualjudge.inference.types import GenerationRequest, Message, Sampling
+from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
+from dualjudge.protocol import QualityVerdict
+from dualjudge.runs.job import run_job, stored_config
+from dualjudge.runs.rows import OrderProbeRow, PaddingTextRow
+from dualjudge.runs.store import Store
+from tests.helpers import ScriptedEngines
+from tests.provider import MARKUP, Provider
+from tests.test_hardening import refused, snapshot
+from tests.test_hosted import KEY, hosted_card
+from tests.test_runs import CONFIG, respond
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _config(tmp_path: Path, text: str = CONFIG) -> RunConfig:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return load_config(path)
+
+
+# -- 1. probe samples are drawn from the design, once ---------------------------------------------------------
+class FailFirst(ScriptedEngines):
+    """The system models fail every answer of the first sign in the first session (errors)."""
+
+    def __init__(self, failing: bool) -> None:
+        super().__init__(respond)
+        self.failing = failing
+
+    def respond_as(self, model: str, request: GenerationRequest) -> str | Exception:
+        if self.failing and request.constraint is not None and request.constraint.kind == "regex" \
+                and "616" in " ".join(m.text for m in request.messages):
+            return RuntimeError("HTTP 503: provider unavailable")
+        return respond(request)
+
+
+def _probe_keys(out: Path) -> tuple[set, set]:
+    store = Store(out / "results.sqlite")
+    try:
+        return ({r.key() for r in store.read(OrderProbeRow)}, {r.key() for r in store.read(PaddingTextRow)})
+    finally:
+        store.close()
+
+
+def test_a_rerun_after_failures_draws_the_same_probe_samples_as_a_run_without_them(tmp_path):
+    cfg = _config(tmp_path)
+    run_job(cfg, tmp_path / "healthy", engines=ScriptedEngines(respond))
+    run_job(cfg, tmp_path / "broken", engines=FailFirst(failing=True))
+    run_job(cfg, tmp_path / "broken", engines=FailFirst(failing=False))
+    healthy, broken = _probe_keys(tmp_path / "healthy"), _probe_keys(tmp_path / "broken")
+    judges = len(cfg.judges.models)
+    assert len(healthy[0]) == cfg.probes.order_pairs * judges  # 3 pairs per judge, never 6
+    assert broken[0] == healthy[0] and broken[1] == healthy[1]  # the same pairs, the same padded answers
+    assert len(healthy[1]) <= cfg.probes.padding_samples
+
+
+# -- 2. a rubric edited between sessions ----------------------------------------------------------------------
+def test_a_rubric_edited_between_sessions_is_refused_on_resume_and_the_manifest_keeps_its_hash(tmp_path):
+    rubric = tmp_path / "mine.toml"
+    rubric.write_text((ROOT / "prompts" / "rubrics" / "rubric.toml").read_text())
+    text = CONFIG.replace("[judges]\nmodels", '[judges]\nvariants = ["rubric:mine"]\nmax_tokens = 320\n'
+                                              'rubrics = {mine = "mine.toml"}\nmodels')
+    cfg = _config(tmp_path, text)  # the rubric path is relative to the configuration file
+    run_job(cfg, tmp_path / "run", engines=ScriptedEngines(respond))
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert set(manifest["rubrics"]) == {"rubric:mine"} and len(manifest["rubrics"]["rubric:mine"]) == 64
+    rubric.write_text(rubric.read_text().replace('text = "Sign identified:', 'text = "Road sign identified:', 1))
+    with pytest.raises(DualjudgeError, match="the rubric of judge variant rubric:mine changed since this run started"):
+        run_job(_config(tmp_path, text), tmp_path / "run", engines=ScriptedEngines(respond))
+
+
+def test_paths_in_a_configuration_are_relative_to_its_file(tmp_path, monkeypatch):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "cards").mkdir()
+    (tmp_path / "conf" / "c.toml").write_text(CONFIG + '\n[models]\ndir = "cards"\n')
+    monkeypatch.chdir(tmp_path)  # another working directory
+    cfg = load_config(Path("conf") / "c.toml")
+    assert Path(cfg.models.dir) == (tmp_path / "conf" / "cards").resolve()
+
+
+# -- 3 and 4. markup from names, tables and model outputs is never executed ----------------------------------
+PWNED_NAME = '<img src=x onerror="document.title=\'pwned\'">'
+
+
+def test_report_html_shows_markup_in_names_as_text(cli, tmp_path):
+    frame = simulate(n_signs=6, items_per_sign=3, repeats=1, seed=2)
+    judge = frame["judge_model"].iloc[0]
+    frame.loc[frame["judge_model"] == judge, "judge_model"] = PWNED_NAME
+    frame.loc[frame["system_family"] == frame["system_family"].iloc[0], "system_family"] = "<script>alert(1)</script>"
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    code, _, err = cli("analyze", str(path), "--out", str(tmp_path / "a"), "--resamples", "100")
+    assert code == 0, err
+    html = (tmp_path / "a" / "report.html").read_text()
+    assert "<img src=x" not in html and "<script>alert" not in html
+    assert "&lt;img src=x" in html
+    from dualjudge.report.browser import dump_dom, find_chromium
+
+    browser = find_chromium()
+    if browser is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    dom, _ = dump_dom((tmp_path / "a" / "report.html").resolve().as_uri(), browser)
+    assert "<title>dualjudge report</title>" in dom and "pwned" not in dom.split("</title>")[0]
+
+
+def test_the_explorer_shows_every_answer_whatever_the_answers_contain(tmp_path):
+    from tests.test_explorer import card_keys, open_page
+
+    def hostile(request: GenerationRequest) -> str:
+        out = respond(request)
+        return out if request.constraint is None or request.constraint.kind == "json" else \
+            MARKUP.replace("SIGN_TYPE: no_entry", out.splitlines()[-1])
+
+    cfg = _config(tmp_path, CONFIG.replace('models = ["smollm2-135m-instruct", "gemma-3-270m"]\nstrategies',
+                                           'models = ["smollm2-135m-instruct"]\nstrategies'))
+    result = run_job(cfg, tmp_path / "run", engines=ScriptedEngines(hostile))
+    page = open_page(tmp_path / "run" / "explorer.html", "limit=all")  # no script error, the page is ready
+    answers = result.table.drop_duplicates(["item_id", "repeat", "system", "system_model"])
+    assert len(set(card_keys(page))) == len(answers) > 0
+    assert result.table["response"].str.contains("<!--<script>", regex=False).all()
+
+
+# -- 5 to 8. a provider that misbehaves ----------------------------------------------------------------------
+def _hosted_config(api: Provider, tmp_path: Path, **engine: object) -> RunConfig:
+    cards = tmp_path / "cards"
+    cards.mkdir(exist_ok=True)
+    (cards / "gpt-4o.toml").write_text(hosted_card(api.url))
+    return RunConfig(**{
+        "run": {"name": "hostile", "seed": 1},
+        "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
+                    "modality": "text", "size": 64},
+        "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
+        "judges": {"models": ["gpt-4o"], "max_tokens": 160},
+        "probes": {"order": False, "padding": False},
+        "engine": {"retries": 3, "concurrency": 2, **engine},
+        "models": {"dir": str(cards)}})
+
+
+def _request() -> GenerationRequest:
+    return GenerationRequest((Message("user", "judge"),), Sampling(temperature=0.0, max_tokens=64, seed=0),
+                             QualityVerdict.constraint())
+
+
+@pytest.mark.parametrize("fault", ["html", "not_json", "empty_choices"])
+def test_a_malformed_reply_fails_that_request_and_a_retry_recovers(fault):
+    with Provider(served=("m",)) as api:
+        async def go():
+            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", retries=2, backoff_s=0.01, dialect="openai")
+            try:
+                api.script(fault)
+                recovered = await engine.generate(_request())
+                api.script(fault, fault, fault)
+                lost = await engine.generate(_request())
+                return recovered, lost
+            finally:
+                await engine.close()
+
+        recovered, lost = asyncio.run(go())
+    assert recovered.ok and recovered.tries == 2
+    assert not lost.ok and "not a chat completion" in lost.error and lost.tries == 3
+
+
+def test_malformed_replies_in_a_run_end_as_results_not_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider() as api:
+        api.script("ok", "html", "ok", "empty_choices", "not_json")
+        result = run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+    assert len(result.table) == 4 and (result.table["quality_status"] == "ok").all()
+
+
+HOSTED_RUN = """
+[run]
+name = "hostile"
+[testbed]
+signs = ["616"]
+visibilities = [1.0]
+modes = ["bottom_up"]
+repeats = 1
+modality = "text"
+size = 64
+[systems]
+models = ["gpt-4o"]
+strategies = ["sa"]
+sign_type = "parsed"
+max_tokens = 64
+[judges]
+models = ["gpt-4o"]
+max_tokens = 160
+[probes]
+order = false
+padding = false
+[engine]
+retries = 1
+[models]
+dir = "cards"
+"""
+
+
+def test_exit_3_when_nothing_could_be_answered_and_2_for_a_base_url_without_v1(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    (tmp_path / "cards").mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(HOSTED_RUN)
+    with Provider() as api:
+        api.always = "429"
+        (tmp_path / "cards" / "gpt-4o.toml").write_text(hosted_card(api.url))
+        code, _, err = cli("run", str(config), "--out", str(tmp_path / "run"))
+        assert code == 3 and "no answer came back usable" in err and "exit 3" in err
+        (tmp_path / "cards" / "gpt-4o.toml").write_text(hosted_card(api.url.removesuffix("/v1")))
+        code, _, err = cli("run", str(config), "--out", str(tmp_path / "run2"))
+    assert code == 2 and "answers 404 at /models" in err and "/v1" in err
+
+
+def test_status_says_a_killed_sessions_jobs_were_cut_off(cli, tmp_path):
+    cfg = _config(tmp_path)
+    out = tmp_path / "run"
+    run_job(cfg, out, engines=ScriptedEngines(respond))
+    store = Store(out / "results.sqlite")
+    try:
+        jobs = json.loads(store.get_meta("jobs") or "[]")
+        jobs[-1]["ended_at"] = None  # as a SIGKILL leaves it: started, never ended
+        store.set_meta("jobs", json.dumps(jobs))
+    finally:
+        store.close()
+    code, out_text, _ = cli("status", str(out))
+    assert code == 0 and "cut off" in out_text and "running for" not in out_text
+
+
+def test_unconstrained_hosted_verdicts_that_come_back_truncated_or_off_schema_are_asked_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider() as api:
+        api.script(*["ok"] * 4, "length", "off_schema", "length")  # the four answers, then bad verdicts
+        result = run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+        bodies = list(api.bodies)
+    table = result.table
+    assert (table["quality_status"] == "ok").all() and (table["equivalence_status"] == "ok").all()
+    retried = [b for b in bodies if "response_format" in b and b.get("temperature", 0) > 0]  # verdicts asked again
+    assert len(retried) == 3 and len({b["seed"] for b in retried}) >= 2  # fresh seeds, sampled
+
+
+def test_a_hung_request_says_which_setting_bounds_it():
+    with Provider(served=("m",), hang_limit_s=5) as api:
+        api.always = "hang"
+
+        async def go():
+            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", retries=0, timeout_s=0.5)
+            try:
+                return await engine.generate(_request())
+            finally:
+                await engine.close()
+
+        started = time.monotonic()
+        result = asyncio.run(go())
+    assert not result.ok and "engine.request_timeout_s = 0.5 s" in result.error
+    assert time.monotonic() - started < 4
+
+
+# -- 9. the attached endpoints' key is never the masked text --------------------------------------------------
+def test_a_stored_configuration_takes_the_endpoint_key_from_the_environment(tmp_path, monkeypatch):
+    cfg = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real"'))
+    store = Store(tmp_path / "results.sqlite")
+    try:
+        store.set_meta("config", cfg.model_dump_json())
+        assert "sk-real" not in (store.get_meta("config") or "")
+        monkeypatch.delenv("DUALJUDGE_API_KEY", raising=False)
+        assert stored_config(store, tmp_path).engine.api_key.get_secret_value() == "EMPTY"
+        monkeypatch.setenv("DUALJUDGE_API_KEY", "sk-from-env")
+        assert stored_config(store, tmp_path).engine.api_key.get_secret_value() == "sk-from-env"
+    finally:
+        store.close()
+
+
+def test_a_non_ascii_api_key_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("DJ_HOSTED_KEY", "sk-\u2019broken")
+    with Provider() as api:
+        with pytest.raises(DualjudgeError, match="DJ_HOSTED_KEY holds characters an API key cannot have"):
+            run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+
+
+# -- 10 and 11. tables and options that used to give a traceback or pass silently ------------------------------
+@pytest.fixture()
+def table_csv(tmp_path) -> Path:
+    frame = simulate(n_signs=4, items_per_sign=3, repeats=1, seed=5)
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda f: f.iloc[:0], "the table has no rows"),
+    (lambda f: f.assign(run_id=""), "column run_id is blank"),
+    (lambda f: f.assign(visibility=np.where(np.arange(len(f)) == 2, np.nan, f["visibility"])), "visibility must lie"),
+    (lambda f: f.assign(repeat=0.5), "repeat must be a whole number"),
+    (lambda f: f.assign(repeat=-1), "repeat must be a whole number"),
+    (lambda f: f.assign(judge_variant="rubric:???"), "unknown judge_variant 'rubric:???'"),
+    (lambda f: f.assign(overall_convention="median"), "unknown overall_convention 'median'"),
+    (lambda f: f.rename(columns={"overall": " overall"}), "column ' overall' has spaces around its name"),
+])
+def test_tables_that_used_to_pass_silently_are_refused_in_one_line(cli, tmp_path, table_csv, change, needle):
+    path = tmp_path / "bad.csv"
+    change(pd.read_csv(table_csv)).to_csv(path, index=False)
+    refused(cli, ["analyze", str(path), "--out", str(tmp_path / "a")], needle, [path, tmp_path / "a"])
+
+
+def test_base_llm_lineage_on_a_table_without_those_columns_is_refused(cli, tmp_path, table_csv):
+    path = tmp_path / "nobase.csv"
+    pd.read_csv(table_csv).drop(columns=["judge_base_llm", "system_base_llm"]).to_csv(path, index=False)
+    refused(cli, ["stats", "self-preference", str(path), "--lineage", "base_llm", "--resamples", "100"],
+            "no judge_base_llm / system_base_llm columns", [path])
+
+
+@pytest.mark.parametrize("rows, needle", [
+    ([("a", "x", 1.0), ("a", "y", float("inf"))], "finite numeric labels"),
+    ([("", "x", 1.0), ("a", "y", 2.0)], "item is blank"),
+])
+def test_label_tables_that_used_to_pass_silently(cli, tmp_path, rows, needle):
+    path = tmp_path / "labels.csv"
+    pd.DataFrame(rows, columns=["item", "annotator", "label"]).to_csv(path, index=False)
+    refused(cli, ["stats", "alpha", str(path), "--level", "interval"], needle, [path])
+
+
+def test_options_that_named_nothing_are_refused(cli, tmp_path):
+    labels = tmp_path / "labels.csv"
+    pd.DataFrame([("a", "x", 1), ("a", "llm", 1)], columns=["item", "annotator", "label"]).to_csv(labels, index=False)
+    refused(cli, ["stats", "alt-test", str(labels), "--candidate", "llm", "--humans", ""], "--humans names no annotator",
+            [labels])
+    refused(cli, ["data", "build", "--signs", ",", "--out", str(tmp_path / "tb")], "--signs names nothing",
+            [tmp_path / "tb"])
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG)
+    refused(cli, ["plan", str(config), "--measured", str(tmp_path / "nowhere")], "not a run directory", [config])
+    refused(cli, ["plan", str(config), "--measured", str(config)], "not a run directory", [config])
+    config.write_text(CONFIG.replace('name = "t"', 'name = ".."'))
+    refused(cli, ["run", str(config)], "run.name", [config, tmp_path])
+
+
+# -- 12 and 13. nothing is written before a one-line error, and it comes at once ------------------------------
+@pytest.mark.parametrize("change, needle", [
+    (('backend = "vllm"', 'backend = "vllm"\ndevices = [[99]]'), "not on this machine"),
+    (('size = 64', 'size = 64\nimages = "no-such-art"'), "testbed.images"),
+    (('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["localhost:8000"]'),
+     "is not an endpoint URL"),
+])
+def test_bad_settings_leave_no_run_directory_behind(cli, tmp_path, change, needle):
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG.replace(*change))
+    out = tmp_path / "run"
+    started = time.monotonic()
+    refused(cli, ["run", str(config), "--out", str(out)], needle, [config])
+    assert not out.exists() and time.monotonic() - started < 20  # before the preflight imports vLLM
+
+
+def test_an_output_that_is_a_file_is_refused_before_vllm_is_imported(cli, tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG)
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    refused(cli, ["run", str(config), "--out", str(taken)], "is an existing file", [taken, config])
+
+
+@pytest.fixture()
+def a_run(tmp_path) -> Path:
+    out = tmp_path / "run"
+    run_job(_config(tmp_path), out, engines=ScriptedEngines(respond))
+    return out
+
+
+def test_view_on_a_truncated_table_is_one_line(cli, a_run):
+    table = a_run / "verdicts.parquet"
+    table.write_bytes(table.read_bytes()[:200])
+    refused(cli, ["view", str(a_run)], "unreadable table", [table])
+
+
+def test_view_on_a_table_without_judge_family_and_a_damaged_stored_config_still_writes_the_explorer(cli, a_run):
+    table = a_run / "verdicts.parquet"
+    pd.read_parquet(table).drop(columns=["judge_family"]).to_parquet(table)
+    store = Store(a_run / "results.sqlite")
+    try:
+        store.set_meta("config", "{ damaged")
+    finally:
+        store.close()
+    code, out, err = cli("view", str(a_run))
+    assert code == 0 and "Traceback" not in err and "wrote" in out
+
+
+def test_clarify_with_bad_options_touches_neither_the_lock_nor_the_rubrics(cli, a_run):
+    before = snapshot(a_run)
+    code, _, err = cli("rubric", "clarify", str(a_run), "--editor", "gemma-3-270m", "--k", "0")
+    assert code == 2 and "--k must be" in err
+    assert snapshot(a_run) == before and not (a_run / "rubrics").exists()
