@@ -13,7 +13,7 @@ comma := ,
 STAMP := $(VENV)/.dualjudge-installed-$(subst $(comma),-,$(EXTRAS))
 DEMO_DIR ?= demo-output
 
-.PHONY: install test test-fast demo check-vllm clean
+.PHONY: install test test-fast lint demo check-vllm clean
 
 install: $(STAMP)
 
@@ -22,8 +22,13 @@ $(STAMP): pyproject.toml scripts/install-env.sh
 	@rm -f $(VENV)/.dualjudge-installed*
 	@touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(PY) -m pytest
+
+# Types and style: mypy (strict on the core, see pyproject.toml) and ruff; either failing fails `make test`.
+lint: $(STAMP)
+	$(PY) -m ruff check dualjudge tests benchmarks scripts
+	$(PY) -m mypy
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow"

@@ -26,7 +26,7 @@ from dualjudge.protocol.variants import HOLISTIC, variant_problem, variant_rubri
 from dualjudge.protocol.verdicts import OverallConvention
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.occlusion import MODES, VISIBILITIES, check_visibility
+from dualjudge.testbed.occlusion import MODES, VISIBILITIES, Mode, check_visibility
 from dualjudge.tomlfile import first_error, read_toml
 
 
@@ -43,7 +43,7 @@ class RunSection(_Section):
 class TestbedSection(_Section):
     signs: Literal["all"] | Annotated[tuple[Str, ...], Distinct] = "all"
     visibilities: Annotated[tuple[Float, ...], Distinct] = VISIBILITIES
-    modes: Annotated[tuple[Literal["random_block", "bottom_up"], ...], Distinct] = MODES
+    modes: Annotated[tuple[Mode, ...], Distinct] = MODES
     repeats: Int = Field(default=3, ge=1, le=100)
     modality: Literal["image", "text"] = "image"
     size: Int = Field(default=512, ge=32, le=2048)
@@ -51,10 +51,10 @@ class TestbedSection(_Section):
 
     @field_validator("signs")
     @classmethod
-    def _known_signs(cls, v: object) -> object:
-        if v != "all":
+    def _known_signs(cls, v: str | tuple[str, ...]) -> str | tuple[str, ...]:
+        if not isinstance(v, str):
             known = set(default_catalogue().codes)
-            for code in v:  # type: ignore[union-attr]
+            for code in v:
                 if code not in known:
                     raise ValueError(f"unknown sign code {code!r}")
         return v
@@ -223,7 +223,7 @@ def anchor_paths(raw: dict[str, object], folder: Path) -> dict[str, object]:
 def load_config(path: Path) -> RunConfig:
     raw = anchor_paths(read_toml(path, "config file"), path.resolve().parent)
     try:
-        return RunConfig(**raw)
+        return RunConfig.model_validate(raw)
     except ValidationError as e:
         where, msg = first_error(e)
         raise DualjudgeError(f"{path}: {where}: {msg}") from None

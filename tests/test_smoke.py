@@ -118,3 +118,13 @@ def test_a_real_model_passes_and_a_broken_chat_template_fails_in_one_table(cli, 
     assert code == 1
     rows = json.loads(out)["smoke"]
     assert rows[0]["status"] == "fail" and "HTTP 400" in rows[0]["system"] and "HTTP 400" in rows[0]["verdict"]
+
+
+def test_a_study_over_all_signs_smokes_the_catalogues_first_sign(tmp_path):
+    from dualjudge.runs.smoke import smoke_item
+    from dualjudge.testbed.catalogue import default_catalogue
+
+    config = _config().model_copy(deep=True)
+    everything = config.model_copy(update={"testbed": config.testbed.model_copy(update={"signs": "all"})})
+    item = smoke_item(everything, tmp_path / "testbed")  # signs = "all" used to fail: None has no [0]
+    assert item.sign_code == default_catalogue().codes[0] and item.scene_text

@@ -110,7 +110,9 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
         return out
     overall = _wide(frame, "overall", "quality_status")
     equivalent = _wide(frame, "equivalent", "equivalence_status")
-    for name, wide, level in (("overall", overall, "interval"), ("equivalent", equivalent, "nominal")):
+    levels: tuple[tuple[str, pd.DataFrame, Level], ...] = (("overall", overall, "interval"),
+                                                           ("equivalent", equivalent, "nominal"))
+    for name, wide, level in levels:
         data = wide.reindex(columns=judges).to_numpy().T
         data = data[:, np.sum(~np.isnan(data), axis=0) >= 2]  # only units two judges rated are pairable
         entry: dict[str, Any] = {"level": level, "units": int(data.shape[1])}

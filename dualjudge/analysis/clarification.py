@@ -67,7 +67,7 @@ def rank_clauses(scores: pd.DataFrame, clause_ids: tuple[str, ...]) -> list[dict
     the answers behind it."""
     if scores.empty:
         raise DualjudgeError("no rubric verdict on the development split has clause scores; nothing to rank")
-    out = []
+    out: list[dict[str, Any]] = []
     data = scores.assign(_ok="ok")
     for order, cid in enumerate(clause_ids):
         per_answer = data.groupby([*RESPONSE, "sign_code"])[cid]
@@ -101,7 +101,7 @@ def clarification_near(table: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
+        return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
 

@@ -128,7 +128,7 @@ def self_preference_difference(ref: pd.DataFrame, other: pd.DataFrame, lineage: 
     b = _self_preference_draws(ref.merge(common), lineage, seed, n_resamples)
     if a is None or b is None or a[0] != b[0] or a[1] != b[1]:
         return {}
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for j, judge in enumerate(a[1]):
         if judge in a[2] or judge in b[2]:
             out[judge] = {"reason": a[2].get(judge) or b[2].get(judge)}

@@ -333,7 +333,7 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
                       "ci_low": iv.low if iv else None, "ci_high": iv.high if iv else None, "p": iv.p if iv else None,
                       "p_adjusted": None})
         m_iv = matched[judge].get("interval")
-        panel = {"calibrated": _as_dict(iv), "answer_matched": _as_dict(m_iv), "did": _as_dict(did.get(judge)),
+        panel: dict[str, Any] = {"calibrated": _as_dict(iv), "answer_matched": _as_dict(m_iv), "did": _as_dict(did.get(judge)),
                  "did_reason": did_reasons.get(judge)}
         panel["disagree"] = [name for name in ("answer_matched", "did")
                              if _disagreement(panel["calibrated"], panel[name])]
@@ -445,7 +445,7 @@ def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int 
                     ) -> dict[str, Any]:
     result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": T_INTERVAL, "adjustment": ADJUSTMENT,
                               "resamples": n_resamples, "seed": seed}
-    per_outcome = {o: outcome_analysis(frame, o, lineage, n_resamples, seed) for o in outcomes}
+    per_outcome: dict[str, dict[str, Any]] = {o: outcome_analysis(frame, o, lineage, n_resamples, seed) for o in outcomes}
     labels = label_warnings(frame, lineage)
     for r in per_outcome.values():
         r["warnings"] = labels + r["warnings"]

@@ -7,7 +7,9 @@ are analysed the same way. Missing columns or wrong types are one-line errors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +34,6 @@ CONTRACT = (
     ("judge_variant", "text", False),
 )
 COLUMNS = tuple(name for name, _, _ in CONTRACT)
-REQUIRED = tuple(name for name, _, required in CONTRACT if required)
 NUMERIC = tuple(name for name, kind, _ in CONTRACT if kind == "number")
 TEXT = tuple(name for name, kind, required in CONTRACT if kind == "text" and required)
 # every row needs these: they say which answer and which judge a verdict belongs to
@@ -53,8 +54,8 @@ def read_csv(path: Path, dtype: dict[str, type], what: str, labels_as_text: bool
         raise DualjudgeError(f"{path}: {what} not found")
     try:
         if labels_as_text:
-            return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values=[""])  # type: ignore[arg-type]
-        return pd.read_csv(path, dtype=dtype, keep_default_na=True)  # type: ignore[arg-type]
+            return pd.read_csv(path, dtype=dtype, keep_default_na=False, na_values=[""])
+        return pd.read_csv(path, dtype=dtype, keep_default_na=True)
     except (ValueError, OSError, UnicodeDecodeError) as e:
         raise DualjudgeError(f"{path}: unreadable {what} ({type(e).__name__}: {_first_line(e)})") from None
 
@@ -237,16 +238,16 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
     return frame
 
 
-def _first_bad(column: pd.Series, bad: object) -> str:
+def _first_bad(column: pd.Series, bad: Callable[[Any], bool]) -> str:
     for v in column:
-        if pd.isna(v) or bad(v):  # type: ignore[operator]
+        if pd.isna(v) or bad(v):
             return "a blank" if pd.isna(v) else repr(float(v))
     return "?"
 
 
 def _is_number(v: object) -> bool:
     try:
-        float(v)  # type: ignore[arg-type]
+        float(v)  # type: ignore[arg-type]  # any value: the question is whether float() takes it
         return True
     except (TypeError, ValueError):
         return False

@@ -10,7 +10,7 @@ import typer
 try:  # typer >= 0.20 vendors click; older releases use the click package
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_errors  # type: ignore[no-redef]
+    from click import exceptions as click_errors  # type: ignore[no-redef]  # the same module, another path
 
 from dualjudge.cli.common import err_console
 from dualjudge.errors import DualjudgeError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -20,6 +20,9 @@ from dualjudge.analysis.choices import (
 )
 from dualjudge.cli.common import ScaleMax, console
 from dualjudge.errors import DualjudgeError
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without pandas
+    import pandas as pd
 
 stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
                         no_args_is_help=True)
@@ -59,7 +62,7 @@ def analyze(
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
 
 
-def _read_long(path: Path):  # type: ignore[no-untyped-def]
+def _read_long(path: Path) -> pd.DataFrame:
     from dualjudge.analysis.table import read_csv
 
     return read_csv(path, {"item": str, "annotator": str}, "label table", labels_as_text=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Model cards, weights and serving.", no_args_is_help=True)
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
+        n /= 1024
     return str(n)
 
 
@@ -39,7 +39,7 @@ def list_models(
 
     user = user_cards_dir()
     built_in = cards_with_sources(None)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for card, path in cards_with_sources(user).values():
         found = locate(card)
         where = "built-in" if path.parent == models_dir() else \

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import numbers
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, Task, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from dualjudge.cli.common import console, err_console
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without pandas or the store
+    import pandas as pd
+
+    from dualjudge.runs.store import Store
 
 
 class _RichStage:
@@ -22,7 +28,7 @@ class _RichStage:
         self.tokens = 0
         self.task = bar.add_task(name, total=total, tps=0.0)
 
-    def _current(self):  # type: ignore[no-untyped-def]
+    def _current(self) -> Task:
         return next(t for t in self.bar.tasks if t.id == self.task)
 
     def advance(self, tokens_so_far: int | None = None) -> None:
@@ -66,10 +72,10 @@ def _fmt2(x: object) -> str:
     """Two decimals, or "-" for a cell with no value (None, NaN or pandas' NA)."""
     import pandas as pd
 
-    return "-" if pd.isna(x) else f"{float(x):.2f}"  # type: ignore[arg-type]
+    return "-" if not isinstance(x, numbers.Real) or pd.isna(x) else f"{float(x):.2f}"
 
 
-def _summary_table(frame) -> Table:  # type: ignore[no-untyped-def]
+def _summary_table(frame: pd.DataFrame) -> Table:
     from dualjudge.runs.job import summary
 
     t = Table(title="summary (verdict table)")
@@ -146,7 +152,7 @@ def run(
         raise typer.Exit(code)
 
 
-def _jobs_table(store, running: bool) -> Table | None:  # type: ignore[no-untyped-def]
+def _jobs_table(store: Store, running: bool) -> Table | None:
     """The latest session's jobs (model, stage, device group, times), running ones included. `running`:
     whether a run holds the directory now; without one, a job that never ended was cut off (killed)."""
     import time

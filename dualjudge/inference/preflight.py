@@ -108,8 +108,8 @@ def visible_gpus() -> list[Gpu]:
         return []
     gpus = []
     for line in done.stdout.strip().splitlines():
-        name, free = (part.strip() for part in line.rsplit(",", 1))
-        gpus.append(Gpu(name, float(free) / 1024))
+        gpu_name, free_mib = (part.strip() for part in line.rsplit(",", 1))
+        gpus.append(Gpu(gpu_name, float(free_mib) / 1024))
     return gpus
 
 
@@ -117,7 +117,7 @@ def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
     if backend == "transformers":
         import transformers
 
-        if not hasattr(transformers, card.architecture):
+        if card.architecture is None or not hasattr(transformers, card.architecture):
             check.add("fail", f"transformers {transformers.__version__} has no class {card.architecture}")
         return
     try:

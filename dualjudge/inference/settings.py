@@ -15,7 +15,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr
 from dualjudge.schema import Distinct, Float, Int, Str, result_fields, setting
 
 Backend = Literal["vllm", "transformers"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
 StructuredBackend = Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"]
 STRUCTURED_BACKENDS: tuple[str, ...] = get_args(StructuredBackend)
 GrammarBackend = Literal["xgrammar", "llguidance", "outlines_core"]

@@ -56,6 +56,7 @@ def make_tiny_llava(out: Path, seed: int = 0) -> Path:
                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
     tok.chat_template = CHAT_TEMPLATE
     image_id = tok.convert_tokens_to_ids("<image>")
+    assert isinstance(image_id, int), "one token for <image>"
     text = LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048,
                        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,

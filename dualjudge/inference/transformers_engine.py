@@ -56,12 +56,12 @@ class TransformersEngine:
             if self.multimodal:
                 self.processor = AutoProcessor.from_pretrained(path)
                 self.tokenizer = self.processor.tokenizer
-                self.model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype).to(self.device).eval()
+                self.model = torch.nn.Module.to(AutoModelForImageTextToText.from_pretrained(path, dtype=dtype), self.device).eval()
                 self._outlines = outlines.from_transformers(self.model, self.processor)
             else:
                 self.processor = None
                 self.tokenizer = AutoTokenizer.from_pretrained(path)
-                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(self.device).eval()
+                self.model = torch.nn.Module.to(AutoModelForCausalLM.from_pretrained(path, dtype=dtype), self.device).eval()
                 self._outlines = outlines.from_transformers(self.model, self.tokenizer)
         except OSError as e:
             raise DualjudgeError(f"{card.name}: cannot load weights from {path} ({e})") from None
@@ -150,7 +150,7 @@ class TransformersEngine:
         return get_regex_logits_processor(self.grammar_backend, self._outlines, constraint.spec)
 
     def _chat(self, request: GenerationRequest) -> list[dict[str, Any]]:
-        chat = []
+        chat: list[dict[str, Any]] = []
         for m in request.messages:
             if self.multimodal:
                 parts: list[dict[str, Any]] = [{"type": "image"}] if m.image is not None else []
@@ -200,7 +200,7 @@ class TransformersEngine:
         elapsed = time.perf_counter() - started
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
-        results = []
+        results: list[GenerationResult] = []
         for row, req in zip(new.tolist(), requests):
             n, finish = 0, "length"
             for tok in row:

@@ -233,7 +233,7 @@ def _gated(error: Exception) -> bool:
     try:
         from huggingface_hub.errors import GatedRepoError
     except ImportError:  # pragma: no cover - older hub clients
-        from huggingface_hub.utils import GatedRepoError  # type: ignore[no-redef]
+        from huggingface_hub.utils import GatedRepoError
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, GatedRepoError):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Message, Sampling
+from dualjudge.outcome import Status
 from dualjudge.protocol.prompts import load_prompt
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
@@ -29,7 +30,7 @@ from dualjudge.testbed.catalogue import Sign
 
 JudgeKind = Literal["quality", "equivalence"]
 JUDGE_KINDS: tuple[JudgeKind, ...] = get_args(JudgeKind)
-VERDICTS = {"quality": QualityVerdict, "equivalence": EquivalenceVerdict, "pairwise": PairwiseVerdict}
+VERDICTS: dict[str, type[_Verdict]] = {"quality": QualityVerdict, "equivalence": EquivalenceVerdict, "pairwise": PairwiseVerdict}
 DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
 
 
@@ -71,7 +72,7 @@ class Judged:
     outcome: Outcome
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         return self.outcome.status
 
     @property

@@ -132,11 +132,13 @@ class PaddingResult:
     @property
     def score_shift(self) -> float | None:
         """Padded minus original overall score (quality judge) or equivalence (0/1)."""
-        return padding_change(self.kind, self.original, self.padded_value)[0] if self.complete else None  # type: ignore[arg-type]
+        original, padded = self.original, self.padded_value
+        return None if original is None or padded is None else padding_change(self.kind, original, padded)[0]
 
     @property
     def flipped(self) -> bool | None:
-        return padding_change(self.kind, self.original, self.padded_value)[1] if self.complete else None  # type: ignore[arg-type]
+        original, padded = self.original, self.padded_value
+        return None if original is None or padded is None else padding_change(self.kind, original, padded)[1]
 
 
 def padding_effect(original: Outcome, padded: Outcome, original_text: str, padded_text: str) -> PaddingResult:

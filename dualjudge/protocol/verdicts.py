@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -133,20 +133,20 @@ class _RubricVerdict(_Verdict):
 
     @classmethod
     def widest(cls) -> _Verdict:
-        return cls(reasoning="", **cls.WIDEST)
+        return cls.model_validate({"reasoning": "", **cls.WIDEST})
 
 
 class _RubricQuality(_RubricVerdict):
     @property
     def overall(self) -> float:
-        return (getattr(self, "accuracy") + getattr(self, "completeness") + getattr(self, "relevance")) / 3
+        return float(getattr(self, "accuracy") + getattr(self, "completeness") + getattr(self, "relevance")) / 3
 
 
 def _reasoning() -> tuple[type, object]:
     return str, Field(max_length=REASONING_MAX, description="Short justification, written first.")
 
 
-def _axes() -> dict[str, tuple[type, object]]:
+def _axes() -> dict[str, tuple[Any, object]]:
     return {"accuracy": (int, Field(ge=0, le=10, description="Identification and rule, 0-10.")),
             "completeness": (int, Field(ge=0, le=10, description="Every element of the reference, 0-10.")),
             "relevance": (int, Field(ge=0, le=10, description="Stays on what the sign requires, 0-10."))}
@@ -156,9 +156,9 @@ def _axes() -> dict[str, tuple[type, object]]:
 def rubric_verdict(kind: str, clauses: tuple[str, ...]) -> type[_RubricVerdict]:
     """The verdict class of a rubric judge of `kind` ("quality", "equivalence", "pairwise") for these
     clause ids: each clause constrained in the schema, before the scores or the decision."""
-    score = (int, Field(ge=0, le=2, description="0, 1 or 2 by the clause's bands."))
-    matches = (bool, Field(description="True when the response matches the reference on this clause."))
-    conclusion: dict[str, tuple[type, object]]
+    score: tuple[Any, object] = (int, Field(ge=0, le=2, description="0, 1 or 2 by the clause's bands."))
+    matches: tuple[Any, object] = (bool, Field(description="True when the response matches the reference on this clause."))
+    conclusion: dict[str, tuple[Any, object]]
     top: object  # a clause field's longest value
     if kind == "quality":
         base: type[_RubricVerdict] = _RubricQuality
@@ -176,7 +176,7 @@ def rubric_verdict(kind: str, clauses: tuple[str, ...]) -> type[_RubricVerdict]:
     else:
         raise ValueError(f"unknown judge kind {kind!r}")
     fields = {"reasoning": _reasoning(), **{c: clause for c in criteria}, **conclusion}
-    model = create_model(name, __base__=base, **fields)  # type: ignore[call-overload]
+    model = create_model(name, __base__=base, **fields)  # type: ignore[call-overload]  # fields built at run time
     model.CLAUSES = criteria
     model.WIDEST = {c: top for c in criteria} | widest  # the longest value of each field
     return model

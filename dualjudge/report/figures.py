@@ -48,7 +48,7 @@ def joint_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
     both = both_rows(frame)
     fig = Figure(figsize=(5.6, 3.8))
     ax = fig.subplots()
-    bins = np.arange(0, 10.5, 0.5)
+    bins = [b / 2 for b in range(21)]  # 0 to 10 by halves
     for value, label, colour in ((True, "equivalent", "#2b8a3e"), (False, "not equivalent", "#c92a2a")):
         ax.hist(both[both["equivalent"].astype(bool) == value]["overall"], bins=bins, alpha=0.6, label=label,
                 color=colour)

@@ -73,7 +73,7 @@ def _convention(convention: str, good: str) -> str:
 def _mean_sd(m: object) -> str:
     if m is None or getattr(m, "mean", None) is None:
         return "-"
-    return f"{num(m.mean)} ({num(m.sd)}), n = {m.n}"  # type: ignore[attr-defined]
+    return f"{num(m.mean)} ({num(m.sd)}), n = {m.n}"  # type: ignore[attr-defined]  # any summary with mean, sd, n
 
 
 def _rate_ci(value: float | None, interval: list[float] | None) -> str:

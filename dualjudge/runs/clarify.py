@@ -270,7 +270,7 @@ def _previous(out: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
+        return json.loads(path.read_text())
     except ValueError:
         raise DualjudgeError(f"{path} is damaged; move it away to run the clarification again") from None
 

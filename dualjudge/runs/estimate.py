@@ -172,7 +172,7 @@ class _Study:
         for t in plan.answer_tasks(c, items, model):
             n_steps = len(STEPS[t.strategy])
             row.requests += n_steps
-            ans, hits = await _probe(lambda call, t=t: run_system(  # type: ignore[misc]
+            ans, hits = await _probe(lambda call: run_system(  # awaited at once: t is this task
                 t.strategy, t.item, call, modality=c.testbed.modality, sign_type_mode=c.systems.sign_type,
                 sampling=sampling, run_seed=c.run.seed, repeat=t.answer.repeat), self.caches, self.identities[model])
             row.cached += hits
@@ -191,7 +191,7 @@ class _Study:
                       ) -> tuple[StageCount, dict[AnswerKey, str]]:
         """Losing answers of this model restated: exact once all its answers are known, else at most the share."""
         c = self.config
-        row, padded = StageCount(model, "padding"), {}
+        row, padded = StageCount(model, "padding"), dict[AnswerKey, str]()
         if not c.probes.padding:
             return row, padded
         share = steps.padding_share(c)
@@ -202,7 +202,7 @@ class _Study:
         row.upper_bound = unknown > 0
         sampling = steps.padding_sampling(c)
         for a in sample[:row.requests]:
-            text, hits = await _probe(lambda call, a=a: pad(a.text or "", call, sampling),  # type: ignore[misc]
+            text, hits = await _probe(lambda call: pad(a.text or "", call, sampling),
                                       self.caches, self.identities[model])
             row.cached += hits
             if text is not None and text.text is not None:
@@ -223,8 +223,8 @@ class _Study:
             row.requests += calls
             hits = 0
             if answer.key in known:
-                _, hits = await _probe(lambda call, a=known[answer.key], x=extra: run(a, x, call),  # type: ignore[misc]
-                                       self.caches, self.identities[judge])
+                found = known[answer.key]
+                _, hits = await _probe(lambda call: run(found, extra, call), self.caches, self.identities[judge])
                 row.cached += hits
             if hits < calls:
                 pending = 0 if answer.key in known else self.config.systems.max_tokens
@@ -268,8 +268,8 @@ class _Study:
                 hits, ready = 0, a.key in known and b.key in known
                 first, second = known.get(a.key, a), known.get(b.key, b)
                 if ready:
-                    _, hits = await _probe(lambda call, x=first, y=second: run_order_probe(  # type: ignore[misc]
-                        sign(x.sign_code), x.text or "", y.text or "", call, sampling, rubric),
+                    _, hits = await _probe(lambda call: run_order_probe(
+                        sign(first.sign_code), first.text or "", second.text or "", call, sampling, rubric),
                         self.caches, self.identities[judge])
                     row.cached += hits
                 r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling, rubric)

@@ -47,7 +47,8 @@ class SmokeResult:
 def smoke_item(config: RunConfig, folder: Path) -> Item:
     """One unoccluded variant of the configuration's first sign, as its systems see it."""
     t = config.testbed
-    frame = build_variants(folder, size=t.size, seed=config.run.seed, codes=[t.codes()[0]], visibilities=[1.0],
+    first = (t.codes() or default_catalogue().codes)[0]  # signs = "all": the catalogue's first
+    frame = build_variants(folder, size=t.size, seed=config.run.seed, codes=[first], visibilities=[1.0],
                            modes=[t.modes[0]], images_dir=Path(t.images).expanduser() if t.images else None)
     variants = frame.to_dict("records")
     return testbed_items(config, folder, variants)[0]

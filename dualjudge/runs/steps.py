@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import RemoteWeights
@@ -166,7 +166,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
         judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling(), j.overall,
                                  ctx.rubric(t.variant), retries=ctx.verdict_retries(judge))
         v = judged.verdict
-        scores: dict[str, object] = {}
+        scores: dict[str, Any] = {}
         if v is not None and hasattr(v, "overall"):
             scores = {"accuracy": getattr(v, "accuracy"), "completeness": getattr(v, "completeness"),
                       "relevance": getattr(v, "relevance"), "overall": getattr(v, "overall")}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -18,7 +19,8 @@ from PIL import Image, ImageDraw
 from dualjudge.errors import DualjudgeError
 
 VISIBILITIES: tuple[float, ...] = (1.0, 0.8, 0.7, 0.5, 0.3, 0.2, 0.1)
-MODES: tuple[str, ...] = ("random_block", "bottom_up")
+Mode = Literal["random_block", "bottom_up"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 CONTROL_MODE = "none"
 OCCLUDER_GREY = (128, 128, 128)
 AREA_TOLERANCE = 0.005  # occluded area within 0.5 % of the target (1 - v) x W x H

@@ -258,5 +258,7 @@ def _scale_kw(kw: dict[str, object], k: float) -> dict[str, object]:
     out = dict(kw)
     for key in ("width", "radius"):
         if key in out:
-            out[key] = max(1, round(float(out[key]) * k))  # type: ignore[arg-type]
+            value = out[key]
+            assert isinstance(value, (int, float)), f"{key} is a number"
+            out[key] = max(1, round(float(value) * k))
     return out

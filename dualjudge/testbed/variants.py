@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
+from PIL.Image import Image as PILImage
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir, replacing
@@ -96,7 +97,7 @@ def plan_variants(catalogue: Catalogue, codes: Sequence[str] | None = None,
     return specs
 
 
-def _png_bytes(image) -> bytes:  # type: ignore[no-untyped-def]
+def _png_bytes(image: PILImage) -> bytes:
     buf = io.BytesIO()
     image.save(buf, format="PNG", optimize=False, compress_level=6)
     return buf.getvalue()
