@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard, all_cards, get_card, user_cards_dir
 from dualjudge.inference.settings import EngineSettings
-from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, JUDGE_KINDS, JudgeKind, verdict_type
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, verdict_type
+from dualjudge.protocol.kinds import PROTOCOL_KINDS, declared
 from dualjudge.protocol.probes import PADDING_SAMPLING
 from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Strategy
 from dualjudge.protocol.variants import HOLISTIC, variant_problem, variant_rubric
@@ -84,7 +85,7 @@ class SystemsSection(_Section):
 
 class JudgesSection(_Section):
     models: Annotated[tuple[Str, ...], Distinct]
-    kinds: Annotated[tuple[JudgeKind, ...], Distinct] = JUDGE_KINDS
+    kinds: Annotated[tuple[Str, ...], Distinct] = PROTOCOL_KINDS  # judge kinds declared in protocol/kinds.py
     temperature: Float = Field(default=DEFAULT_JUDGE_SAMPLING.temperature, ge=0, le=2)
     # at least 128: the verdict's reasoning is bounded to what max_tokens leaves (protocol/verdicts.py)
     max_tokens: Int = Field(default=DEFAULT_JUDGE_SAMPLING.max_tokens, ge=128, le=4096)
@@ -99,6 +100,10 @@ class JudgesSection(_Section):
 
     @model_validator(mode="after")
     def _variants_known(self) -> JudgesSection:
+        known = [k.name for k in declared()]
+        for kind in self.kinds:
+            if kind not in known:
+                raise ValueError(f"unknown judge kind {kind!r}; choose from {', '.join(known)}")
         for name in self.variants:
             problem = variant_problem(name, self.rubrics)
             if problem:

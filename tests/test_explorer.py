@@ -97,9 +97,9 @@ def test_the_explorer_data_hold_every_answer_once_with_every_verdict(run):
     assert data["variants"] == ["holistic", "rubric"] and data["modality"] == "text"
     a = data["answers"][0]
     assert len(a["verdicts"]) == 2 * 2 and a["scene"] and a["image"].startswith("testbed/images/")
-    assert all(v["qr"] == "r" for v in a["verdicts"])  # the judge's reasoning, from the store
+    assert all(v["k"]["quality"]["r"] == "r" for v in a["verdicts"])  # the judge's reasoning, from the store
     assert all(v["criteria"] is not None for v in a["verdicts"] if v["jv"] == "rubric")
-    assert all(v["residual"] is not None for v in a["verdicts"] if v["qs"] == "ok")
+    assert all(v["residual"] is not None for v in a["verdicts"] if v["k"]["quality"]["s"] == "ok")
     probed = [x for x in data["answers"] if x["probes"]]
     assert {p["probe"] for x in probed for p in x["probes"]} == {"order", "padding"}
     assert (run / "explorer.html").is_file()  # run writes it too

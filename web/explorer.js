@@ -80,13 +80,17 @@
     history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname);
   }
 
-  const ok = (v) => v.qs === "ok" && v.overall !== null;
-  const both = (v) => ok(v) && v.es === "ok" && v.equivalent !== null;
-  const isType2 = (v) => both(v) && v.overall > data.good && !v.equivalent;
-  const isType1 = (v) => both(v) && v.overall < data.poor && v.equivalent;
+  // every verdict carries each declared judge kind (data.kinds) under v.k; the dual-judge checks read two of them
+  const kindOk = (v, name, field) => v.k[name] !== undefined && v.k[name].s === "ok" && v.k[name][field] !== null;
+  const ok = (v) => kindOk(v, "quality", "overall");
+  const overall = (v) => v.k.quality.overall;
+  const both = (v) => ok(v) && kindOk(v, "equivalence", "equivalent");
+  const isType2 = (v) => both(v) && overall(v) > data.good && !v.k.equivalence.equivalent;
+  const isType1 = (v) => both(v) && overall(v) < data.poor && v.k.equivalence.equivalent;
+  const failed = (v) => data.kinds.some((kind) => v.k[kind.name] !== undefined && FAILED.has(v.k[kind.name].s));
 
   function spread(verdicts) {
-    const scores = verdicts.filter(ok).map((v) => v.overall);
+    const scores = verdicts.filter(ok).map(overall);
     return scores.length >= 2 ? Math.max(...scores) - Math.min(...scores) : null;
   }
 
@@ -112,7 +116,7 @@
         const pass = relevant.some((v) =>
           (!state.type || (state.type === "type2" ? isType2(v) : isType1(v))) &&
           (!state.own || data.judges[v.judge].family === a.family) &&
-          (!state.failures || answerFailed || FAILED.has(v.qs) || FAILED.has(v.es)));
+          (!state.failures || answerFailed || failed(v)));
         if (!pass && !(state.failures && !state.type && !state.own && answerFailed)) continue;
       }
       const d = spread(all);
@@ -120,7 +124,7 @@
       out.push({ a, all, relevant, spread: d });
     }
     const key = {
-      score: (x) => { const s = x.relevant.filter(ok).map((v) => v.overall); return s.length ? s.reduce((p, q) => p + q, 0) / s.length : -Infinity; },
+      score: (x) => { const s = x.relevant.filter(ok).map(overall); return s.length ? s.reduce((p, q) => p + q, 0) / s.length : -Infinity; },
       disagreement: (x) => (x.spread === null ? -Infinity : x.spread),
       residual: (x) => { const r = x.relevant.filter((v) => v.residual !== null).map((v) => Math.abs(v.residual)); return r.length ? Math.max(...r) : -Infinity; },
     }[state.sort];
@@ -143,25 +147,32 @@
 
   function verdictRows(x) {
     const table = el("table", { class: "verdicts" });
-    table.append(el("tr", {}, ...["judge", "family", "accuracy", "completeness", "relevance", "overall", "equivalent",
-      "residual"].map((h, i) => el("th", { class: i < 2 ? "text" : "" }, h))));
+    const columns = data.kinds.flatMap((kind) => kind.columns.map((c) => ({ kind, c })));
+    table.append(el("tr", {}, ...["judge", "family", ...columns.map((col) => col.c), "residual"].map((h, i) =>
+      el("th", { class: i < 2 ? "text" : "" }, h))));
+    const cell = (v, col) => {
+      const got = v.k[col.kind.name];
+      if (got === undefined) return "-";
+      const value = got[col.c];
+      if (got.s !== "ok") return col.c === col.kind.value ? got.s : "-";  // the kind's state where its decision goes
+      return typeof value === "boolean" ? (value ? "yes" : "no") : fmt(value);
+    };
     for (const v of x.all) {
       const judge = data.judges[v.judge];
       const own = judge.family === x.a.family;
-      const eq = v.es === "ok" ? (v.equivalent ? "yes" : "no") : v.es;
-      const overall = v.qs === "ok" ? fmt(v.overall) : v.qs;
       const flags = [isType2(v) ? "Type II" : null, isType1(v) ? "Type I" : null].filter(Boolean).join(", ");
       table.append(el("tr", { class: own ? "own" : "", "data-judge": judge.name },
         el("td", { class: "text" }, judge.name + (flags ? " (" + flags + ")" : "")), el("td", { class: "text" }, judge.family + (own ? " (own family)" : "")),
-        el("td", {}, fmt(v.accuracy)), el("td", {}, fmt(v.completeness)), el("td", {}, fmt(v.relevance)),
-        el("td", {}, overall), el("td", {}, eq), el("td", {}, fmt(v.residual))));
+        ...columns.map((col) => el("td", {}, cell(v, col))), el("td", {}, fmt(v.residual))));
       const notes = [];
-      if (v.qr) notes.push("quality: " + v.qr);
-      if (v.qerr) notes.push("quality failed: " + v.qerr);
-      if (v.criteria) notes.push("clauses: " + Object.entries(v.criteria).map(([k, s]) => k + " " + s).join(", "));
-      if (v.er) notes.push("equivalence: " + v.er);
-      if (v.eerr) notes.push("equivalence failed: " + v.eerr);
-      if (notes.length) table.append(el("tr", { class: "reasoning" }, el("td", { class: "text", colSpan: 8 }, notes.join(" | "))));
+      data.kinds.forEach((kind, i) => {
+        const got = v.k[kind.name];
+        if (got === undefined) return;
+        if (got.r) notes.push(kind.name + ": " + got.r);
+        if (got.err) notes.push(kind.name + " failed: " + got.err);
+        if (i === 0 && v.criteria) notes.push("clauses: " + Object.entries(v.criteria).map(([k, s]) => k + " " + s).join(", "));
+      });
+      if (notes.length) table.append(el("tr", { class: "reasoning" }, el("td", { class: "text", colSpan: columns.length + 3 }, notes.join(" | "))));
     }
     return table;
   }

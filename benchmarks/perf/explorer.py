@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dualjudge.analysis.table import COLUMNS
+from dualjudge.analysis.table import table_columns
 from dualjudge.report.browser import dump_dom, find_chromium
 from dualjudge.runs.explorer import write_explorer
 from dualjudge.runs.rows import VerdictRow
@@ -59,7 +59,7 @@ def generate(out: Path, n_answers: int, n_judges: int, seed: int = 0) -> None:
                                              judge_model=judge, judge_variant="holistic", kind=kind, status="ok",
                                              reasoning=REASONING, overall=float(score) if kind == "quality" else None,
                                              equivalent=int(eq) if kind == "equivalence" else None))
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(table_columns()))
     frame = frame.drop_duplicates(["item_id", "repeat", "system", "system_model", "judge_model"])
     frame.to_parquet(out / "verdicts.parquet")
     store = Store(out / "results.sqlite")

@@ -20,6 +20,7 @@ from dualjudge.analysis.choices import Level
 from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.errors import DualjudgeError
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 RESPONSE = ["item_id", "repeat", "system", "system_model"]
 
@@ -108,8 +109,8 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
     if len(judges) < 2:
         out["reason"] = "needs at least two judge models"
         return out
-    overall = _wide(frame, "overall", "quality_status")
-    equivalent = _wide(frame, "equivalent", "equivalence_status")
+    overall = _wide(frame, "overall", QUALITY.status)
+    equivalent = _wide(frame, "equivalent", EQUIVALENCE.status)
     levels: tuple[tuple[str, pd.DataFrame, Level], ...] = (("overall", overall, "interval"),
                                                            ("equivalent", equivalent, "nominal"))
     for name, wide, level in levels:

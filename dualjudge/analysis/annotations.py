@@ -22,6 +22,7 @@ from dualjudge.analysis.human import IDENTITY_COLUMNS, OPTIONAL_ANNOTATIONS, SAM
 from dualjudge.analysis.table import read_csv, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 HUMAN_CHECK = "human_check.json"
 HUMAN_LABELS = "human_labels.csv"  # the imported labels, one row per sample
@@ -130,10 +131,10 @@ def human_check(labels: pd.DataFrame, table: pd.DataFrame, annotators: list[str]
 
 def _judge_entry(g: pd.DataFrame) -> dict[str, Any]:
     entry: dict[str, Any] = {}
-    q = g[g["quality_status"] == "ok"]
+    q = g[g[QUALITY.status] == "ok"]
     for judge_col in ("overall", "accuracy", "completeness", "relevance"):  # the human overall against each
         entry[judge_col] = _correlations(q["human_overall"], q[judge_col])
-    e = g[g["equivalence_status"] == "ok"]
+    e = g[g[EQUIVALENCE.status] == "ok"]
     h, j = e["human_equivalent"].astype(bool).to_numpy(), e["equivalent"].astype(bool).to_numpy()
     entry["equivalence"] = {"kappa": kappa(h, j) if len(e) else None,
                             "raw_agreement": float(np.mean(h == j)) if len(e) else None, "n": int(len(e)),

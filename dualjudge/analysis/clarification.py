@@ -28,6 +28,7 @@ import pandas as pd
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.designs import RESPONSE, alpha_difference, alpha_from_sums, alpha_sums, self_preference_difference
 from dualjudge.errors import DualjudgeError
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 from dualjudge.protocol.seeds import seeded_rank
 from dualjudge.testbed.catalogue import Catalogue
 
@@ -121,7 +122,7 @@ def experiment(frame: pd.DataFrame, record: dict[str, Any], human: dict[str, Any
             continue
         name = f"{a} - {b}"
         entry = {value: alpha_difference(arms[a], arms[b], value, status, seed, n_resamples)
-                 for value, status in (("overall", "quality_status"), ("equivalent", "equivalence_status"))}
+                 for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status))}
         for arm, side in ((a, "a"), (b, "b")):
             result["alpha"].setdefault(arm, {value: e[side] for value, e in entry.items()})
         result["differences"][name] = {**{value: e["difference"] for value, e in entry.items()},

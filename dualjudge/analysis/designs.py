@@ -26,6 +26,7 @@ from dualjudge.analysis.agreement import alpha_from_sums
 from dualjudge.analysis.bootstrap import Interval, per_sign_sums, resample_counts, t_interval
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.self_preference import build_grid, calibrated_index, identification
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 RESPONSE = ["run_id", "item_id", "repeat", "system", "system_model"]
 ORDER_PAIR = ["variant_id", "repeat", "judge_model", "first_model", "first_strategy", "second_model", "second_strategy"]
@@ -156,7 +157,7 @@ def compare_designs(frame: pd.DataFrame, order: pd.DataFrame | None, padding: pd
     differences = []
     for v in variants:
         entry = {value: alpha_difference(by_variant[v], by_variant[reference], value, status, seed, n_resamples)
-                 for value, status in (("overall", "quality_status"), ("equivalent", "equivalence_status"))}
+                 for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status))}
         alphas[v] = {value: e["a"] for value, e in entry.items()}
         if v == reference:
             continue
@@ -166,7 +167,7 @@ def compare_designs(frame: pd.DataFrame, order: pd.DataFrame | None, padding: pd
         for judge in judges:
             ref_j, other_j = (by_variant[x][by_variant[x]["judge_model"] == judge] for x in (reference, v))
             diff: dict[str, Any] = {"judge": judge, "variant": v}
-            for value, status in (("overall", "quality_status"), ("equivalent", "equivalence_status")):
+            for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status)):
                 diff[value] = _paired(ref_j[ref_j[status] == "ok"], other_j[other_j[status] == "ok"], RESPONSE,
                                       value, seed, n_resamples)
             if order is not None:

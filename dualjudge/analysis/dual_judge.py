@@ -23,6 +23,7 @@ from dualjudge.analysis.bootstrap import correlation_ci, mean_ci, ratio_ci
 from dualjudge.analysis.choices import N_RESAMPLES
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.table import vis_key
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 BASELINE = "sa"
 
@@ -32,19 +33,19 @@ def _num(x: Any) -> float | None:
 
 
 def quality_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["quality_status"] == "ok"]
+    return frame[frame[QUALITY.status] == "ok"]
 
 
 def both_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows where both judges returned a verdict."""
-    return frame[(frame["quality_status"] == "ok") & (frame["equivalence_status"] == "ok")]
+    return frame[(frame[QUALITY.status] == "ok") & (frame[EQUIVALENCE.status] == "ok")]
 
 
 def system_means(frame: pd.DataFrame, by: str = "system") -> dict[str, dict[str, Any]]:
     out = {}
     for key, g in frame.groupby(by, sort=True):
-        q = g[g["quality_status"] == "ok"]["overall"]
-        e = g[g["equivalence_status"] == "ok"]["equivalent"].astype("float64")
+        q = g[g[QUALITY.status] == "ok"]["overall"]
+        e = g[g[EQUIVALENCE.status] == "ok"]["equivalent"].astype("float64")
         out[str(key)] = {"mean_overall": _num(q.mean()) if len(q) else None,
                          "equivalence_rate": _num(e.mean()) if len(e) else None,
                          "format_compliance": _num(g["format_ok"].astype("float64").mean()),
@@ -147,8 +148,8 @@ def judge_summary(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0
         "overall_given_equivalent": overall_given_equivalence(frame),
         "type1": errors["type1"], "type2": errors["type2"], "agreement_share": errors["agreement_share"],
         "type2_by_visibility": errors["type2_by_visibility"],
-        "status_counts": {"quality": frame["quality_status"].value_counts().to_dict(),
-                          "equivalence": frame["equivalence_status"].value_counts().to_dict()},
+        "status_counts": {"quality": frame[QUALITY.status].value_counts().to_dict(),
+                          "equivalence": frame[EQUIVALENCE.status].value_counts().to_dict()},
     }
 
 

@@ -13,8 +13,9 @@ from typing import Any
 import pandas as pd
 
 from dualjudge.analysis.table import vis_key
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
-KINDS = {"quality": "quality_status", "equivalence": "equivalence_status"}
+KINDS = {QUALITY.name: QUALITY.status, EQUIVALENCE.name: EQUIVALENCE.status}
 ANSWER = ["run_id", "item_id", "repeat", "system", "system_model"]
 
 
@@ -34,11 +35,11 @@ def missingness(frame: pd.DataFrame) -> dict[str, Any]:
                 "by_visibility": {vis_key(v): _rate(h, status) for v, h in g.groupby("visibility", sort=True)},
                 "by_system_family": {str(f): _rate(h, status) for f, h in g.groupby("system_family", sort=True)},
             }
-        q_ok, e_ok = g["quality_status"] == "ok", g["equivalence_status"] == "ok"
-        asked_both = (g["quality_status"] != "skipped") & (g["equivalence_status"] != "skipped")
+        q_ok, e_ok = g[QUALITY.status] == "ok", g[EQUIVALENCE.status] == "ok"
+        asked_both = (g[QUALITY.status] != "skipped") & (g[EQUIVALENCE.status] != "skipped")
         entry["one_judge_failed"] = int((asked_both & (q_ok != e_ok)).sum())
         per_judge[str(judge)] = entry
-    scored = (frame["quality_status"] == "ok") | (frame["equivalence_status"] == "ok")
+    scored = (frame[QUALITY.status] == "ok") | (frame[EQUIVALENCE.status] == "ok")
     never = frame.assign(_scored=scored).groupby(ANSWER)["_scored"].any()
     out: dict[str, Any] = {"per_judge": per_judge, "answers": int(len(never)), "never_scored": int((~never).sum())}
     if "system_status" in frame.columns:

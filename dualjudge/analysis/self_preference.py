@@ -44,9 +44,10 @@ from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
 from dualjudge.analysis.results import OutcomeSelfPreference, SelfPreference
 from dualjudge.errors import DualjudgeError
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
-OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", "quality_status"),
-                                        "equivalent": ("equivalent", "equivalence_status")}
+OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", QUALITY.status),
+                                        "equivalent": ("equivalent", EQUIVALENCE.status)}
 ANSWER = ["run_id", "item_id", "repeat", "system", "system_model"]
 METHOD = ("judge calibration with answer fixed effects: score = leniency[judge] + scale[judge] x quality[answer] "
           "+ self[judge] x own_model + family_other[judge] x same_family_other_model, fitted by precision-weighted "

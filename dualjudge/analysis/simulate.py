@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dualjudge.analysis.table import COLUMNS
+from dualjudge.analysis.table import table_columns
+from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,8 @@ def simulate(planted: Planted = Planted(), n_signs: int = 30, items_per_sign: in
                                      bool(y + rng.normal(0, 1) > 6.5), "ok", "ok"))
     cols = ["item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
             "system_family", "system_base_llm", "predicted_category", "format_ok", "judge_model", "judge_family",
-            "accuracy", "completeness", "relevance", "overall", "equivalent", "quality_status", "equivalence_status"]
+            "accuracy", "completeness", "relevance", "overall", "equivalent", QUALITY.status, EQUIVALENCE.status]
     frame = pd.DataFrame(rows, columns=cols)
     frame.insert(0, "run_id", "simulated")
     frame["judge_base_llm"] = frame["judge_family"]
-    return frame[[c for c in COLUMNS if c in frame.columns]]
+    return frame[[c for c in table_columns() if c in frame.columns]]

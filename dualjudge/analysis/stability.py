@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
+from dualjudge.protocol.kinds import QUALITY, judge_kind
 
 PASSES_FILE = "judge_passes.csv"
 ANSWER = ["variant_id", "repeat", "system_model", "strategy"]
@@ -38,17 +39,19 @@ def icc1(values: np.ndarray) -> float | None:
 def stability(passes: pd.DataFrame, scale: Scale = PAPER_SCALE) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for (judge, kind), g in passes.groupby(["judge_model", "kind"], sort=True):
-        value = "overall" if kind == "quality" else "equivalent"
+        spec = judge_kind(str(kind))
+        value, boolean = spec.value, next(f for f in spec.scores if f.name == spec.value).type == "boolean"
         ok = g[g["status"] == "ok"]
         wide = ok.pivot_table(index=ANSWER, columns="pass_index", values=value, aggfunc="first")
         k = int(g["pass_index"].nunique())
         complete = wide.dropna().to_numpy(dtype=float)
         entry: dict[str, Any] = {"passes": k, "answers": int(len(complete)), "incomplete": int(len(wide) - len(complete))}
         if len(complete):
-            decided = scale.good(pd.DataFrame(complete)).to_numpy() if kind == "quality" else complete.astype(bool)
+            decided = (complete.astype(bool) if boolean else scale.good(pd.DataFrame(complete)).to_numpy()
+                       if spec is QUALITY else np.vectorize(spec.decided)(complete))
             entry["exact_agreement"] = float((complete == complete[:, :1]).all(axis=1).mean())
             entry["flip_rate"] = float((decided != decided[:, :1]).any(axis=1).mean())
-            entry["icc1"] = icc1(complete) if kind == "quality" else None
+            entry["icc1"] = None if boolean else icc1(complete)
         out.setdefault(str(judge), {})[str(kind)] = entry
     return out
 

@@ -17,25 +17,50 @@ import pandas as pd
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.errors import DualjudgeError
 from dualjudge.outcome import FINAL, TABLE_STATUSES
+from dualjudge.protocol.kinds import EQUIVALENCE, PROTOCOL_KINDS, QUALITY, JudgeKind, declared
 from dualjudge.protocol.variants import VARIANT
 from dualjudge.protocol.verdicts import OVERALL_CONVENTIONS as CONVENTIONS
 from dualjudge.testbed.occlusion import visibility_label
 
-# The contract, declared once: (column, kind, required), in the order a run writes them.
-CONTRACT = (
+# The contract, declared once: (column, kind, required), in the order a run writes them. The judges'
+# columns come from the declared judge kinds (protocol/kinds.py): every kind's score fields, then every
+# kind's status column; the protocol's two kinds are required, another kind's columns optional.
+Column = tuple[str, str, bool]
+ANSWER_COLUMNS: tuple[Column, ...] = (
     ("run_id", "text", True), ("item_id", "text", True), ("sign_code", "text", True), ("category", "text", True),
     ("visibility", "number", True), ("mode", "text", True), ("repeat", "number", True), ("system", "text", True),
     ("system_model", "text", True), ("system_family", "text", True), ("system_base_llm", "text", False),
     ("predicted_category", "category", True), ("format_ok", "boolean", True), ("judge_model", "text", True),
-    ("judge_family", "text", True), ("judge_base_llm", "text", False), ("accuracy", "number", True),
-    ("completeness", "number", True), ("relevance", "number", True), ("overall", "number", True),
-    ("equivalent", "boolean", True), ("quality_status", "text", True), ("equivalence_status", "text", True),
+    ("judge_family", "text", True), ("judge_base_llm", "text", False))
+TRAILING_COLUMNS: tuple[Column, ...] = (
     ("response", "text", False), ("system_status", "text", False), ("overall_convention", "text", False),
-    ("judge_variant", "text", False),
-)
-COLUMNS = tuple(name for name, _, _ in CONTRACT)
-NUMERIC = tuple(name for name, kind, _ in CONTRACT if kind == "number")
-TEXT = tuple(name for name, kind, required in CONTRACT if kind == "text" and required)
+    ("judge_variant", "text", False))
+
+
+def contract() -> tuple[Column, ...]:
+    kinds = declared()
+    scores = [(f.name, "boolean" if f.type == "boolean" else "number", k.name in PROTOCOL_KINDS)
+              for k in kinds for f in k.scores]
+    statuses = [(k.status, "text", k.name in PROTOCOL_KINDS) for k in kinds]
+    return (*ANSWER_COLUMNS, *scores, *statuses, *TRAILING_COLUMNS)
+
+
+def table_columns() -> tuple[str, ...]:
+    """The verdict table's columns, in the order a run writes them."""
+    return tuple(name for name, _, _ in contract())
+
+
+def _numeric() -> tuple[str, ...]:
+    return tuple(name for name, kind, _ in contract() if kind == "number")
+
+
+def _text() -> tuple[str, ...]:
+    return tuple(name for name, kind, required in contract() if kind == "text" and required)
+
+
+def extra_kinds() -> tuple[JudgeKind, ...]:
+    """Declared judge kinds beyond the protocol's two: carried through the table, read by no statistic here."""
+    return tuple(k for k in declared() if k.name not in PROTOCOL_KINDS)
 # every row needs these: they say which answer and which judge a verdict belongs to
 IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family", "judge_model", "judge_family")
 # one row per response x judge (x judge variant)
@@ -142,15 +167,19 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
     if "overall" not in frame.columns:
         absent.append("overall")
         frame["overall"] = np.nan
-        frame["quality_status"] = "skipped"
+        frame[QUALITY.status] = "skipped"
         notes.append("no overall column: only the equivalence judge's statistics")
     if "equivalent" not in frame.columns:
         absent.append("equivalent")
         frame["equivalent"] = pd.NA
-        frame["equivalence_status"] = "skipped"
+        frame[EQUIVALENCE.status] = "skipped"
         notes.append("no equivalent column: only the quality judge's statistics")
-    fill("quality_status", np.where(pd.to_numeric(frame["overall"], errors="coerce").notna(), "ok", "not_run"))
-    fill("equivalence_status", np.where(frame["equivalent"].notna(), "ok", "not_run"))
+    fill(QUALITY.status, np.where(pd.to_numeric(frame["overall"], errors="coerce").notna(), "ok", "not_run"))
+    fill(EQUIVALENCE.status, np.where(frame["equivalent"].notna(), "ok", "not_run"))
+    for kind in extra_kinds():  # a table without another kind's columns: that judge was not asked
+        for f in kind.scores:
+            fill(f.name, pd.NA if f.type == "boolean" else np.nan)
+        fill(kind.status, "skipped")
     frame.attrs["absent"] = absent
     return notes
 
@@ -158,7 +187,7 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
 def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = PAPER_SCALE) -> pd.DataFrame:
     """Check a verdict table and give absent optional columns their fallbacks (docs/verdict-table.md).
     The notes on fallbacks are in `frame.attrs["notes"]`."""
-    padded = [c for c in frame.columns if isinstance(c, str) and c != c.strip() and c.strip() in COLUMNS]
+    padded = [c for c in frame.columns if isinstance(c, str) and c != c.strip() and c.strip() in table_columns()]
     if padded:
         raise DualjudgeError(f"{where}: column {padded[0]!r} has spaces around its name; rename it to "
                              f"{padded[0].strip()!r} (otherwise it is not read)")
@@ -170,18 +199,19 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
                              f"system_model, judge_model and overall and/or equivalent)")
     frame = frame.copy()
     notes = _fill_optional(frame, where)
-    for name in NUMERIC:
+    for name in _numeric():
         try:
             frame[name] = pd.to_numeric(frame[name], errors="raise").astype("float64")
         except (ValueError, TypeError):
             bad = next(v for v in frame[name] if pd.notna(v) and not _is_number(v))
             raise DualjudgeError(f"{where}: column {name} must be numeric, found {bad!r}") from None
-    for name in TEXT:
+    for name in _text():
         frame[name] = frame[name].astype("string")
     frame["predicted_category"] = frame["predicted_category"].astype("string")
     frame["format_ok"] = _booleans(frame["format_ok"], "format_ok", where)
-    frame["equivalent"] = _booleans(frame["equivalent"], "equivalent", where)
-    for name in ("quality_status", "equivalence_status", "system_status"):
+    for f in (f for k in declared() for f in k.scores if f.type == "boolean"):
+        frame[f.name] = _booleans(frame[f.name], f.name, where)
+    for name in (*(k.status for k in declared()), "system_status"):
         if name not in frame.columns:
             continue
         bad = set(frame[name].dropna()) - (STATUSES if name != "system_status" else set(FINAL) | {"error"})
@@ -210,12 +240,11 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
         if bad_convention:
             raise DualjudgeError(f"{where}: unknown overall_convention {bad_convention[0]!r} (expected "
                                  f"{' or '.join(CONVENTIONS)})")
-    ok_q = frame["quality_status"] == "ok"
-    if frame.loc[ok_q, "overall"].isna().any():
-        raise DualjudgeError(f"{where}: rows with quality_status ok need an overall score")
-    ok_e = frame["equivalence_status"] == "ok"
-    if frame.loc[ok_e, "equivalent"].isna().any():
-        raise DualjudgeError(f"{where}: rows with equivalence_status ok need an equivalent value")
+    for k in declared():
+        if frame.loc[frame[k.status] == "ok", k.value].isna().any():
+            noun = "value" if next(f for f in k.scores if f.name == k.value).type == "boolean" else "score"
+            article = "an" if k.value[0] in "aeiou" else "a"
+            raise DualjudgeError(f"{where}: rows with {k.status} ok need {article} {k.value} {noun}")
     for name in ("run_id", *IDENTIFYING):
         blank = (frame[name].isna() | (frame[name].str.strip() == "")).fillna(True).astype(bool)
         if blank.any():

@@ -1,4 +1,5 @@
-"""The two judges: a 0-10 quality judge and a strict binary equivalence judge.
+"""Judges: a 0-10 quality judge and a strict binary equivalence judge (and any kind declared in
+protocol/kinds.py), asked and read the same way.
 
 A judge sees the gold caption and description and one response, and returns a verdict. Judge
 requests are always JSON-schema constrained; their outcome is ok, parse_failure or error.
@@ -7,30 +8,22 @@ requests are always JSON-schema constrained; their outcome is ok, parse_failure 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Message, Sampling
 from dualjudge.outcome import Status
-from dualjudge.protocol.prompts import load_prompt
+from dualjudge.protocol.kinds import declared, judge_kind
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.verdicts import (
     JUDGE_DEFAULT_MAX_TOKENS,
-    EquivalenceVerdict,
-    JudgedOverallVerdict,
     Outcome,
     OverallConvention,
-    PairwiseVerdict,
-    QualityVerdict,
     _Verdict,
     interpret,
     rubric_verdict,
 )
 from dualjudge.testbed.catalogue import Sign
 
-JudgeKind = Literal["quality", "equivalence"]
-JUDGE_KINDS: tuple[JudgeKind, ...] = get_args(JudgeKind)
-VERDICTS: dict[str, type[_Verdict]] = {"quality": QualityVerdict, "equivalence": EquivalenceVerdict, "pairwise": PairwiseVerdict}
 DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
 
 
@@ -39,24 +32,25 @@ def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores",
     """The verdict schema of a judge: holistic (rubric None) or scoring the rubric's clauses first."""
     if rubric is not None:
         return rubric_verdict(kind, rubric.ids)
-    if kind == "quality" and convention == "judge_given":
-        return JudgedOverallVerdict
-    return VERDICTS[kind]
+    return judge_kind(kind).verdict_type(convention)
 
 
-def build_judge_request(kind: JudgeKind, sign: Sign, response: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
+def judge_kinds() -> tuple[str, ...]:
+    """The names of the declared judge kinds (a study's default)."""
+    return tuple(k.name for k in declared())
+
+
+def build_judge_request(kind: str, sign: Sign, response: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
                         convention: OverallConvention = "mean_of_subscores",
                         rubric: Rubric | None = None) -> GenerationRequest:
     """A judge request: the holistic prompt, or with a rubric the rubric prompt listing its clauses
     (the rubric's hash joins the prompt's in the cache key)."""
     values = {"caption": sign.caption, "description": sign.description, "response": response}
+    prompt = judge_kind(kind).prompt(convention, rubric=rubric is not None)
     if rubric is not None:
-        prompt = load_prompt(f"judge_{kind}_rubric")
         system, user = prompt.render(**values, clauses=rubric.block())
         hashes: tuple[str, ...] = (prompt.sha256, rubric.sha256)
     else:
-        prompt = load_prompt("judge_quality_overall" if kind == "quality" and convention == "judge_given"
-                             else f"judge_{kind}")
         system, user = prompt.render(**values)
         hashes = (prompt.sha256,)
     return GenerationRequest((Message("system", system), Message("user", user)), sampling,
@@ -67,6 +61,7 @@ def build_judge_request(kind: JudgeKind, sign: Sign, response: str, sampling: Sa
 class Judged:
     """One judge call: what was asked, what came back, and how it reads (ok, parse_failure or error)."""
 
+    kind: str
     request: GenerationRequest
     result: GenerationResult
     outcome: Outcome
@@ -80,27 +75,15 @@ class Judged:
         return self.outcome.verdict
 
     def value(self) -> float | None:
-        """The verdict as a number: overall (quality) or 1/0 (equivalence); None when not ok."""
-        return verdict_value(self.outcome)
-
-
-def verdict_value(outcome: Outcome) -> float | None:
-    """The verdict as a number: a quality verdict's overall, an equivalence verdict's 1/0 (holistic or rubric)."""
-    v = outcome.verdict
-    if v is None:
-        return None
-    if hasattr(v, "overall"):
-        return float(getattr(v, "overall"))
-    if hasattr(v, "equivalent"):
-        return float(getattr(v, "equivalent"))
-    return None
+        """The verdict's decision as a number (its kind's value: overall, equivalent as 1/0); None when not ok."""
+        return judge_kind(self.kind).value_of(self.verdict)
 
 
 UNCONSTRAINED_RETRIES = 2  # a verdict from an engine that does not enforce the schema is asked again this often
 RETRY_TEMPERATURE = 0.7  # ... sampled, with a seed of its own, so the retry can come out differently
 
 
-async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,
+async def run_judge(kind: str, sign: Sign, response: str, call: Caller,
                     sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
                     convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None,
                     retries: int = 0) -> Judged:
@@ -111,7 +94,7 @@ async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,
     model = verdict_type(kind, convention, rubric)
     request = build_judge_request(kind, sign, response, sampling, convention, rubric)
     result = await call(request)
-    judged = Judged(request, result, interpret(model, result))
+    judged = Judged(kind, request, result, interpret(model, result))
     for attempt in range(1, retries + 1):
         if judged.status != "parse_failure":
             break
@@ -119,5 +102,5 @@ async def run_judge(kind: JudgeKind, sign: Sign, response: str, call: Caller,
                          seed=derive_seed(sampling.seed or 0, "verdict retry", attempt), top_p=sampling.top_p)
         request = build_judge_request(kind, sign, response, again, convention, rubric)
         result = await call(request)
-        judged = Judged(request, result, interpret(model, result))
+        judged = Judged(kind, request, result, interpret(model, result))
     return judged

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
 from dualjudge.outcome import Status
-from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, verdict_value
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING
+from dualjudge.protocol.kinds import declared, judge_kind
 from dualjudge.protocol.prompts import load_prompt
 from dualjudge.protocol.rubric import Rubric
-from dualjudge.protocol.verdicts import GOOD, Outcome, PairwiseVerdict, interpret, rubric_verdict
+from dualjudge.protocol.verdicts import Outcome, PairwiseVerdict, interpret, rubric_verdict
 from dualjudge.testbed.catalogue import Sign
 
 PADDING_SAMPLING = Sampling(temperature=0.0, max_tokens=512, seed=0)
@@ -105,10 +106,9 @@ async def pad(response: str, call: Caller, sampling: Sampling = PADDING_SAMPLING
 
 
 def padding_change(kind: str, before: float, after: float) -> tuple[float, bool]:
-    """Score shift (padded minus original) and whether the verdict flipped: for the quality judge,
-    crossing the 'good' line (> 7); for the equivalence judge, a changed decision."""
-    flipped = (before > GOOD) != (after > GOOD) if kind == "quality" else before != after
-    return after - before, flipped
+    """Score shift (padded minus original) and whether the verdict flipped, by the kind's decision: for the
+    quality judge crossing the 'good' line (> 7), for the equivalence judge a changed decision."""
+    return after - before, judge_kind(kind).flipped(before, after)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class PaddingResult:
 
     @property
     def padded_value(self) -> float | None:
-        return verdict_value(self.padded)
+        return judge_kind(self.kind).value_of(self.padded.verdict)
 
     @property
     def complete(self) -> bool:
@@ -142,5 +142,8 @@ class PaddingResult:
 
 
 def padding_effect(original: Outcome, padded: Outcome, original_text: str, padded_text: str) -> PaddingResult:
-    kind = "quality" if hasattr(original.verdict, "overall") else "equivalence"
-    return PaddingResult(kind, verdict_value(original), padded, len(padded_text.split()) - len(original_text.split()))
+    kind = next((k for k in declared() if hasattr(original.verdict, k.value)), None)
+    if kind is None:
+        raise ValueError("the original verdict is of no declared judge kind")
+    return PaddingResult(kind.name, kind.value_of(original.verdict), padded,
+                         len(padded_text.split()) - len(original_text.split()))

@@ -65,6 +65,8 @@ class _Verdict(BaseModel):
         return Constraint.json_schema(schema)
 
 
+Verdict = _Verdict  # the base of every verdict schema: a judge kind declared elsewhere subclasses it
+
 OverallConvention = Literal["mean_of_subscores", "judge_given"]
 OVERALL_CONVENTIONS: tuple[str, ...] = get_args(OverallConvention)
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import JudgeSummary, Summary
+from dualjudge.protocol.kinds import declared
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import sentence
 from dualjudge.report.tables import num, rate
@@ -46,14 +47,14 @@ def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
     judges = rows.drop_duplicates("judge_model")
     fam = lambda d, m, f: ", ".join(f"{r[m]} ({r[f]})" for _, r in d.sort_values(m).iterrows())  # noqa: E731
     answers = rows.drop_duplicates(["run_id", "item_id", "repeat", "system", "system_model"])
-    failed = {k: int(rows[f"{k}_status"].isin(["parse_failure", "error"]).sum()) for k in ("quality", "equivalence")}
+    failed = ", ".join(f"{int(rows[k.status].isin(['parse_failure', 'error']).sum())} {k.name}"
+                       for k in declared() if k.status in rows.columns)
     strategies = sorted(rows["system"].astype(str).unique())
     text = (f"Run {', '.join(summary.runs) or '-'}: {len(answers)} answers from {len(systems)} system model(s), "
             f"{fam(systems, 'system_model', 'system_family')}, with strategies {', '.join(strategies)}, on "
             f"{_where(rows, summary)}; judged by {len(judges)} "
             f"judge model(s), {fam(judges, 'judge_model', 'judge_family')} ({summary.judge_variant} judges), "
-            f"{len(rows)} answer x judge rows. Failed verdicts: {failed['quality']} quality, "
-            f"{failed['equivalence']} equivalence")
+            f"{len(rows)} answer x judge rows. Failed verdicts: {failed}")
     if summary.missingness.failed_system_calls:
         text += f"; {summary.missingness.failed_system_calls} system calls gave no answer"
     if summary.requests is not None:

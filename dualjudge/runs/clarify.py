@@ -41,6 +41,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 from dualjudge.inference.engines import EngineFactory
 from dualjudge.protocol.editor import ATTEMPTS, build_editor_request, read_rewrite
+from dualjudge.protocol.kinds import QUALITY
 from dualjudge.protocol.rubric import Rubric, load_rubric
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.variants import RUBRIC
@@ -149,7 +150,7 @@ async def _clarify(runner: Runner, options: ClarifyOptions) -> dict[str, Any]:
     # 3. the contested clauses, on the development split
     by_key = {a.key.astuple(): a for a in answers}
     rows = [_score_row(r, config.run.name, by_key[r.key()[:4]].sign_code)
-            for r in runner.store.read(VerdictRow, judge_variant=RUBRIC, kind="quality", status="ok")
+            for r in runner.store.read(VerdictRow, judge_variant=RUBRIC, kind=QUALITY.name, status="ok")
             if r.key()[:4] in by_key and by_key[r.key()[:4]].sign_code in dev]
     ranking = rank_clauses(clause_scores(rows), original.ids)
     selected, control = choose_clauses(ranking, options.k, seed)

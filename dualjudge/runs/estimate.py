@@ -32,6 +32,7 @@ from dualjudge.inference.preflight import needed_gb
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import locate
 from dualjudge.protocol.judges import build_judge_request, run_judge
+from dualjudge.protocol.kinds import QUALITY
 from dualjudge.protocol.probes import build_padding_request, build_pairwise_request, pad, run_order_probe
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.systems import STEPS, Item, build_step_request, run_system
@@ -288,7 +289,7 @@ class _Study:
             unknown = padding_bound - len(padded)  # restatements not yet made: each judged for every kind
             row.requests += unknown * len(c.judges.kinds)
             row.prompt_tokens += unknown * len(c.judges.kinds) * self.counters[judge].count(
-                build_judge_request("quality", sign(answers[0].sign_code), "", sampling, convention, rubric),
+                build_judge_request(QUALITY.name, sign(answers[0].sign_code), "", sampling, convention, rubric),
                 pending=c.probes.padding_max_tokens) if answers else 0
             row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
             row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok

@@ -27,6 +27,7 @@ from dualjudge.analysis.table import read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 from dualjudge.paths import project_root
+from dualjudge.protocol.kinds import declared
 from dualjudge.report.escape import script_json
 from dualjudge.report.links import EXPLORER
 from dualjudge.runs.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
@@ -72,8 +73,8 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
         first = rows.iloc[0]
         v = testbed.get(str(item_id), {})
         answer_key = (str(item_id), int(repeat), str(model), str(strategy))
-        verdicts = [_verdict(r, judges, details, residuals.get((*answer_key, r.judge_model, r.judge_variant)))
-                    for r in rows.itertuples(index=False)]
+        verdicts = [_verdict(r, judges, details, residuals.get((*answer_key, r["judge_model"], r["judge_variant"])))
+                    for r in rows.to_dict("records")]
         answers.append({
             "variant": str(item_id), "sign": str(first["sign_code"]), "visibility": _clean(first["visibility"]),
             "mode": str(first["mode"]), "repeat": int(repeat), "strategy": str(strategy), "model": str(model),
@@ -95,6 +96,7 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
     return {"run": sorted(set(table["run_id"].astype(str))), "good": PAPER_SCALE.high, "poor": PAPER_SCALE.low,
             "modality": config.get("testbed", {}).get("modality", "image"),
             "judges": [{"name": j, "family": judge_family[j]} for j in judges], "variants": variants,
+            "kinds": [{"name": k.name, "columns": list(k.columns), "value": k.value} for k in declared()],
             "signs": signs, "answers": answers}
 
 
@@ -108,17 +110,19 @@ def _testbed(out: Path) -> dict[str, dict[str, Any]]:
             for vid, v in variants.items()}
 
 
-def _verdict(r: Any, judges: list[str], details: dict[tuple[Any, ...], VerdictRow],
+def _verdict(r: dict[str, Any], judges: list[str], details: dict[tuple[Any, ...], VerdictRow],
              residual: float | None) -> dict[str, Any]:
-    key = (r.item_id, int(r.repeat), r.system_model, r.system, r.judge_model, r.judge_variant)
-    q, e = details.get((*key, "quality")), details.get((*key, "equivalence"))
-    return {"judge": judges.index(r.judge_model), "jv": r.judge_variant,
-            "accuracy": _clean(r.accuracy), "completeness": _clean(r.completeness), "relevance": _clean(r.relevance),
-            "overall": _clean(r.overall), "equivalent": _clean(r.equivalent),
-            "qs": r.quality_status, "es": r.equivalence_status,
-            "qr": q.reasoning if q else None, "er": e.reasoning if e else None,
-            "qerr": q.error if q else None, "eerr": e.error if e else None,
-            "criteria": json.loads(q.criteria) if q and q.criteria else None,
+    """One judge's verdicts on one answer: per declared judge kind its state, scores, reasoning and error."""
+    key = (r["item_id"], int(r["repeat"]), r["system_model"], r["system"], r["judge_model"], r["judge_variant"])
+    kinds: dict[str, dict[str, Any]] = {}
+    criteria = None
+    for k in declared():
+        stored = details.get((*key, k.name))
+        kinds[k.name] = {"s": r[k.status], **{name: _clean(r[name]) for name in k.columns},
+                         "r": stored.reasoning if stored else None, "err": stored.error if stored else None}
+        if criteria is None and stored is not None and stored.criteria:
+            criteria = json.loads(stored.criteria)  # a rubric judge's clause scores (the first kind that has them)
+    return {"judge": judges.index(r["judge_model"]), "jv": r["judge_variant"], "k": kinds, "criteria": criteria,
             "residual": None if residual is None else round(float(residual), 3)}
 
 

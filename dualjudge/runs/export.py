@@ -1,7 +1,8 @@
 """Export the verdict table (the contract in DESIGN.md) from a run's store.
 
 One row per response x judge model: the variant's metadata, the system, its answer's parsed
-category and format compliance, and both judges' verdicts with their outcome states. A system call
+category and format compliance, and every declared judge kind's scores with its outcome state
+(protocol/kinds.py: the quality judge's sub-scores and overall, the equivalence judge's decision). A system call
 that produced no answer keeps its rows (system_status error, verdicts skipped), so every denominator
 can count it. Families come from the model cards (vendor lineage in *_family, text-backbone lineage
 in *_base_llm).
@@ -14,13 +15,15 @@ from typing import Any
 
 import pandas as pd
 
-from dualjudge.analysis.table import COLUMNS
+from dualjudge.analysis.table import table_columns
 from dualjudge.files import replacing
 from dualjudge.inference.cards import ModelCard, all_cards
+from dualjudge.protocol.kinds import declared, judge_kind
 from dualjudge.protocol.variants import HOLISTIC
 from dualjudge.runs.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.runs.store import Store
 
+DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean"}  # a score field's column, nullable
 RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_padding.csv", "judge_passes.csv",
              "manifest.json")
 
@@ -44,29 +47,27 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
         system = cards[a.system_model]
         unjudged = "skipped" if a.text is None else None  # a system call without an answer: nothing to judge
         for judge, jv in ((j, v) for v in judge_variants for j in judge_models):
-            q = verdicts.get((*a.key(), judge, jv, "quality"))
-            e = verdicts.get((*a.key(), judge, jv, "equivalence"))
-            if jv in extra and q is None and e is None:
+            found = {k.name: verdicts.get((*a.key(), judge, jv, k.name)) for k in declared()}
+            if jv in extra and not any(found.values()):
                 continue  # a variant added to the run later (a rubric clarification) judged only its test split
+            judged: dict[str, Any] = {}
+            for k in declared():
+                row = found[k.name]
+                judged.update({name: row.score(name) if row else None for name in k.columns})
+                judged[k.status] = row.status if row else unjudged or ("not_run" if k.name in kinds else "skipped")
             rows.append({
                 "run_id": run_id, "item_id": a.variant_id, "sign_code": str(v["sign_code"]), "category": v["category"],
                 "visibility": float(v["visibility"]), "mode": v["mode"], "repeat": a.repeat, "system": a.strategy,
                 "system_model": a.system_model, "system_family": system.family, "system_base_llm": system.base_llm,
                 "predicted_category": a.predicted_category, "format_ok": bool(a.format_ok), "judge_model": judge,
-                "judge_family": cards[judge].family, "judge_base_llm": cards[judge].base_llm,
-                "accuracy": q.accuracy if q else None, "completeness": q.completeness if q else None,
-                "relevance": q.relevance if q else None, "overall": q.overall if q else None,
-                "equivalent": None if not e or e.equivalent is None else bool(e.equivalent),
-                "quality_status": q.status if q else unjudged or ("not_run" if "quality" in kinds else "skipped"),
-                "equivalence_status": e.status if e else unjudged or ("not_run" if "equivalence" in kinds else "skipped"),
+                "judge_family": cards[judge].family, "judge_base_llm": cards[judge].base_llm, **judged,
                 "response": a.text, "system_status": a.status, "overall_convention": overall_convention,
                 "judge_variant": jv,
             })
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    for col in ("accuracy", "completeness", "relevance"):
-        frame[col] = frame[col].astype("Int64")
-    frame["overall"] = frame["overall"].astype("Float64")
-    frame["equivalent"] = frame["equivalent"].astype("boolean")
+    frame = pd.DataFrame(rows, columns=list(table_columns()))
+    for k in declared():
+        for f in k.scores:
+            frame[f.name] = frame[f.name].astype(DTYPES[f.type])
     return frame
 
 
@@ -88,5 +89,10 @@ def write_probe_tables(store: Store, variants: dict[str, dict[str, Any]], out: P
             continue
         frame.insert(1, "sign_code", [str(variants[v]["sign_code"]) if v in variants else None
                                       for v in frame["variant_id"]])
+        if table == JudgePassRow.TABLE:  # each kind's value under its own column (overall, equivalent)
+            value_of = frame["kind"].map(lambda k: judge_kind(k).value)
+            for column in dict.fromkeys(value_of):
+                frame[column] = frame["value"].where(value_of == column)
+            frame = frame.drop(columns="value")
         with replacing(out / name) as tmp:
             frame.to_csv(tmp, index=False, lineterminator="\n")

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dualjudge.config import RunConfig
-from dualjudge.protocol.judges import JudgeKind
 from dualjudge.protocol.seeds import seeded_rank
 from dualjudge.protocol.systems import Item, Strategy
 from dualjudge.runs.rows import Answer, AnswerKey
@@ -37,7 +36,7 @@ class JudgeTask:
     answer: Answer
     judge_model: str
     variant: str
-    kind: JudgeKind
+    kind: str
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -66,7 +65,7 @@ def answer_tasks(config: RunConfig, items: list[Item], model: str) -> list[Answe
             for item in items for r in range(config.testbed.repeats)]
 
 
-def judge_tasks(answers: list[Answer], judge_model: str, kinds: tuple[JudgeKind, ...],
+def judge_tasks(answers: list[Answer], judge_model: str, kinds: tuple[str, ...],
                 variants: tuple[str, ...] = ("holistic",)) -> list[JudgeTask]:
     """Every answer with text, for every variant and kind; a variant's requests together (they share its
     prompt prefix), and within it one response's judge requests adjacent."""

@@ -10,6 +10,7 @@ here and nowhere else.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -104,15 +105,15 @@ class AnswerRow(_OfAnswer):
 class VerdictRow(_OfJudgedAnswer):
     TABLE: ClassVar[str] = "verdicts"
 
-    accuracy: int | None = None
-    completeness: int | None = None
-    relevance: int | None = None
-    overall: float | None = None
-    equivalent: int | None = None
+    scores: str | None = None  # JSON: the verdict's score fields, as its judge kind declares them (protocol/kinds.py)
     reasoning: str | None = None
     criteria: str | None = None  # JSON: a rubric judge's clause scores
     completion_tokens: int = 0
     request_key: str | None = None
+
+    def score(self, name: str) -> Any:
+        """One score field of the verdict (None when it failed or its kind has no such field)."""
+        return json.loads(self.scores).get(name) if self.scores else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,8 +161,7 @@ class JudgePassRow(_OfJudgedAnswer):
     KEY: ClassVar[tuple[str, ...]] = (*ANSWER_KEY, "judge_model", "judge_variant", "kind", "pass_index")
 
     pass_index: int
-    overall: float | None = None
-    equivalent: int | None = None
+    value: float | None = None  # the kind's decision as a number (overall; equivalent as 1/0)
 
 
 ROW_TYPES: tuple[type[Row], ...] = (AnswerRow, VerdictRow, OrderProbeRow, PaddingTextRow, PaddingProbeRow,

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import RemoteWeights
 from dualjudge.inference.types import Sampling
 from dualjudge.protocol.judges import UNCONSTRAINED_RETRIES, run_judge
+from dualjudge.protocol.kinds import judge_kind
 from dualjudge.protocol.probes import PaddingResult, pad, run_order_probe
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
@@ -166,17 +167,12 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
         judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling(), j.overall,
                                  ctx.rubric(t.variant), retries=ctx.verdict_retries(judge))
         v = judged.verdict
-        scores: dict[str, Any] = {}
-        if v is not None and hasattr(v, "overall"):
-            scores = {"accuracy": getattr(v, "accuracy"), "completeness": getattr(v, "completeness"),
-                      "relevance": getattr(v, "relevance"), "overall": getattr(v, "overall")}
-        elif v is not None and hasattr(v, "equivalent"):
-            scores = {"equivalent": int(getattr(v, "equivalent"))}
         criteria = dumps(v.criteria()) if isinstance(v, _RubricVerdict) else None
         ctx.store.record(VerdictRow(
             **t.answer.key.fields(), judge_model=judge, judge_variant=t.variant, kind=t.kind, status=judged.status,
-            reasoning=getattr(v, "reasoning", None), criteria=criteria, completion_tokens=judged.result.completion_tokens,
-            request_key=judged.request.key(caller.identity), error=judged.outcome.detail, **scores))
+            scores=None if v is None else dumps(judge_kind(t.kind).read(v)), reasoning=getattr(v, "reasoning", None),
+            criteria=criteria, completion_tokens=judged.result.completion_tokens,
+            request_key=judged.request.key(caller.identity), error=judged.outcome.detail))
 
     return Step(f"judges: {judge}", tasks, work)
 
@@ -234,12 +230,9 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
         a = t.task.answer
         judged = await run_judge(t.task.kind, ctx.catalogue.sign(a.sign_code), a.text or "", caller,
                                  ctx.pass_sampling(t.pass_index), ctx.config.judges.overall, ctx.rubric(t.task.variant))
-        value = judged.value()
         ctx.store.record(JudgePassRow(
             **a.key.fields(), judge_model=judge, judge_variant=t.task.variant, kind=t.task.kind,
-            pass_index=t.pass_index, status=judged.status,
-            overall=value if t.task.kind == "quality" else None,
-            equivalent=None if value is None or t.task.kind != "equivalence" else int(value), error=judged.outcome.detail))
+            pass_index=t.pass_index, status=judged.status, value=judged.value(), error=judged.outcome.detail))
 
     return Step(f"stability passes: {judge}", tasks, work)
 
@@ -273,8 +266,8 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
 
     async def work(t: RejudgeTask, caller: CachingCaller) -> None:
         kind = t.original.kind
-        before = t.original.overall if kind == "quality" else t.original.equivalent
-        judged = await run_judge(kind, ctx.catalogue.sign(t.sign_code), t.padded.text or "", caller,  # type: ignore[arg-type]
+        before = t.original.score(judge_kind(kind).value)
+        judged = await run_judge(kind, ctx.catalogue.sign(t.sign_code), t.padded.text or "", caller,
                                  ctx.judge_sampling(), ctx.config.judges.overall, ctx.rubric(t.original.judge_variant),
                                  retries=ctx.verdict_retries(judge))
         res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)

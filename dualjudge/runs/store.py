@@ -41,8 +41,7 @@ CREATE TABLE IF NOT EXISTS answers (
 CREATE TABLE IF NOT EXISTS verdicts (
     variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
     judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
-    accuracy INTEGER, completeness INTEGER, relevance INTEGER, overall REAL, equivalent INTEGER, reasoning TEXT,
-    criteria TEXT, completion_tokens INTEGER, request_key TEXT, attempts INTEGER NOT NULL, error TEXT,
+    scores TEXT, reasoning TEXT, criteria TEXT, completion_tokens INTEGER, request_key TEXT, attempts INTEGER NOT NULL, error TEXT,
     updated REAL NOT NULL,
     PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind));
 CREATE TABLE IF NOT EXISTS order_probe (
@@ -68,7 +67,7 @@ CREATE TABLE IF NOT EXISTS padding_probe (
 CREATE TABLE IF NOT EXISTS judge_passes (
     variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
     judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, pass_index INTEGER NOT NULL,
-    status TEXT NOT NULL, overall REAL, equivalent INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    status TEXT NOT NULL, value REAL, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
     PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind, pass_index));
 """
 CACHE_SCHEMA = """
