@@ -13,10 +13,10 @@ from dualjudge.analysis.clarification import choose_clauses, rank_clauses, split
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.editor import ATTEMPTS, build_editor_request, editor_constraint, editor_max_tokens, read_rewrite
 from dualjudge.protocol.rubric import load_rubric
-from dualjudge.runs.clarify import ClarifyOptions, clarify
-from dualjudge.runs.job import run_job
-from dualjudge.runs.rows import VerdictRow
-from dualjudge.runs.store import Store
+from dualjudge.storage.rows import VerdictRow
+from dualjudge.storage.store import Store
+from dualjudge.studies.clarify import ClarifyOptions, clarify
+from dualjudge.studies.job import run_job
 from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema, toy_grammar_compiler
 from tests.test_runs import CONFIG, config, respond

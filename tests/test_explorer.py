@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from dualjudge.report.browser import dump_dom, find_chromium
-from dualjudge.runs.explorer import explorer_data
-from dualjudge.runs.job import run_job
-from dualjudge.runs.rundir import load_run_store
+from dualjudge.report.explorer import explorer_data
+from dualjudge.storage.store import load_run_store
+from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder, config
 
 RUN = CONFIG.replace("[judges]\n", '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n')

@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from dualjudge.analysis.simulate import simulate
-from dualjudge.runs import job as job_mod
 from dualjudge.runs import runner as runner_mod
+from dualjudge.studies import job as job_mod
 from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers import ScriptedEngines
 from tests.test_runs import CONFIG, respond
@@ -505,7 +505,7 @@ def test_a_second_run_on_a_busy_directory_exits_2_naming_the_holder(cli, tmp_pat
     out = tmp_path / "run"
     out.mkdir()
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from dualjudge.runs.lock import run_lock\n"
+        "import sys, time; from pathlib import Path; from dualjudge.storage.lock import run_lock\n"
         f"with run_lock(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)")],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:

@@ -19,7 +19,7 @@ from dualjudge.inference.preflight import check_models
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Constraint, GenerationRequest, Message, Sampling
 from dualjudge.protocol import QualityVerdict, sign_type_pattern
-from dualjudge.runs.job import run_job
+from dualjudge.studies.job import run_job
 
 KEY = "sk-test-never-written-0123456789"
 

@@ -22,9 +22,9 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import GenerationRequest, Message, Sampling
 from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
 from dualjudge.protocol import QualityVerdict
-from dualjudge.runs.job import run_job, stored_config
-from dualjudge.runs.rows import OrderProbeRow, PaddingTextRow
-from dualjudge.runs.store import Store
+from dualjudge.storage.rows import OrderProbeRow, PaddingTextRow
+from dualjudge.storage.store import Store
+from dualjudge.studies.job import run_job, stored_config
 from tests.helpers import ScriptedEngines
 from tests.provider import MARKUP, Provider
 from tests.test_hardening import refused, snapshot

@@ -13,9 +13,9 @@ from pydantic import Field
 from dualjudge.analysis.table import read_table, table_columns
 from dualjudge.protocol.kinds import JudgeKind, ScoreField, declare, declared, judge_kind, withdraw
 from dualjudge.protocol.verdicts import REASONING_MAX, Verdict
-from dualjudge.runs.explorer import explorer_data
-from dualjudge.runs.job import run_job
-from dualjudge.runs.store import Store
+from dualjudge.report.explorer import explorer_data
+from dualjudge.storage.store import Store
+from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder, config
 
 

@@ -13,9 +13,9 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.judges import build_judge_request, verdict_type
 from dualjudge.protocol.rubric import check_rewrite, load_rubric, parse_rubric
 from dualjudge.protocol.verdicts import GenerationResult, interpret, rubric_verdict
-from dualjudge.runs.job import run_job
-from dualjudge.runs.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
-from dualjudge.runs.store import Store
+from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.storage.store import Store
+from dualjudge.studies.job import run_job
 from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers import assert_verdict_closes, toy_grammar_compiler
 from tests.test_runs import CONFIG, Recorder, config

@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "dualjudge"
-# lower imports higher never: base modules < testbed < inference < protocol < analysis < report < runs < cli
-RANK = {"errors": 0, "files": 0, "paths": 0, "tomlfile": 0, "schema": 0, "outcome": 0, "testbed": 1, "inference": 2,
-        "protocol": 3, "analysis": 4, "report": 5, "config": 5, "runs": 6, "cli": 7, "__main__": 8, "__init__": 0}
+# lower imports higher never: base modules < testbed < inference < protocol < storage, analysis < report
+# < runs (orchestration) < studies (whole runs) < cli
+RANK = {"errors": 0, "files": 0, "paths": 0, "tomlfile": 0, "schema": 0, "outcome": 0, "rundir": 0, "testbed": 1,
+        "inference": 2, "protocol": 3, "storage": 4, "analysis": 4, "report": 5, "config": 5, "runs": 6, "studies": 7,
+        "cli": 8, "__main__": 9, "__init__": 0}
 
 
 def _layer(path: Path) -> str:

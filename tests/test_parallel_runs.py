@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.runs.job import run_job
 from dualjudge.runs.progress import QuietProgress
+from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder, config
 
 TWO_GROUPS = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\ndevices = [[0], [1]]')
@@ -207,7 +207,7 @@ def request(temperature: float = 0.0, seed: int | None = 0):  # type: ignore[no-
 
 async def ask_twice(engine: Gate, tmp_path: Path, req) -> tuple[list[object], object]:  # type: ignore[no-untyped-def]
     from dualjudge.runs.caller import CachingCaller
-    from dualjudge.runs.store import Store
+    from dualjudge.storage.store import Store
 
     store = Store(tmp_path / "s.sqlite")
     caller = CachingCaller(store, "m", "m@test", "session", engine)  # type: ignore[arg-type]

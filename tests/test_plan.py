@@ -10,7 +10,7 @@ import pytest
 
 from dualjudge.config import RunConfig, load_config
 from dualjudge.runs.estimate import Estimate, busy_seconds, estimate
-from dualjudge.runs.job import run_job
+from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder
 
 ROOT = Path(__file__).resolve().parent.parent

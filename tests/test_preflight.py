@@ -50,7 +50,7 @@ def _check(card: ModelCard, roles: tuple[str, ...] = ("judge",), **kwargs: objec
 
 @pytest.mark.parametrize("config", SHIPPED, ids=lambda p: p.name)
 def test_every_shipped_config_passes_the_preflight_on_this_vllm(config: Path):
-    from dualjudge.runs.job import preflight as config_preflight
+    from dualjudge.studies.job import preflight as config_preflight
 
     checks = config_preflight(load_config(config), for_run=False)
     assert checks and not [c for c in checks if c.status == "fail"], [c.as_dict() for c in checks if c.failed]

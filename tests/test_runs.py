@@ -14,9 +14,9 @@ import pytest
 
 from dualjudge.config import RunConfig, load_config
 from dualjudge.errors import DualjudgeError
-from dualjudge.runs.job import run_job
-from dualjudge.runs.rows import AnswerRow
-from dualjudge.runs.store import Store
+from dualjudge.storage.rows import AnswerRow
+from dualjudge.storage.store import Store
+from dualjudge.studies.job import run_job
 from tests.helpers import ScriptedEngines, fill_schema
 
 CONFIG = """

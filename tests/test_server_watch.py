@@ -17,8 +17,8 @@ from dualjudge.config import RunConfig
 from dualjudge.inference.types import EngineDown, GenerationRequest, Message, Sampling
 from dualjudge.inference.vllm_engine import Endpoint, EndpointPolicy, VllmEngine
 from dualjudge.protocol import QualityVerdict
-from dualjudge.runs.rows import VerdictRow
 from dualjudge.runs.runner import Runner, ServerFailed
+from dualjudge.storage.rows import VerdictRow
 from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema
 from tests.provider import Provider
 
@@ -194,7 +194,7 @@ def test_without_restarts_the_run_stops_in_one_line_and_the_rerun_does_exactly_t
 # -- a hosted endpoint that hangs or resets, through the whole run -----------------------------------------
 @pytest.mark.parametrize("fault", ["reset", "hang"])
 def test_a_hosted_endpoint_that_fails_stops_the_job_and_the_reopened_engine_finishes_it(tmp_path, monkeypatch, fault):
-    from dualjudge.runs.job import run_job
+    from dualjudge.studies.job import run_job
     from tests.test_hosted import KEY, hosted_card
 
     monkeypatch.setattr("dualjudge.inference.engines.ENDPOINT_POLICY", QUICK)

@@ -12,7 +12,7 @@ import pytest
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import GenerationRequest
-from dualjudge.runs.smoke import smoke, smoke_failures
+from dualjudge.studies.smoke import smoke, smoke_failures
 from tests.helpers import ScriptedEngines, fill_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +121,7 @@ def test_a_real_model_passes_and_a_broken_chat_template_fails_in_one_table(cli, 
 
 
 def test_a_study_over_all_signs_smokes_the_catalogues_first_sign(tmp_path):
-    from dualjudge.runs.smoke import smoke_item
+    from dualjudge.studies.smoke import smoke_item
     from dualjudge.testbed.catalogue import default_catalogue
 
     config = _config().model_copy(deep=True)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dualjudge.analysis.stability import icc1, stability
-from dualjudge.runs.job import run_job
+from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder, config
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.types import GenerationResult
-from dualjudge.runs.job import run_job
+from dualjudge.studies.job import run_job
 
 
 class Scripted:

@@ -21,9 +21,9 @@ import pandas as pd
 
 from dualjudge.analysis.table import table_columns
 from dualjudge.report.browser import dump_dom, find_chromium
-from dualjudge.runs.explorer import write_explorer
-from dualjudge.runs.rows import VerdictRow
-from dualjudge.runs.store import Store
+from dualjudge.report.explorer import write_explorer
+from dualjudge.storage.rows import VerdictRow
+from dualjudge.storage.store import Store
 
 FAMILIES = ("qwen", "google", "meta", "mistral", "microsoft", "openbmb")
 REASONING = ("The response names the sign and states its rule, but it leaves out the exemption the reference gives "

@@ -28,8 +28,8 @@ from dualjudge.inference.weights import fetch
 from dualjudge.protocol.judges import build_judge_request
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.progress import QuietProgress, run_in_order
-from dualjudge.runs.rows import VerdictRow
-from dualjudge.runs.store import Store
+from dualjudge.storage.rows import VerdictRow
+from dualjudge.storage.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
 
 

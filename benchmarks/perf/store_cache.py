@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from dualjudge.inference.types import GenerationResult
-from dualjudge.runs.store import Store
+from dualjudge.storage.store import Store
 
 
 def main() -> None:

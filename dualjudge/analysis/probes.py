@@ -10,9 +10,10 @@ import pandas as pd
 
 from dualjudge.analysis.bootstrap import mean_ci
 from dualjudge.analysis.choices import N_RESAMPLES
+from dualjudge.rundir import RunDir
 
-ORDER_FILE = "probes_order.csv"
-PADDING_FILE = "probes_padding.csv"
+ORDER_FILE = RunDir.ORDER_PROBES
+PADDING_FILE = RunDir.PADDING_PROBES
 
 
 def _with_ci(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -> dict[str, Any]:

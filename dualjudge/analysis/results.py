@@ -424,7 +424,7 @@ class DesignComparison(_Result):
     differences: list[DesignDifference]
 
 
-# -- rubric clarification (analysis/clarification.py, runs/clarify.py) ----------------------------------
+# -- rubric clarification (analysis/clarification.py, studies/clarify.py) ----------------------------------
 class ClauseRank(_Result):
     clause: str
     disagreement: float | None  # the ranking statistic (see `statistic`)
@@ -516,7 +516,7 @@ class Summary(_Result):
     judge_variant: str = "holistic"  # the judge design this summary is of
     variants: dict[str, Summary] = {}  # the other judge variants' summaries, when the table has several
     designs: DesignComparison | None = None  # the variants side by side, paired differences
-    clarification: Clarification | None = None  # the rubric clarification experiment (runs/clarify.py)
+    clarification: Clarification | None = None  # the rubric clarification experiment (studies/clarify.py)
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

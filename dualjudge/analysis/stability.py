@@ -19,8 +19,9 @@ import pandas as pd
 
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.protocol.kinds import QUALITY, judge_kind
+from dualjudge.rundir import RunDir
 
-PASSES_FILE = "judge_passes.csv"
+PASSES_FILE = RunDir.JUDGE_PASSES
 ANSWER = ["variant_id", "repeat", "system_model", "strategy"]
 
 

@@ -28,6 +28,7 @@ from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.stability import stability_near
 from dualjudge.analysis.table import read_table
+from dualjudge.rundir import RunDir
 
 
 def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
@@ -134,7 +135,7 @@ def _design_row(judge: str, variant: str, s: Summary) -> dict[str, Any]:
 def _requests_near(table: Path) -> Requests | None:
     """The requests a run sent, from its manifest beside the table (None for a table from elsewhere)."""
     try:
-        data = json.loads((table.parent / "manifest.json").read_text()).get("requests")
+        data = json.loads(RunDir(table.parent).manifest.read_text()).get("requests")
         return Requests.model_validate(data) if data else None
     except (OSError, ValueError, AttributeError):
         return None

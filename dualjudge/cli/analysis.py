@@ -20,6 +20,7 @@ from dualjudge.analysis.choices import (
 )
 from dualjudge.cli.common import ScaleMax, console
 from dualjudge.errors import DualjudgeError
+from dualjudge.rundir import RunDir
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without pandas
     import pandas as pd
@@ -161,7 +162,7 @@ def human_export(
     """A stratified, blinded sample (no judge scores) to annotate."""
     from dualjudge.analysis.human import export_sample
 
-    sample = export_sample(run_dir / "verdicts.parquet", out, n, seed, replace_key, type2)
+    sample = export_sample(RunDir(run_dir).verdicts, out, n, seed, replace_key, type2)
     console.print(f"wrote {len(sample)} samples to {out}; fill annotator, human_overall (0-10) and equivalent (0/1), one "
                   f"row per sample and annotator (accuracy, completeness, relevance are optional)")
 

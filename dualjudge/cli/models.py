@@ -14,7 +14,7 @@ from dualjudge.cli.common import console, err_console
 
 if TYPE_CHECKING:
     from dualjudge.config import RunConfig
-    from dualjudge.runs.smoke import SmokeResult
+    from dualjudge.studies.smoke import SmokeResult
 
 app = typer.Typer(help="Model cards, weights and serving.", no_args_is_help=True)
 
@@ -87,7 +87,7 @@ def check(
         raise DualjudgeError("--smoke needs a run configuration: dualjudge models check CONFIG --smoke")
     if config is not None:
         from dualjudge.config import load_config
-        from dualjudge.runs.job import preflight
+        from dualjudge.studies.job import preflight
 
         cfg = load_config(config)
         checks = preflight(cfg, for_run=smoke)
@@ -117,7 +117,7 @@ def check(
 
 def _smoke(cfg: RunConfig, log_dir: Path, as_json: bool) -> list[SmokeResult]:
     """Each model started and asked; a table of the results unless JSON is asked for."""
-    from dualjudge.runs.smoke import smoke
+    from dualjudge.studies.smoke import smoke
 
     results = smoke(cfg, log_dir, lambda msg: err_console.print(msg, highlight=False))
     if not as_json:

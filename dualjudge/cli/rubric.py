@@ -27,8 +27,8 @@ def clarify(
     test split with the original, clarified and control rubrics and report agreement between judges,
     with humans (when labels were imported) and self-preference under each. Resumes when rerun."""
     from dualjudge.cli.run import RichProgress
-    from dualjudge.runs.clarify import ClarifyOptions
-    from dualjudge.runs.clarify import clarify as run_clarify
+    from dualjudge.studies.clarify import ClarifyOptions
+    from dualjudge.studies.clarify import clarify as run_clarify
 
     progress = RichProgress()
     try:

@@ -12,11 +12,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, Task, TextCol
 from rich.table import Table
 
 from dualjudge.cli.common import console, err_console
+from dualjudge.rundir import RunDir
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without pandas or the store
     import pandas as pd
 
-    from dualjudge.runs.store import Store
+    from dualjudge.storage.store import Store
 
 
 class _RichStage:
@@ -76,7 +77,7 @@ def _fmt2(x: object) -> str:
 
 
 def _summary_table(frame: pd.DataFrame) -> Table:
-    from dualjudge.runs.job import summary
+    from dualjudge.studies.job import summary
 
     t = Table(title="summary (verdict table)")
     table = summary(frame)
@@ -104,7 +105,7 @@ def run(
     Every model is checked first (architecture in the installed vLLM, modalities, weights, memory,
     serving arguments); the run does not start when one fails."""
     from dualjudge.config import load_config
-    from dualjudge.runs.job import caveats, check_before_run, exit_status, require_preflight, run_job
+    from dualjudge.studies.job import caveats, check_before_run, exit_status, require_preflight, run_job
 
     cfg = load_config(config)
     out = out or Path("runs") / cfg.run.name
@@ -115,9 +116,9 @@ def run(
                 err_console.print(f"preflight warning, {check.model}: {'; '.join(check.reasons)}", highlight=False)
     if smoke_first:
         from dualjudge.errors import DualjudgeError
-        from dualjudge.runs.smoke import smoke, smoke_failures
+        from dualjudge.studies.smoke import smoke, smoke_failures
 
-        results = smoke(cfg, out / "logs", lambda msg: err_console.print(msg, highlight=False))
+        results = smoke(cfg, RunDir(out).logs, lambda msg: err_console.print(msg, highlight=False))
         failed = smoke_failures(results)
         if failed:
             raise DualjudgeError(f"smoke test: {failed} (the study did not start; `dualjudge models check CONFIG "
@@ -184,9 +185,8 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
     """What is done, what failed, and how much came from the cache."""
     import json
 
-    from dualjudge.runs.lock import is_running
-    from dualjudge.runs.rundir import load_run_store
-    from dualjudge.runs.store import WORK_TABLES
+    from dualjudge.storage.lock import is_running
+    from dualjudge.storage.store import WORK_TABLES, load_run_store
 
     store = load_run_store(run_dir)
     try:
@@ -202,7 +202,7 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
             console.print(f"answers not ok, by kind: {kinds}")
         for judge, kinds in sorted(store.error_kinds_by("verdicts", "judge_model").items()):
             console.print(f"verdicts of {judge} not ok, by kind: {kinds}")
-        manifest = run_dir / "manifest.json"
+        manifest = RunDir(run_dir).manifest
         try:
             last = json.loads(manifest.read_text()).get("last_session", {}) if manifest.is_file() else None
         except (ValueError, OSError, AttributeError):
@@ -221,8 +221,8 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 
 def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
     """Write verdicts.parquet and verdicts.csv from the run's store."""
-    from dualjudge.runs.job import export_run, stored_config
-    from dualjudge.runs.rundir import load_run_store
+    from dualjudge.storage.store import load_run_store
+    from dualjudge.studies.job import export_run, stored_config
 
     store = load_run_store(run_dir)
     try:
@@ -249,7 +249,7 @@ def plan(
 
     cfg = load_config(config)
     for folder in measured or ():
-        if not (folder / "results.sqlite").is_file():
+        if not RunDir(folder).store.is_file():
             from dualjudge.errors import DualjudgeError
 
             raise DualjudgeError(f"--measured {folder}: not a run directory (no results.sqlite there)")
@@ -295,8 +295,8 @@ def view(
 ) -> None:
     """Write RUN/explorer.html: every answer with its image or scene text, gold reference, the judges'
     verdicts and reasoning and its probes, filtered and sorted in the browser (one file, works offline)."""
-    from dualjudge.runs.explorer import write_explorer
-    from dualjudge.runs.rundir import load_run_store
+    from dualjudge.report.explorer import write_explorer
+    from dualjudge.storage.store import load_run_store
 
     store = load_run_store(run_dir)
     try:

@@ -14,9 +14,10 @@ from dualjudge.analysis.summary import summarize_table
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.report.links import EXPLORER
 from dualjudge.report.render import render_report
+from dualjudge.rundir import RunDir
 
-ANALYSIS_FILES = ("summary.json", "report.md", "report.html")
-ANALYSIS_FOLDERS = ("figures",)
+ANALYSIS_FILES = RunDir.ANALYSIS_FILES
+ANALYSIS_FOLDERS = (RunDir.FIGURES,)
 
 
 def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
@@ -26,7 +27,7 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
     frame, summary = summarize_table(table, lineage, seed, n_resamples, scale)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "summary.json", summary.to_json())
+    write_text(RunDir(out).summary, summary.to_json())
     render_report(frame, summary, out, lineage, figures=figures,
                   links=(out / EXPLORER).is_file() if links is None else links)
     return summary

@@ -1,4 +1,4 @@
-"""The report's rubric clarification section (analysis/clarification.py, runs/clarify.py)."""
+"""The report's rubric clarification section (analysis/clarification.py, studies/clarify.py)."""
 
 from __future__ import annotations
 

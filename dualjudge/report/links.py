@@ -1,10 +1,12 @@
-"""Links from the report to the run explorer (runs/explorer.py), filtered to the rows behind a number."""
+"""Links from the report to the run explorer (report/explorer.py), filtered to the rows behind a number."""
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-EXPLORER = "explorer.html"
+from dualjudge.rundir import RunDir
+
+EXPLORER = RunDir.EXPLORER
 
 
 def explorer_link(**state: object) -> str:

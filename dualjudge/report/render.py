@@ -19,11 +19,12 @@ from dualjudge.report.escape import markdown_to_html
 from dualjudge.report.findings import section as findings_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
+from dualjudge.rundir import RunDir
 
 
 def _figures(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, Path]]:
     made = []
-    d = out / "figures"
+    d = RunDir(out).figures
     frame = frame[frame["judge_variant"] == summary.judge_variant]  # the reference judge design's verdicts
     absent = set(summary.absent_columns)  # a foreign table: only the figures its columns can draw
     if not absent & {"visibility", "overall"}:
@@ -81,10 +82,10 @@ def render_report(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lin
     made = _figures(frame, summary, out, lineage) if figures else []
     findings = findings_section(frame, summary, links)
     md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
-    write_text(out / "report.md", md)
+    write_text(RunDir(out).report_md, md)
     embedded = markdown(summary, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
                                   for c, p in made], findings, links)
-    write_text(out / "report.html", _html(embedded))
+    write_text(RunDir(out).report_html, _html(embedded))
 
 
 def _html(md: str) -> str:

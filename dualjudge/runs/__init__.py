@@ -1,1 +1,2 @@
-"""Runs: SQLite store with a content-addressed cache, planner, resumable runner, manifest, export."""
+"""Orchestration: the study's steps, the planner and cost estimate, the caching caller, the schedule of jobs
+on device groups and the resumable runner."""

@@ -14,7 +14,7 @@ import asyncio
 from dataclasses import dataclass
 
 from dualjudge.inference.types import Engine, GenerationRequest, GenerationResult
-from dualjudge.runs.store import Store
+from dualjudge.storage.store import Store
 
 
 class CacheMiss(Exception):

@@ -37,11 +37,12 @@ from dualjudge.protocol.probes import build_padding_request, build_pairwise_requ
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.systems import STEPS, Item, build_step_request, run_system
 from dualjudge.protocol.variants import variant_rubric
+from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss
-from dualjudge.runs.rows import Answer, AnswerKey
-from dualjudge.runs.rundir import STORE_FILE, TESTBED, build_testbed, testbed_items
-from dualjudge.runs.store import Store
+from dualjudge.runs.testbed import build_testbed, testbed_items
+from dualjudge.storage.rows import Answer, AnswerKey
+from dualjudge.storage.store import Store
 from dualjudge.testbed.catalogue import Catalogue, default_catalogue
 from dualjudge.testbed.variants import MANIFEST_CSV, load_manifest
 
@@ -307,7 +308,7 @@ class _Study:
 
 def _variants(config: RunConfig, out: Path, tmp: Path) -> tuple[Path, list[dict[str, Any]]]:
     """The run directory's testbed when it has one, else the configuration's rendered into `tmp`."""
-    folder = out / TESTBED
+    folder = RunDir(out).testbed
     if (folder / MANIFEST_CSV).is_file():
         return folder, load_manifest(folder).to_dict("records")
     return tmp, build_testbed(config, tmp)
@@ -392,9 +393,10 @@ def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tupl
     """The plan of a run of `config` into `out` (which may not exist yet); nothing is written anywhere."""
     engines = engines or Engines(config.engine, seed=config.run.seed)
     shared = Path(config.engine.cache).expanduser() if config.engine.cache else None
-    opened = [Store(p, readonly=True) for p in (out / STORE_FILE, shared) if p is not None and p.is_file()]
-    logs = [s for s in opened if s.path == out / STORE_FILE] + \
-        [Store(d / STORE_FILE, readonly=True) for d in measured if (d / STORE_FILE).is_file()]
+    own = RunDir(out).store
+    opened = [Store(p, readonly=True) for p in (own, shared) if p is not None and p.is_file()]
+    logs = [s for s in opened if s.path == own] + \
+        [Store(RunDir(d).store, readonly=True) for d in measured if RunDir(d).store.is_file()]
     try:
         with tempfile.TemporaryDirectory(prefix="dualjudge-plan-") as tmp:
             folder, variants = _variants(config, out, Path(tmp))

@@ -14,7 +14,7 @@ from typing import Any
 from dualjudge.config import RunConfig
 from dualjudge.protocol.seeds import seeded_rank
 from dualjudge.protocol.systems import Item, Strategy
-from dualjudge.runs.rows import Answer, AnswerKey
+from dualjudge.storage.rows import Answer, AnswerKey
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ Before a model is loaded, a cache-only pass answers whatever the response cache 
 model is loaded only if work remains. Rerunning on the same directory does only the missing work.
 Every job is recorded (store meta `jobs`, then manifest.json) with its group and its times. All store
 writes happen on the event loop's thread: the store stays one writer however many jobs run.
-The steps themselves are in steps.py; the run directory's files in rundir.py.
+The steps themselves are in steps.py; the run directory's files are named in dualjudge/rundir.py.
 """
 
 from __future__ import annotations
@@ -36,14 +36,15 @@ from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
 from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import EngineDown
 from dualjudge.protocol.systems import STEPS
+from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
 from dualjudge.runs.progress import Progress, QuietProgress, run_in_order
-from dualjudge.runs.rows import Answer, AnswerKey, AnswerRow
-from dualjudge.runs.rundir import STORE_FILE, TESTBED, build_testbed, testbed_items
 from dualjudge.runs.schedule import Job, Schedule
 from dualjudge.runs.steps import Step
-from dualjudge.runs.store import WORK_TABLES, Store
+from dualjudge.runs.testbed import build_testbed, testbed_items
+from dualjudge.storage.rows import Answer, AnswerKey, AnswerRow
+from dualjudge.storage.store import WORK_TABLES, Store
 from dualjudge.testbed.catalogue import default_catalogue
 
 JOBS_META = "jobs"  # store meta key: every job of every session, as manifest.json["jobs"] lists them
@@ -226,14 +227,14 @@ class Runner:
         self.config = config
         self.out = out
         self.progress = progress or QuietProgress()
-        self.engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=out / "logs")
+        self.engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=RunDir(out).logs)
         self.session = secrets.token_hex(6)
         self.report = RunReport(out)
         self.catalogue = default_catalogue()
         self.groups = device_groups(config)
         out.mkdir(parents=True, exist_ok=True)
         cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
-        self.store = Store(out / STORE_FILE, cache)
+        self.store = Store(RunDir(out).store, cache)
         self._check_fingerprint()
         self._earlier_jobs = recorded_jobs(self.store)  # other sessions' jobs, kept as they are
         self._answers_ready = asyncio.Event()
@@ -270,9 +271,9 @@ class Runner:
     # -- orchestration -------------------------------------------------------------------------
     def prepare(self) -> list[Any]:
         """The run's testbed (built or checked) and its items; the runner then knows each variant's sign."""
-        variants = build_testbed(self.config, self.out / TESTBED)
+        variants = build_testbed(self.config, RunDir(self.out).testbed)
         self.variants = {v["variant_id"]: v for v in variants}
-        return testbed_items(self.config, self.out / TESTBED, variants)
+        return testbed_items(self.config, RunDir(self.out).testbed, variants)
 
     def schedule(self, items: int) -> Schedule:
         jobs, last = study_jobs(self.config, items, self.local)

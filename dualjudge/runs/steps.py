@@ -28,7 +28,7 @@ from dualjudge.protocol.variants import variant_rubric
 from dualjudge.protocol.verdicts import _RubricVerdict
 from dualjudge.runs import plan
 from dualjudge.runs.caller import CachingCaller
-from dualjudge.runs.rows import (
+from dualjudge.storage.rows import (
     Answer,
     AnswerKey,
     AnswerRow,
@@ -38,7 +38,7 @@ from dualjudge.runs.rows import (
     PaddingTextRow,
     VerdictRow,
 )
-from dualjudge.runs.store import Store, dumps
+from dualjudge.storage.store import Store, dumps
 from dualjudge.testbed.catalogue import Catalogue
 
 T = TypeVar("T")

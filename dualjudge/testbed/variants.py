@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from PIL.Image import Image as PILImage
@@ -214,3 +215,8 @@ def load_manifest(directory: Path) -> pd.DataFrame:
             raise DualjudgeError(f"{directory / rel}: image named by the testbed manifest is missing; rebuild the "
                                  f"testbed with `dualjudge data build`")
     return frame
+
+
+def variants_by_id(folder: Path) -> dict[str, dict[str, Any]]:
+    """A testbed's variants by id, from its manifest (a run's: `RunDir(out).testbed`)."""
+    return {r["variant_id"]: r for r in load_manifest(folder).to_dict("records")}

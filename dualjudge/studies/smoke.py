@@ -23,7 +23,7 @@ from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import EngineDown, Sampling
 from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.systems import Item, run_system
-from dualjudge.runs.rundir import testbed_items
+from dualjudge.runs.testbed import testbed_items
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import build_variants
 

@@ -1,4 +1,4 @@
-"""A run directory's files: the store, the testbed it built, and the results a run writes there."""
+"""The testbed a run builds into its directory, and its variants as the systems see them."""
 
 from __future__ import annotations
 
@@ -6,26 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from dualjudge.config import RunConfig
-from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import Image
 from dualjudge.protocol.systems import Item
-from dualjudge.runs.store import Store
-from dualjudge.testbed.variants import build_variants, load_manifest
-
-STORE_FILE = "results.sqlite"
-TESTBED = "testbed"
-
-
-def load_run_store(out: Path) -> Store:
-    """A run's store opened read-only (status, export): nothing in it is ever changed."""
-    if not (out / STORE_FILE).exists():
-        raise DualjudgeError(f"{out}: no {STORE_FILE}; is this a run directory?")
-    return Store(out / STORE_FILE, readonly=True)
-
-
-def load_variants(out: Path) -> dict[str, dict[str, Any]]:
-    """The run's variants by id, from the testbed manifest it built."""
-    return {r["variant_id"]: r for r in load_manifest(out / TESTBED).to_dict("records")}
+from dualjudge.testbed.variants import build_variants
 
 
 def build_testbed(config: RunConfig, folder: Path) -> list[dict[str, Any]]:

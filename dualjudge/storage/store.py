@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import GenerationResult
 from dualjudge.outcome import FINAL
-from dualjudge.runs.rows import ROW_TYPES, Row
+from dualjudge.rundir import RunDir
+from dualjudge.storage.rows import ROW_TYPES, Row
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -323,3 +324,11 @@ class _Transaction:
 
 def dumps(obj: object) -> str:
     return json.dumps(obj, separators=(",", ":"))
+
+
+def load_run_store(out: Path) -> Store:
+    """A run's store opened read-only (status, export): nothing in it is ever changed."""
+    run = RunDir(out)
+    if not run.store.exists():
+        raise DualjudgeError(f"{out}: no {RunDir.STORE}; is this a run directory?")
+    return Store(run.store, readonly=True)

