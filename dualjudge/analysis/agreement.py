@@ -19,10 +19,11 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from dualjudge.analysis.choices import Level
 from dualjudge.analysis.dual_judge import both_rows
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
+from dualjudge.analysis.table import ANSWER_IN_RUN
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
-RESPONSE = ["item_id", "repeat", "system", "system_model"]
+RESPONSE = ANSWER_IN_RUN
 
 
 MAX_DISTINCT = 1_000  # the krippendorff package builds a values x values matrix per unit (ordinal, nominal)

@@ -19,7 +19,7 @@ from scipy import stats
 from dualjudge.analysis.agreement import kappa
 from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.human import IDENTITY_COLUMNS, OPTIONAL_ANNOTATIONS, SAMPLE_KEY, read_key
-from dualjudge.analysis.table import read_csv, read_table
+from dualjudge.analysis.table import ANSWER_IN_RUN, read_csv, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
@@ -119,7 +119,7 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
 def human_check(labels: pd.DataFrame, table: pd.DataFrame, annotators: list[str]) -> dict[str, Any]:
     """The judges against the human labels (one row per sample: human scores and the answer's identity),
     per judge of the reference variant under `judges`, and per judge variant under `by_variant`."""
-    merged = labels.merge(table, on=["item_id", "repeat", "system", "system_model"])
+    merged = labels.merge(table, on=ANSWER_IN_RUN)
     by_variant: dict[str, dict[str, Any]] = {}
     for variant in variant_order(merged["judge_variant"]) if len(merged) else []:
         rows = merged[merged["judge_variant"] == variant]

@@ -26,11 +26,13 @@ from dualjudge.analysis.agreement import alpha_from_sums
 from dualjudge.analysis.bootstrap import Interval, per_sign_sums, resample_counts, t_interval
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.self_preference import build_grid, calibrated_index, identification
+from dualjudge.analysis.table import ANSWER_KEY, STORE_ANSWER
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
+from dualjudge.storage.rows import OrderProbeRow
 
-RESPONSE = ["run_id", "item_id", "repeat", "system", "system_model"]
-ORDER_PAIR = ["variant_id", "repeat", "judge_model", "first_model", "first_strategy", "second_model", "second_strategy"]
-PADDED = ["variant_id", "repeat", "system_model", "strategy", "judge_model", "kind"]
+RESPONSE = ANSWER_KEY
+ORDER_PAIR = [c for c in OrderProbeRow.KEY if c != "judge_variant"]  # the same pair in two variants
+PADDED = [*STORE_ANSWER, "judge_model", "kind"]
 HOLISTIC = "holistic"
 PAIRED = ("sign-cluster bootstrap, one draw of signs for both variants, on what both judged; "
           "95% t interval on G-1 degrees of freedom")

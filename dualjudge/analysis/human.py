@@ -20,7 +20,7 @@ import pandas as pd
 
 from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.dual_judge import both_rows
-from dualjudge.analysis.table import read_table
+from dualjudge.analysis.table import ANSWER_IN_RUN, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_file, replacing, write_text
 from dualjudge.protocol.seeds import seeded_rank
@@ -31,8 +31,8 @@ SAMPLE_KEY = "human_sample.json"
 ANNOTATION_COLUMNS = ("annotator", "human_overall", "equivalent")  # to fill
 OPTIONAL_ANNOTATIONS = ("accuracy", "completeness", "relevance")  # may stay empty
 PAPER_TYPE2 = 12  # the paper's 49: 28 cells, 12 Type II cases, 9 agreed-good answers
-IDENTITY_COLUMNS = ("item_id", "repeat", "system", "system_model")  # checked against the key on import
-RESPONSE = ["item_id", "repeat", "system", "system_model"]
+IDENTITY_COLUMNS = tuple(ANSWER_IN_RUN)  # checked against the key on import
+RESPONSE = ANSWER_IN_RUN
 
 
 def _rank(seed: int, row: pd.Series) -> str:
@@ -122,7 +122,7 @@ def read_key(path: Path) -> dict[str, Any]:
                              f"with `dualjudge human export --replace-key`") from None
     samples = key.get("samples") if isinstance(key, dict) else None
     if not isinstance(samples, dict) or not isinstance(key.get("table"), str) or not all(
-            isinstance(v, dict) and {"item_id", "repeat", "system", "system_model"} <= set(v) for v in samples.values()):
+            isinstance(v, dict) and set(ANSWER_IN_RUN) <= set(v) for v in samples.values()):
         raise DualjudgeError(f"{path}: not a dualjudge sample key; export the sample again with "
                              f"`dualjudge human export --replace-key`")
     return key

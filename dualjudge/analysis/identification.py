@@ -16,8 +16,9 @@ from scipy import stats
 
 from dualjudge.analysis.dual_judge import quality_rows
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
+from dualjudge.analysis.table import ANSWER_KEY
 
-ANSWER = ["run_id", "item_id", "repeat", "system", "system_model"]
+ANSWER = ANSWER_KEY
 
 
 def _answers(frame: pd.DataFrame) -> pd.DataFrame:

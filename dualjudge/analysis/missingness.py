@@ -12,11 +12,11 @@ from typing import Any
 
 import pandas as pd
 
-from dualjudge.analysis.table import vis_key
+from dualjudge.analysis.table import ANSWER_KEY, vis_key
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 KINDS = {QUALITY.name: QUALITY.status, EQUIVALENCE.name: EQUIVALENCE.status}
-ANSWER = ["run_id", "item_id", "repeat", "system", "system_model"]
+ANSWER = ANSWER_KEY
 
 
 def _rate(rows: pd.DataFrame, status: str) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from dualjudge.analysis.choices import Outcome
+
 
 class _Result(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="null")
@@ -184,8 +186,10 @@ class SelfPreference(_Result):
     overall: OutcomeSelfPreference | None = None
     equivalent: OutcomeSelfPreference | None = None
 
-    def outcomes(self) -> dict[str, OutcomeSelfPreference]:
-        return {name: o for name, o in (("overall", self.overall), ("equivalent", self.equivalent)) if o is not None}
+    def outcomes(self) -> dict[Outcome, OutcomeSelfPreference]:
+        pairs: tuple[tuple[Outcome, OutcomeSelfPreference | None], ...] = (("overall", self.overall),
+                                                                          ("equivalent", self.equivalent))
+        return {name: o for name, o in pairs if o is not None}
 
 
 # -- agreement and probes -----------------------------------------------------------------------------

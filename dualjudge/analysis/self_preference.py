@@ -43,12 +43,13 @@ from dualjudge.analysis.diagnostics import (
 from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
 from dualjudge.analysis.results import OutcomeSelfPreference, SelfPreference
+from dualjudge.analysis.table import ANSWER_KEY
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", QUALITY.status),
                                         "equivalent": ("equivalent", EQUIVALENCE.status)}
-ANSWER = ["run_id", "item_id", "repeat", "system", "system_model"]
+ANSWER = ANSWER_KEY
 METHOD = ("judge calibration with answer fixed effects: score = leniency[judge] + scale[judge] x quality[answer] "
           "+ self[judge] x own_model + family_other[judge] x same_family_other_model, fitted by precision-weighted "
           "alternating least squares; the equivalent outcome as a linear probability model")

@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
+from dualjudge.analysis.table import STORE_ANSWER
 from dualjudge.protocol.kinds import QUALITY, judge_kind
 from dualjudge.rundir import RunDir
 
 PASSES_FILE = RunDir.JUDGE_PASSES
-ANSWER = ["variant_id", "repeat", "system_model", "strategy"]
+ANSWER = STORE_ANSWER
 
 
 def icc1(values: np.ndarray) -> float | None:

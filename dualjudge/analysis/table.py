@@ -20,6 +20,7 @@ from dualjudge.outcome import FINAL, TABLE_STATUSES
 from dualjudge.protocol.kinds import EQUIVALENCE, PROTOCOL_KINDS, QUALITY, JudgeKind, declared
 from dualjudge.protocol.variants import VARIANT
 from dualjudge.protocol.verdicts import OVERALL_CONVENTIONS as CONVENTIONS
+from dualjudge.storage.rows import ANSWER_KEY as ANSWER_KEY_COLUMNS
 from dualjudge.testbed.occlusion import visibility_label
 
 # The contract, declared once: (column, kind, required), in the order a run writes them. The judges'
@@ -64,7 +65,13 @@ def extra_kinds() -> tuple[JudgeKind, ...]:
 # every row needs these: they say which answer and which judge a verdict belongs to
 IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family", "judge_model", "judge_family")
 # one row per response x judge (x judge variant)
-ROW_KEY = ["run_id", "item_id", "repeat", "system", "system_model", "judge_model", "judge_variant"]
+# The answer key, declared once: an answer is a run's variant (item_id), repeat, strategy (system) and
+# system model; within one run (the human check's sample, the explorer) the run_id is left out. The
+# store and the probe tables name the same key in the store's words (storage/rows.py: STORE_ANSWER).
+ANSWER_KEY = ["run_id", "item_id", "repeat", "system", "system_model"]
+ANSWER_IN_RUN = ANSWER_KEY[1:]
+STORE_ANSWER = list(ANSWER_KEY_COLUMNS)
+ROW_KEY = [*ANSWER_KEY, "judge_model", "judge_variant"]
 STATUSES = set(TABLE_STATUSES)
 _TRUE = {"true", "1", "1.0", "yes", "t"}
 _FALSE = {"false", "0", "0.0", "no", "f"}

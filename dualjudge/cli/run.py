@@ -163,21 +163,21 @@ def _jobs_table(store: Store, running: bool) -> Table | None:
     jobs = recorded_jobs(store)
     if not jobs:
         return None
-    session = jobs[-1]["session"]
+    session = jobs[-1].session
     t = Table(title=f"jobs of session {session}")
     for col in ("model", "stage", "group", "started", "took", "loaded its model"):
         t.add_column(col, no_wrap=True)
-    for j in (j for j in jobs if j["session"] == session):
-        ended = j.get("ended_at")
+    for j in (j for j in jobs if j.session == session):
+        ended = j.ended_at
         if ended:
-            took = f"{ended - j['started_at']:.0f} s"
+            took = f"{ended - j.started_at:.0f} s"
         elif running:
-            took = f"running for {time.time() - j['started_at']:.0f} s"
+            took = f"running for {time.time() - j.started_at:.0f} s"
         else:
             took = "cut off (the session ended before the job did)"
-        loaded = "" if ended is None else ("yes" if j.get("loaded") else "no")
-        t.add_row(j["model"], j["stage"], j["group"] or "elsewhere",
-                  time.strftime("%H:%M:%S", time.localtime(j["started_at"])), took, loaded)
+        loaded = "" if ended is None else ("yes" if j.loaded else "no")
+        t.add_row(j.model, j.stage, j.group or "elsewhere", time.strftime("%H:%M:%S", time.localtime(j.started_at)),
+                  took, loaded)
     return t
 
 

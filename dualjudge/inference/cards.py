@@ -17,6 +17,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference.dialects import DialectName
 from dualjudge.paths import project_root
 from dualjudge.tomlfile import first_error, read_toml
 
@@ -56,7 +57,7 @@ class RemoteWeights(_Strict):
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # the variable holding the key
     # how constraints travel: "openai" = response_format json_schema (no regex: systems.sign_type must be
     # "parsed"); "vllm" = vLLM's structured_outputs (json and regex)
-    structured_outputs: Literal["openai", "vllm"] = "openai"
+    structured_outputs: DialectName = "openai"  # inference/dialects.py
 
 
 Weights = Annotated[Union[PypiWeights, HubWeights, TinyWeights, RemoteWeights], Field(discriminator="source")]

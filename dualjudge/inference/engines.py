@@ -18,20 +18,37 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import httpx
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
 from dualjudge.inference.devices import DeviceGroup
+from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
 from dualjudge.inference.vllm_api import installed_version
-from dualjudge.inference.vllm_engine import Endpoint, EndpointPolicy, VllmEngine
 from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.watch import WatchSettings, watch_server
 from dualjudge.inference.weights import locate, require
+
+Placement = Literal["hosted", "attached", "in-process", "local server"]
+
+
+def placement(card: ModelCard, settings: EngineSettings) -> Placement:
+    """Where a model runs, decided here only: a hosted API (its card says so), vLLM endpoints the user
+    runs (`engine.endpoints`), the in-process transformers engine, or a vLLM server started on a device group."""
+    if isinstance(card.weights, RemoteWeights):
+        return "hosted"
+    if settings.endpoints.get(card.name):
+        return "attached"
+    return "in-process" if settings.backend == "transformers" else "local server"
+
+
+def runs_on_devices(card: ModelCard, settings: EngineSettings) -> bool:
+    """Whether the model takes this machine's devices (memory, a device group)."""
+    return placement(card, settings) in ("in-process", "local server")
 
 
 def backend_version(backend: str) -> str:
@@ -98,11 +115,12 @@ class Engines:
 
     async def identity(self, card: ModelCard) -> str:
         if card.name not in self._identities:
-            urls = self.settings.endpoints.get(card.name)
-            if card.hosted:
+            where = placement(card, self.settings)
+            if where == "hosted":
                 version = "hosted"
-            elif urls:
-                version = await served_version(urls[0], self.settings.api_key.get_secret_value())
+            elif where == "attached":
+                version = await served_version(self.settings.endpoints[card.name][0],
+                                               self.settings.api_key.get_secret_value())
             else:
                 version = backend_version(self.settings.backend)
             self._identities[card.name] = result_identity(card, self.settings, version)
@@ -133,11 +151,12 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
     """Yield a ready engine for `card` on `group`; a server started here is stopped (and has exited) on exit."""
     settings = engines.settings
     identity = await engines.identity(card)
-    if isinstance(card.weights, RemoteWeights):
+    where = placement(card, settings)
+    if where == "hosted" and isinstance(card.weights, RemoteWeights):
         async with _hosted(card, card.weights, settings, identity, on_event) as engine:
             yield engine
         return
-    if settings.backend == "transformers":
+    if where == "in-process":
         from dualjudge.inference.transformers_engine import TransformersEngine
 
         on_event(f"loading {card.name} in-process (transformers)")
@@ -149,12 +168,12 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
         finally:
             await engine.close()
         return
-    urls = settings.endpoints.get(card.name)
-    if urls:
+    if where == "attached":
+        urls = settings.endpoints[card.name]
         key = settings.api_key.get_secret_value()
         for url in urls:
             await check_endpoint(url, key, card.name)
-        engine = VllmEngine(card.name, [Endpoint(u, key) for u in urls], identity,
+        engine = EndpointEngine(card.name, [Endpoint(u, key) for u in urls], identity,
                             concurrency=settings.concurrency, retries=settings.retries,
                             timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
         on_event(f"attached to {len(urls)} endpoint(s) for {card.name}")
@@ -166,13 +185,13 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
     server = VllmServer(card, require(card), log_dir=engines.log_dir, seed=engines.seed,
                         structured_backend=settings.structured_backend, startup_timeout=settings.startup_timeout_s,
                         placement=group.environment(card) if group is not None else None)
-    where = f" on {group.label}" if group is not None else ""
-    on_event(f"starting vLLM for {card.name}{where} (log: {server.log_path})")
+    on_group = f" on {group.label}" if group is not None else ""
+    on_event(f"starting vLLM for {card.name}{on_group} (log: {server.log_path})")
     try:
         server.launch()  # in this (long-lived) thread: the server dies with the process that started it
         await asyncio.to_thread(server.wait_ready)
         on_event(f"vLLM for {card.name} ready in {server.started_s:.0f} s")
-        engine = VllmEngine(card.name, [Endpoint(server.base_url, server.api_key)], identity,
+        engine = EndpointEngine(card.name, [Endpoint(server.base_url, server.api_key)], identity,
                             concurrency=settings.concurrency, retries=settings.retries,
                             timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
         watcher = asyncio.create_task(watch_server(server, engine, WatchSettings(stall_s=settings.request_timeout_s)))
@@ -227,7 +246,7 @@ async def _hosted(card: ModelCard, w: RemoteWeights, settings: EngineSettings, i
     note = await check_hosted(w.base_url, hosted_key(card), w.model)
     if note:
         on_event(f"{card.name}: {note}")
-    engine = VllmEngine(w.model, [Endpoint(w.base_url, hosted_key(card))], identity, concurrency=settings.concurrency,
+    engine = EndpointEngine(w.model, [Endpoint(w.base_url, hosted_key(card))], identity, concurrency=settings.concurrency,
                         retries=settings.retries, timeout_s=settings.request_timeout_s, dialect=w.structured_outputs,
                         policy=ENDPOINT_POLICY)
     on_event(f"using hosted {card.name} at {w.base_url} ({w.model}, declared version {w.version})")

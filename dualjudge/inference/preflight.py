@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from dualjudge.inference import vllm_api
 from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights
+from dualjudge.inference.dialects import dialect
 from dualjudge.inference.weights import locate
 
 Status = Literal["ok", "warn", "fail"]
@@ -243,7 +244,7 @@ def _hosted(check: ModelCheck, w: RemoteWeights, roles: list[str], for_run: bool
                          f"not reproducible offline")
     if w.api_key_env and not os.environ.get(w.api_key_env):
         check.add("fail" if for_run else "warn", f"{w.api_key_env} is not set (the API key)")
-    if regex and "system" in roles and w.structured_outputs == "openai":
+    if regex and "system" in roles and not dialect(w.structured_outputs).regex:
         check.add("fail", "an OpenAI-style API cannot enforce the SIGN_TYPE regex: set systems.sign_type = \"parsed\"")
 
 

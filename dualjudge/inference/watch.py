@@ -4,7 +4,7 @@ A server that dies or hangs must not turn every remaining request into a retried
 looks at the server process every second and at `/health` every few seconds, and tracks whether
 requests still complete. When the process has exited, `/health` has failed `health_failures` times
 in a row, or requests have been outstanding for `stall_s` with none completing, it takes the engine
-down (`VllmEngine.fail`) with one line: what happened and the last lines of the server's log. Requests
+down (`EndpointEngine.fail`) with one line: what happened and the last lines of the server's log. Requests
 in flight then end at once with EngineDown, and the runner decides what follows (restart or stop).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from dualjudge.inference.vllm_engine import VllmEngine
+from dualjudge.inference.endpoint_engine import EndpointEngine
 from dualjudge.inference.vllm_server import VllmServer
 
 
@@ -28,7 +28,7 @@ class WatchSettings:
     stall_s: float = 600.0  # outstanding requests with none completing this long: the server hangs
 
 
-async def watch_server(server: VllmServer, engine: VllmEngine, settings: WatchSettings = WatchSettings()) -> str:
+async def watch_server(server: VllmServer, engine: EndpointEngine, settings: WatchSettings = WatchSettings()) -> str:
     """Watch until the server fails (then the engine is down and the reason is returned) or the
     watcher is cancelled (the engine is being closed)."""
     failures = 0

@@ -10,6 +10,11 @@ from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.report.tables import ci, num, rate, table
 
 
+def _paired(value: Paired | int | None) -> str:
+    """A difference entry of alpha_differences (the answers count sits beside them, as an int)."""
+    return paired_text(value if isinstance(value, Paired) else None)
+
+
 def paired_text(p: Paired | None, digits: int = 2) -> str:
     if p is None:
         return "-"
@@ -46,8 +51,8 @@ def section(d: DesignComparison) -> list[str]:
         diff = d.alpha_differences.get(v, {})
         alpha_rows.append([v, paired_text(a["overall"].interval) if a["overall"].interval else num(a["overall"].alpha),
                            paired_text(a["equivalent"].interval) if a["equivalent"].interval else num(a["equivalent"].alpha),
-                           paired_text(diff.get("overall")) if v != d.reference else "reference",  # type: ignore[arg-type]
-                           paired_text(diff.get("equivalent")) if v != d.reference else "reference"])  # type: ignore[arg-type]
+                           _paired(diff.get("overall")) if v != d.reference else "reference",
+                           _paired(diff.get("equivalent")) if v != d.reference else "reference"])
     parts += [table(["variant", "alpha overall", "alpha equivalent", f"overall - {d.reference}",
                      f"equivalent - {d.reference}"], alpha_rows), ""]
     if d.differences:

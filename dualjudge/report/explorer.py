@@ -23,7 +23,7 @@ import pandas as pd
 from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.scale import PAPER_SCALE
 from dualjudge.analysis.self_preference import calibrated_residuals
-from dualjudge.analysis.table import read_table
+from dualjudge.analysis.table import ANSWER_IN_RUN, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 from dualjudge.paths import project_root
@@ -35,8 +35,6 @@ from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.storage.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import variants_by_id
-
-ANSWER = ["item_id", "repeat", "system_model", "system"]  # the verdict table's columns of an answer's key
 
 
 def _clean(value: Any) -> Any:
@@ -69,8 +67,8 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
     residuals = _residuals(table)
     probes = _probes(store)
     answers = []
-    for key, rows in table.groupby(ANSWER, sort=True):
-        item_id, repeat, model, strategy = key
+    for key, rows in table.groupby(ANSWER_IN_RUN, sort=True):
+        item_id, repeat, strategy, model = key
         first = rows.iloc[0]
         v = testbed.get(str(item_id), {})
         answer_key = (str(item_id), int(repeat), str(model), str(strategy))

@@ -4,6 +4,7 @@ of calibrated residuals (judge x generator family)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -79,7 +80,7 @@ def type2_figure(by_visibility: dict[str, Type2AtVisibility], path: Path, title:
     return _save(fig, path)
 
 
-def heatmap_figure(matrices: dict[str, Interaction], path: Path, title: str) -> Path:
+def heatmap_figure(matrices: Mapping[str, Interaction], path: Path, title: str) -> Path:
     """Calibrated residuals (judge x generator family, from the self-preference analysis), one panel per
     outcome, on a diverging scale centred at 0."""
     fig = Figure(figsize=(5.4 * len(matrices), 4))

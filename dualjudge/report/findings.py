@@ -12,6 +12,7 @@ import pandas as pd
 
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import JudgeSummary, Summary
+from dualjudge.analysis.table import ANSWER_KEY
 from dualjudge.protocol.kinds import declared
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import sentence
@@ -46,7 +47,7 @@ def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
     systems = rows.drop_duplicates("system_model")
     judges = rows.drop_duplicates("judge_model")
     fam = lambda d, m, f: ", ".join(f"{r[m]} ({r[f]})" for _, r in d.sort_values(m).iterrows())  # noqa: E731
-    answers = rows.drop_duplicates(["run_id", "item_id", "repeat", "system", "system_model"])
+    answers = rows.drop_duplicates(ANSWER_KEY)
     failed = ", ".join(f"{int(rows[k.status].isin(['parse_failure', 'error']).sum())} {k.name}"
                        for k in declared() if k.status in rows.columns)
     strategies = sorted(rows["system"].astype(str).unique())

@@ -39,7 +39,7 @@ def _figures(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage)
         if s.type2_by_visibility:
             made.append((f"Type II rate by visibility: {judge}",
                          fig.type2_figure(s.type2_by_visibility, d / f"type2_{safe}.png", f"Type II ({judge})")))
-    matrices = {name: o.interaction for name, o in summary.self_preference.outcomes().items() if o.interaction}
+    matrices = {str(name): o.interaction for name, o in summary.self_preference.outcomes().items() if o.interaction}
     if matrices:
         made.append(("Judge x generator family after calibration: mean of (verdict - leniency - scale x answer quality), "
                      "own-family effects included; not raw means", fig.heatmap_figure(

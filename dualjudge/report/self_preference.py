@@ -28,7 +28,7 @@ def section(sp: SelfPreference) -> list[str]:
     return parts
 
 
-def _outcome(e: OutcomeSelfPreference, outcome: str) -> list[str]:
+def _outcome(e: OutcomeSelfPreference, outcome: Outcome) -> list[str]:
     parts = [f"### Self-preference on {OUTCOME_TITLES[outcome]}", ""]
     for warning in e.warnings:
         parts += [f"**Warning:** {warning}", ""]
@@ -40,7 +40,7 @@ def _outcome(e: OutcomeSelfPreference, outcome: str) -> list[str]:
                  _interval(j.family_other)] for j in estimated]
         parts += [table(["judge", "family", "own-family effect [95% CI]", "p", "adjusted p", "own model",
                          "same family, other model"], rows), ""]
-        parts += [f"- {sentence(j, outcome)}" for j in estimated] + [""]  # type: ignore[arg-type]
+        parts += [f"- {sentence(j, outcome)}" for j in estimated] + [""]
         warned = [(j.judge, w) for j in estimated for w in j.warnings]
         if warned:
             parts.append("What may bias these estimates (per judge):")
@@ -60,9 +60,12 @@ def _sensitivity(e: OutcomeSelfPreference) -> list[str]:
             continue
         rows.append([j.judge, _interval(panel.calibrated), _interval(panel.answer_matched),
                      _interval(panel.did) if panel.did else f"- ({panel.did_reason or 'not estimable'})"])
+        calibrated = panel.calibrated
+        if calibrated is None:
+            continue
         for other in panel.disagree:
             alternative = getattr(panel, other)
-            words.append(f"For {j.judge}, the calibrated index ({num(panel.calibrated.estimate)}) and "  # type: ignore[union-attr]
+            words.append(f"For {j.judge}, the calibrated index ({num(calibrated.estimate)}) and "
                          f"{ALTERNATIVES[other]} ({num(alternative.estimate)}) disagree beyond their intervals: the "
                          f"calibrated index allows for judges that use the scale differently and for verdicts missing "
                          f"on weak answers, the alternative does not" + ("; see also the warnings above"

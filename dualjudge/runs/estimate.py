@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import ModelCard
-from dualjudge.inference.engines import EngineFactory, Engines
+from dualjudge.inference.engines import EngineFactory, Engines, runs_on_devices
 from dualjudge.inference.preflight import needed_gb
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import locate
@@ -40,6 +40,7 @@ from dualjudge.protocol.variants import variant_rubric
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss
+from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer, AnswerKey
 from dualjudge.storage.store import Store
@@ -159,6 +160,18 @@ async def _probe(work: Callable[[CacheProbe], Awaitable[T]], caches: list[Store]
 
 
 @dataclass
+class _Seen:
+    """What the planner has found so far: the run's variants as items, every planned answer, the answers
+    and restatements the caches hold, and how many restatements the padding probe makes at most."""
+
+    items: list[Item]
+    every: list[Answer]
+    known: dict[AnswerKey, Answer] = field(default_factory=dict)
+    padded: dict[AnswerKey, str] = field(default_factory=dict)
+    padding_bound: int = 0
+
+
+@dataclass
 class _Study:
     config: RunConfig
     caches: list[Store]
@@ -166,12 +179,12 @@ class _Study:
     identities: dict[str, str]
     counters: dict[str, TokenCounter]
 
-    async def answers(self, model: str, items: list[Item]) -> tuple[StageCount, dict[AnswerKey, Answer]]:
-        """The systems stage of a model: every (strategy, variant, repeat), MA as its three calls."""
+    async def answers(self, model: str, rubric: Rubric | None, seen: _Seen) -> StageCount | None:
+        """The answers of a model: every (strategy, variant, repeat), MA as its three calls."""
         c = self.config
-        row, known = StageCount(model, "answers"), {}
+        row, known = StageCount(model, "answers"), seen.known
         sampling, counter = steps.system_sampling(c), self.counters[model]
-        for t in plan.answer_tasks(c, items, model):
+        for t in plan.answer_tasks(c, seen.items, model):
             n_steps = len(STEPS[t.strategy])
             row.requests += n_steps
             ans, hits = await _probe(lambda call: run_system(  # awaited at once: t is this task
@@ -187,17 +200,16 @@ class _Study:
                                              previous=("",) * i)
                 row.prompt_tokens += counter.count(request, pending=i * sampling.max_tokens)
                 row.completion_tokens += sampling.max_tokens
-        return row, known
+        return row
 
-    async def padding(self, model: str, answers: list[Answer], known: dict[AnswerKey, Answer]
-                      ) -> tuple[StageCount, dict[AnswerKey, str]]:
+    async def padding(self, model: str, rubric: Rubric | None, seen: _Seen) -> StageCount | None:
         """Losing answers of this model restated: exact once all its answers are known, else at most the share."""
         c = self.config
-        row, padded = StageCount(model, "padding"), dict[AnswerKey, str]()
         if not c.probes.padding:
-            return row, padded
+            return None
+        row, known, padded = StageCount(model, "padding"), seen.known, seen.padded
         share = steps.padding_share(c)
-        mine = [a for a in answers if a.key.system_model == model]
+        mine = [a for a in seen.every if a.key.system_model == model]
         sample = plan.padding_sample([a.key for a in mine], known, share, c.run.seed)
         unknown = sum(a.key not in known for a in mine)
         row.requests = min(share, len(sample) + unknown)
@@ -213,7 +225,8 @@ class _Study:
         request = build_padding_request("", sampling)
         row.prompt_tokens = pending * self.counters[model].count(request, pending=c.systems.max_tokens)
         row.completion_tokens = pending * sampling.max_tokens
-        return row, padded
+        seen.padding_bound += row.requests
+        return row
 
     async def judged(self, judge: str, stage: str, tasks: Iterable[tuple[Answer, Any]], known: dict[AnswerKey, Answer],
                      run: Callable[[Answer, Any, CacheProbe], Awaitable[object]],
@@ -235,13 +248,13 @@ class _Study:
                 row.completion_tokens += (calls - hits) * r.sampling.max_tokens
         return row
 
-    async def judge_stage(self, judge: str, answers: list[Answer], known: dict[AnswerKey, Answer],
-                          padded: dict[AnswerKey, str], padding_bound: int) -> list[StageCount]:
-        """A judge model's stage, every judge variant's requests added up per step."""
+    async def judges_job(self, judge: str, seen: _Seen) -> list[StageCount]:
+        """A judge model's job, every judge variant's requests added up per stage."""
         merged: dict[str, StageCount] = {}
         for variant in self.config.judges.variants:
             rubric = variant_rubric(variant, self.config.judges.rubrics)
-            for row in await self.judge_variant(judge, rubric, answers, known, padded, padding_bound):
+            counted = [await COUNTERS[stage.name](self, judge, rubric, seen) for stage in stages("judges")]
+            for row in (r for r in counted if r is not None):
                 into = merged.setdefault(row.stage, StageCount(judge, row.stage))
                 into.requests += row.requests
                 into.cached += row.cached
@@ -250,60 +263,79 @@ class _Study:
                 into.upper_bound = into.upper_bound or row.upper_bound
         return list(merged.values())
 
-    async def judge_variant(self, judge: str, rubric: Rubric | None, answers: list[Answer],
-                            known: dict[AnswerKey, Answer], padded: dict[AnswerKey, str],
-                            padding_bound: int) -> list[StageCount]:
+    async def verdicts(self, judge: str, rubric: Rubric | None, seen: _Seen) -> StageCount | None:
         c = self.config
-        sampling, convention = steps.judge_sampling(c), c.judges.overall
-        sign = self.catalogue.sign
-        verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(answers, judge, c.judges.kinds)]
-        rows = [await self.judged(
-            judge, "verdicts", verdicts, known,
+        sampling, convention, sign = steps.judge_sampling(c), c.judges.overall, self.catalogue.sign
+        verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
+        return await self.judged(
+            judge, "verdicts", verdicts, seen.known,
             lambda a, kind, call: run_judge(kind, sign(a.sign_code), a.text or "", call, sampling, convention, rubric),
-            lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric))]
-        if c.probes.order:
-            row = StageCount(judge, "order probe")
-            by_key = {a.key: a for a in answers}
-            for ka, kb in plan.order_pairs([a.key for a in answers], c.probes.order_pairs, c.run.seed):
-                a, b = by_key[ka], by_key[kb]
-                row.requests += 2
-                hits, ready = 0, a.key in known and b.key in known
-                first, second = known.get(a.key, a), known.get(b.key, b)
-                if ready:
-                    _, hits = await _probe(lambda call: run_order_probe(
-                        sign(first.sign_code), first.text or "", second.text or "", call, sampling, rubric),
-                        self.caches, self.identities[judge])
-                    row.cached += hits
-                r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling, rubric)
-                pending = 0 if ready else 2 * c.systems.max_tokens
-                row.prompt_tokens += (2 - hits) * self.counters[judge].count(r, pending=pending)
-                row.completion_tokens += (2 - hits) * sampling.max_tokens
-            rows.append(row)
-        if c.probes.padding:
-            restated = [(a, kind) for a in answers for kind in c.judges.kinds if a.key in padded]
-            row = await self.judged(
-                judge, "padding judged", restated, {k: known[k] for k in padded},
-                lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention,
-                                                rubric),
-                lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling,
-                                                    convention, rubric))
-            unknown = padding_bound - len(padded)  # restatements not yet made: each judged for every kind
-            row.requests += unknown * len(c.judges.kinds)
-            row.prompt_tokens += unknown * len(c.judges.kinds) * self.counters[judge].count(
-                build_judge_request(QUALITY.name, sign(answers[0].sign_code), "", sampling, convention, rubric),
-                pending=c.probes.padding_max_tokens) if answers else 0
-            row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
-            row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok
-            rows.append(row)
-        if c.judges.passes >= 2:
-            passes = [(a, (kind, k)) for k in range(1, c.judges.passes + 1) for a, kind in verdicts]
-            rows.append(await self.judged(
-                judge, "stability passes", passes, known,
-                lambda a, x, call: run_judge(x[0], sign(a.sign_code), a.text or "", call,
-                                             steps.pass_sampling(c, x[1]), convention, rubric),
-                lambda a, x: build_judge_request(x[0], sign(a.sign_code), a.text or "",
-                                                 steps.pass_sampling(c, x[1]), convention, rubric)))
-        return rows
+            lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric))
+
+    async def order_probe(self, judge: str, rubric: Rubric | None, seen: _Seen) -> StageCount | None:
+        c = self.config
+        if not c.probes.order:
+            return None
+        sampling, sign, known = steps.judge_sampling(c), self.catalogue.sign, seen.known
+        row = StageCount(judge, "order probe")
+        by_key = {a.key: a for a in seen.every}
+        for ka, kb in plan.order_pairs([a.key for a in seen.every], c.probes.order_pairs, c.run.seed):
+            a, b = by_key[ka], by_key[kb]
+            row.requests += 2
+            hits, ready = 0, a.key in known and b.key in known
+            first, second = known.get(a.key, a), known.get(b.key, b)
+            if ready:
+                _, hits = await _probe(lambda call: run_order_probe(
+                    sign(first.sign_code), first.text or "", second.text or "", call, sampling, rubric),
+                    self.caches, self.identities[judge])
+                row.cached += hits
+            r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling, rubric)
+            pending = 0 if ready else 2 * c.systems.max_tokens
+            row.prompt_tokens += (2 - hits) * self.counters[judge].count(r, pending=pending)
+            row.completion_tokens += (2 - hits) * sampling.max_tokens
+        return row
+
+    async def padding_judged(self, judge: str, rubric: Rubric | None, seen: _Seen) -> StageCount | None:
+        c = self.config
+        if not c.probes.padding:
+            return None
+        sampling, convention, sign, padded = steps.judge_sampling(c), c.judges.overall, self.catalogue.sign, seen.padded
+        restated = [(a, kind) for a in seen.every for kind in c.judges.kinds if a.key in padded]
+        row = await self.judged(
+            judge, "padding judged", restated, {k: seen.known[k] for k in padded},
+            lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention,
+                                            rubric),
+            lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling,
+                                                convention, rubric))
+        unknown = seen.padding_bound - len(padded)  # restatements not yet made: each judged for every kind
+        row.requests += unknown * len(c.judges.kinds)
+        row.prompt_tokens += unknown * len(c.judges.kinds) * self.counters[judge].count(
+            build_judge_request(QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric),
+            pending=c.probes.padding_max_tokens) if seen.every else 0
+        row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
+        row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok
+        return row
+
+    async def stability_passes(self, judge: str, rubric: Rubric | None, seen: _Seen) -> StageCount | None:
+        c = self.config
+        if c.judges.passes < 2:
+            return None
+        convention, sign = c.judges.overall, self.catalogue.sign
+        verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
+        passes = [(a, (kind, k)) for k in range(1, c.judges.passes + 1) for a, kind in verdicts]
+        return await self.judged(
+            judge, "stability passes", passes, seen.known,
+            lambda a, x, call: run_judge(x[0], sign(a.sign_code), a.text or "", call,
+                                         steps.pass_sampling(c, x[1]), convention, rubric),
+            lambda a, x: build_judge_request(x[0], sign(a.sign_code), a.text or "",
+                                             steps.pass_sampling(c, x[1]), convention, rubric))
+
+
+# each stage of the study (study.py) counted by name; test_plan checks every stage has its counter
+COUNTERS: dict[str, Callable[[_Study, str, Rubric | None, _Seen], Awaitable[StageCount | None]]] = {
+    "answers": _Study.answers, "padding": _Study.padding, "verdicts": _Study.verdicts,
+    "order probe": _Study.order_probe, "padding judged": _Study.padding_judged,
+    "stability passes": _Study.stability_passes}
 
 
 def _variants(config: RunConfig, out: Path, tmp: Path) -> tuple[Path, list[dict[str, Any]]]:
@@ -358,7 +390,7 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
                                                              f"tokens/s, at max_tokens (an upper bound)")
     else:
         seconds, basis = None, "unknown: no run has measured this model and its card has no throughput_hint"
-    elsewhere = card.name in config.engine.endpoints or card.hosted  # memory is someone else's
+    elsewhere = not runs_on_devices(card, config.engine)  # memory is someone else's
     return ModelCost(card.name, config.roles()[card.name], None if elsewhere else round(needed_gb(card), 1),
                      counter.method, seconds, basis)
 
@@ -368,22 +400,16 @@ async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches
     cards = {m: config.card(m) for m in config.all_models()}
     study = _Study(config, caches, default_catalogue(), {m: await engines.identity(cards[m]) for m in cards},
                    {m: TokenCounter(cards[m]) for m in cards})
-    known: dict[AnswerKey, Answer] = {}
-    padded: dict[AnswerKey, str] = {}
     rows: dict[str, list[StageCount]] = {m: [] for m in cards}
     by_id = {v["variant_id"]: v for v in variants}
     every = [Answer(t.answer, "", None, str(by_id[t.item.variant_id]["sign_code"]), by_id[t.item.variant_id]["category"])
              for m in config.systems.models for t in plan.answer_tasks(config, items, m)]
-    padding_bound = 0
+    seen = _Seen(items, every)
     for model in config.systems.models:
-        answered, mine = await study.answers(model, items)
-        known.update(mine)
-        pad_row, restated = await study.padding(model, every, known)
-        padded.update(restated)
-        padding_bound += pad_row.requests
-        rows[model] += [answered, pad_row] if config.probes.padding else [answered]
+        counted = [await COUNTERS[stage.name](study, model, None, seen) for stage in stages("systems")]
+        rows[model] += [r for r in counted if r is not None]
     for judge in config.judges.models:
-        rows[judge] += await study.judge_stage(judge, every, known, padded, padding_bound)
+        rows[judge] += await study.judges_job(judge, seen)
     flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
     return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs) for m in cards]
 

@@ -9,7 +9,7 @@ what vLLM's prefix cache rewards. Each task's `key` is the key of the store row 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dualjudge.config import RunConfig
 from dualjudge.protocol.seeds import seeded_rank
@@ -28,7 +28,7 @@ class AnswerTask:
 
     @property
     def strategy(self) -> Strategy:
-        return self.answer.strategy  # type: ignore[return-value]
+        return cast(Strategy, self.answer.strategy)  # AnswerKey keeps it as the store's text
 
 
 @dataclass(frozen=True)

@@ -33,17 +33,17 @@ from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
-from dualjudge.inference.engines import EngineFactory, Engines
+from dualjudge.inference.engines import EngineFactory, Engines, runs_on_devices
 from dualjudge.inference.types import EngineDown
-from dualjudge.protocol.systems import STEPS
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
 from dualjudge.runs.progress import Progress, QuietProgress, run_in_order
 from dualjudge.runs.schedule import Job, Schedule
 from dualjudge.runs.steps import Step
+from dualjudge.runs.study import job_tokens, stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
-from dualjudge.storage.rows import Answer, AnswerKey, AnswerRow
+from dualjudge.storage.rows import Answer, AnswerKey, AnswerRow, JobRecord
 from dualjudge.storage.store import WORK_TABLES, Store
 from dualjudge.testbed.catalogue import default_catalogue
 
@@ -51,9 +51,9 @@ JOBS_META = "jobs"  # store meta key: every job of every session, as manifest.js
 RUBRICS_META = "rubric_sha256"  # store meta key: each rubric variant's rubric when the run started
 
 
-def recorded_jobs(store: Store) -> list[dict[str, Any]]:
+def recorded_jobs(store: Store) -> list[JobRecord]:
     """Every job of every session of a run, as the store keeps them (manifest.json["jobs"])."""
-    return list(json.loads(store.get_meta(JOBS_META) or "[]"))
+    return [JobRecord.model_validate(j) for j in json.loads(store.get_meta(JOBS_META) or "[]")]
 
 
 @dataclass
@@ -64,7 +64,7 @@ class RunReport:
     models_loaded: list[str] = field(default_factory=list)
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
     verdict_failures: dict[str, dict[str, int]] = field(default_factory=dict)  # per judge model, by kind
-    jobs: list[dict[str, Any]] = field(default_factory=list)  # this session's jobs (manifest.json["jobs"])
+    jobs: list[JobRecord] = field(default_factory=list)  # this session's jobs (manifest.json["jobs"])
     restarts: list[str] = field(default_factory=list)  # each engine that went down and was started again, and why
 
 
@@ -72,22 +72,14 @@ def expected_costs(config: RunConfig, items: int) -> dict[tuple[str, str], float
     """Each job's expected length: its completion tokens at max_tokens, over the card's throughput hint
     when it has one, else times the model's size (decoding is memory-bound: a bigger model is slower).
     This orders the jobs (longest first); exact counts are `dualjudge plan`'s."""
-    s, j, p = config.systems, config.judges, config.probes
-    calls = sum(len(STEPS[st]) for st in s.strategies)
-    answers = items * config.testbed.repeats * len(s.strategies) * len(s.models)
-    judgements = 1 + (j.passes if j.passes >= 2 else 0)  # the verdict, and its stability passes
-    judge_tokens = j.max_tokens * len(j.variants) * (
-        answers * len(j.kinds) * judgements
-        + (p.order_pairs * 2 if p.order else 0) + (p.padding_samples * len(j.kinds) if p.padding else 0))
-    system_tokens = items * config.testbed.repeats * calls * s.max_tokens + \
-        (steps.padding_share(config) * p.padding_max_tokens if p.padding else 0)
+    system_tokens, judge_tokens = job_tokens(config, items, "systems"), job_tokens(config, items, "judges")
 
     def length(model: str, tokens: float) -> float:
         card = config.card(model)
         return tokens / card.throughput_hint if card.throughput_hint else tokens * (card.parameters_b or 1.0)
 
-    return {**{(m, "systems"): length(m, system_tokens) for m in s.models},
-            **{(m, "judges"): length(m, judge_tokens) for m in j.models}}
+    return {**{(m, "systems"): length(m, system_tokens) for m in config.systems.models},
+            **{(m, "judges"): length(m, judge_tokens) for m in config.judges.models}}
 
 
 def study_jobs(config: RunConfig, items: int, local: Callable[[str], bool] = lambda _: True
@@ -103,7 +95,7 @@ def study_jobs(config: RunConfig, items: int, local: Callable[[str], bool] = lam
 
 def runs_here(config: RunConfig, model: str) -> bool:
     """Whether a model runs on this machine's devices (not at attached endpoints or a hosted API)."""
-    return not (config.card(model).hosted or model in config.engine.endpoints)
+    return runs_on_devices(config.card(model), config.engine)
 
 
 def device_groups(config: RunConfig) -> list[DeviceGroup]:
@@ -321,13 +313,12 @@ class Runner:
                 while current is not None:
                     record, loads_before = self._job_started(current, group, at=ended), lease.loads
                     if current.stage == "systems":
-                        await lease.run([steps.answer_step(ctx, current.model, items),
-                                         steps.padding_step(ctx, current.model)])
+                        await lease.run([s.step(ctx, current.model, items, None) for s in stages("systems")])
                         following = schedule.keep(current)
                         self._answers_ready.set()
                         self._answers_ready = asyncio.Event()
                     else:
-                        await self._judges(lease, ctx, schedule, current.model)
+                        await self._judges(lease, ctx, items, schedule, current.model)
                         schedule.end(current)
                         following = None
                     ended = self._job_ended(record, lease.loads > loads_before)
@@ -335,39 +326,41 @@ class Runner:
             finally:
                 lease.close()
 
-    async def _judges(self, lease: Lease, ctx: steps.Context, schedule: Schedule, judge: str) -> None:
+    async def _judges(self, lease: Lease, ctx: steps.Context, items: list[Any], schedule: Schedule,
+                      judge: str) -> None:
         """Judge each system model's answers as soon as its systems job has ended, then, once every
-        systems job has, the probes and the stability passes."""
+        systems job has, the probes and the stability passes (the judges stages of study.py, in order)."""
+        early = [s for s in stages("judges") if s.as_answers_arrive]
         seen: frozenset[str] = frozenset()
         while True:
             ready = schedule.systems_done
             complete = ready >= schedule.systems_models
             if ready != seen or complete:
-                await lease.run([steps.judge_step(ctx, judge, of=None if complete else ready)])
+                await lease.run([s.step(ctx, judge, items, None if complete else ready) for s in early])
                 seen = ready
             if complete:
                 break
             if schedule.systems_done == seen:  # no systems job ended while judging: wait for the next
                 await self._answers_ready.wait()
-        await lease.run([steps.order_step(ctx, judge), steps.rejudge_step(ctx, judge), steps.passes_step(ctx, judge)])
+        await lease.run([s.step(ctx, judge, items, None) for s in stages("judges") if not s.as_answers_arrive])
 
-    def _job_started(self, job: Job, group: DeviceGroup | None, at: float | None = None) -> dict[str, Any]:
+    def _job_started(self, job: Job, group: DeviceGroup | None, at: float | None = None) -> JobRecord:
         started = at if at is not None else round(time.time(), 3)
-        record = {"model": job.model, "stage": job.stage, "group": group.label if group is not None else None,
-                  "started_at": started, "ended_at": None, "session": self.session}
+        record = JobRecord(model=job.model, stage=job.stage, group=group.label if group is not None else None,
+                           started_at=started, session=self.session)
         self.report.jobs.append(record)
         self._save_jobs()
         return record
 
-    def _job_ended(self, record: dict[str, Any], loaded: bool) -> float:
-        record["ended_at"] = ended = round(time.time(), 3)
-        record["loaded"] = loaded  # False: answered from the cache, or ran on in its systems job's load
+    def _job_ended(self, record: JobRecord, loaded: bool) -> float:
+        record.ended_at = ended = round(time.time(), 3)
+        record.loaded = loaded
         self._save_jobs()
         return ended
 
     def _save_jobs(self) -> None:
         """Every session's jobs, kept in the store as they start and end (a killed session's too)."""
-        self.store.set_meta(JOBS_META, json.dumps(self._earlier_jobs + self.report.jobs))
+        self.store.set_meta(JOBS_META, json.dumps([j.model_dump() for j in self._earlier_jobs + self.report.jobs]))
 
     def planned_of(self, items: list[Any]) -> Callable[[str | None], list[AnswerKey]]:
         """The answers the design asks for, of one system model or of all (the probes draw from these)."""

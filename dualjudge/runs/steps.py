@@ -1,8 +1,6 @@
-"""The steps of a model's stage: which tasks are left, and what each task asks through the protocol.
-
-    systems stage of a model:  answer (every variant x repeat x strategy), then pad its losing answers
-    judges stage of a model:   judge every answer (each kind), the order probe, re-judge padded answers,
-                               and the stability passes (judges.passes >= 2)
+"""The steps of the study's stages: which tasks are left, and what each task asks through the protocol.
+Which stages there are, in which job and order, is study.py's list (answers, padding; verdicts, order
+probe, padding judged, stability passes).
 
 A step is generic in its task type. Its `tasks()` is computed when the step starts (so it sees the
 rows the previous steps wrote) and leaves out work already in a final state. The protocol asks and
@@ -17,6 +15,7 @@ from typing import Generic, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import RemoteWeights
+from dualjudge.inference.dialects import dialect
 from dualjudge.inference.types import Sampling
 from dualjudge.protocol.judges import UNCONSTRAINED_RETRIES, run_judge
 from dualjudge.protocol.kinds import judge_kind
@@ -67,7 +66,8 @@ class Context:
         """How often a failed verdict is asked again: only for an engine that does not enforce the verdict
         schema (a hosted API that takes it as response_format), never where the schema is a constraint."""
         w = self.config.card(judge).weights
-        return UNCONSTRAINED_RETRIES if isinstance(w, RemoteWeights) and w.structured_outputs == "openai" else 0
+        enforced = not isinstance(w, RemoteWeights) or dialect(w.structured_outputs).enforces_schema
+        return 0 if enforced else UNCONSTRAINED_RETRIES
 
     def rubric(self, variant: str) -> Rubric | None:
         """The rubric a judge variant scores with (None: holistic)."""

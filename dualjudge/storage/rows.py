@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from dualjudge.outcome import Status
 
 
@@ -178,3 +180,18 @@ class Answer:
     predicted_category: str | None
     sign_code: str
     category: str
+
+
+class JobRecord(BaseModel):
+    """One job of one session (a model's systems or judges job on a device group), as the store keeps
+    it from its start (meta `jobs`) and manifest.json lists it; `ended_at` None: still running, or cut off."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    stage: str
+    group: str | None
+    started_at: float
+    ended_at: float | None = None
+    session: str
+    loaded: bool | None = None  # False: answered from the cache, or ran on in its systems job's load

@@ -157,7 +157,7 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
                              "cache_hits": report.cache_hits, "models_loaded": report.models_loaded,
                              "failures": report.failures, "verdict_failures_by_judge": report.verdict_failures},
             "counts": c, "requests": runner.store.requests(), "devices": [g.label for g in runner.groups],
-            "jobs": recorded_jobs(runner.store),
+            "jobs": [j.model_dump() for j in recorded_jobs(runner.store)],
             "cache_file": config.engine.cache or str(RunDir(out).store)}), out)
         if len(table):
             write_explorer(out, runner.store)

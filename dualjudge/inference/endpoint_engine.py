@@ -1,4 +1,5 @@
-"""The vLLM engine: requests to one or more OpenAI-compatible endpoints serving one model.
+"""The endpoint engine: requests to one or more OpenAI-compatible endpoints serving one model (a vLLM
+server dualjudge started, vLLM endpoints the user runs, or a hosted API).
 
 Requests carry images as base64 data URLs and constraints as `structured_outputs` (json or regex;
 never the removed `guided_*` fields, which vLLM silently ignores), or, for a hosted OpenAI-style API
@@ -18,11 +19,12 @@ import dataclasses
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import openai
 
 from dualjudge.inference import vllm_api
+from dualjudge.inference.dialects import DialectName, dialect
 from dualjudge.inference.types import EngineDown, GenerationRequest, GenerationResult
 
 
@@ -111,14 +113,14 @@ def retry_after(error: Exception) -> float | None:
         return None
 
 
-class VllmEngine:
+class EndpointEngine:
     """Requests to the endpoints of one model, with their health watched: an endpoint that keeps failing
     rests for a cooldown, and when none is left (or `fail()` is called: the server died or hangs) every
     request waiting on this engine ends with EngineDown at once instead of being retried into an error."""
 
     def __init__(self, served_name: str, endpoints: list[Endpoint], model_identity: str, *,
                  concurrency: int = 32, retries: int = 4, backoff_s: float = 1.0, timeout_s: float = 600.0,
-                 dialect: Literal["vllm", "openai"] = "vllm", policy: EndpointPolicy = EndpointPolicy()) -> None:
+                 dialect: DialectName = "vllm", policy: EndpointPolicy = EndpointPolicy()) -> None:
         if not endpoints:
             raise ValueError("at least one endpoint")
         self.served_name = served_name
@@ -200,7 +202,7 @@ class VllmEngine:
             kwargs["top_p"] = s.top_p
         if s.seed is not None:
             kwargs["seed"] = s.seed
-        if self.dialect == "openai":
+        if dialect(self.dialect).field == "response_format":
             kwargs.update(response_format(request))
         else:
             extra = structured_outputs(request)
@@ -226,7 +228,7 @@ class VllmEngine:
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         if self.down is not None:
             raise EngineDown(self.down)
-        if self.dialect == "openai" and request.constraint is not None and request.constraint.kind == "regex":
+        if not dialect(self.dialect).regex and request.constraint is not None and request.constraint.kind == "regex":
             return GenerationResult(None, error="this API cannot enforce a regex constraint; use "
                                                 "systems.sign_type = \"parsed\" with hosted models", tries=0)
         last = "no attempt"

@@ -1,0 +1,34 @@
+"""How constraints travel to an OpenAI-compatible endpoint, declared once per dialect.
+
+A card's `weights.structured_outputs` names its dialect. "vllm": vLLM's `structured_outputs` request
+field, which enforces JSON schemas and regexes during decoding. "openai": `response_format` with a
+JSON schema, as hosted APIs take it: no regex (a study whose systems need the SIGN_TYPE regex must use
+`systems.sign_type = "parsed"`), and the schema is not known to be enforced, so a verdict that comes
+back truncated or off-schema is asked again (protocol/judges.py: UNCONSTRAINED_RETRIES).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+DialectName = Literal["vllm", "openai"]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: DialectName
+    regex: bool  # can it enforce a regex constraint
+    enforces_schema: bool  # is a JSON-schema verdict guaranteed to parse (else it is retried when it does not)
+    field: str  # the request field the constraint travels in
+
+
+DIALECTS: dict[DialectName, Dialect] = {
+    "vllm": Dialect("vllm", regex=True, enforces_schema=True, field="structured_outputs"),
+    "openai": Dialect("openai", regex=False, enforces_schema=False, field="response_format"),
+}
+assert set(DIALECTS) == set(get_args(DialectName)), "every dialect declared"
+
+
+def dialect(name: DialectName) -> Dialect:
+    return DIALECTS[name]
