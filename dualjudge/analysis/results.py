@@ -481,6 +481,19 @@ class Clarification(_Result):
     human: dict[str, dict[str, dict[str, float | int | None]]]  # per arm, per judge: r_overall, n, kappa_equivalent
 
 
+class StudyDesign(_Result):
+    """What the table holds: the models with their families, the strategies, the answers and what they
+    were about, and the verdicts that failed, per judge kind."""
+
+    system_models: dict[str, str]  # model -> family
+    judge_models: dict[str, str]  # model -> family
+    strategies: list[str]
+    answers: int
+    signs: int | None  # None: the table has no sign column (each item is its own cluster)
+    items: int
+    failed_verdicts: dict[str, int]  # per judge kind: parse failures and errors
+
+
 class Requests(_Result):
     sent: int
     failed: int
@@ -501,6 +514,7 @@ class Summary(_Result):
     scale: ScaleUsed
     n_rows: int
     runs: list[str]
+    design: StudyDesign
     systems: dict[str, SystemMeans]
     system_models: dict[str, SystemMeans]
     paired_tests: dict[str, PairedTest]

@@ -27,7 +27,8 @@ from dualjudge.analysis.results import Clarification, DesignComparison, Requests
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.stability import stability_near
-from dualjudge.analysis.table import read_table
+from dualjudge.analysis.table import ANSWER_KEY, read_table
+from dualjudge.protocol.kinds import declared
 from dualjudge.rundir import RunDir
 
 
@@ -45,6 +46,7 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         "scale": scale.as_dict(),
         "n_rows": int(len(frame)),
         "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
+        "design": study_design(frame),
         "systems": dual_judge.system_means(frame),
         "system_models": dual_judge.system_means(frame, "system_model"),
         "paired_tests": dual_judge.paired_tests(frame),
@@ -58,6 +60,22 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
                       "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"}},
         **extra,
     })
+
+
+def study_design(frame: pd.DataFrame) -> dict[str, Any]:
+    """The table's models, strategies, answers, signs and items, and its failed verdicts per judge kind."""
+    def families(model: str, family: str) -> dict[str, str]:
+        pairs = frame[[model, family]].drop_duplicates(model).sort_values(model)
+        return {str(m): str(f) for m, f in zip(pairs[model], pairs[family])}
+
+    return {"system_models": families("system_model", "system_family"),
+            "judge_models": families("judge_model", "judge_family"),
+            "strategies": sorted(frame["system"].astype(str).unique()),
+            "answers": int(len(frame.drop_duplicates(ANSWER_KEY))),
+            "signs": None if "sign_code" in frame.attrs.get("absent", []) else int(frame["sign_code"].nunique()),
+            "items": int(frame["item_id"].nunique()),
+            "failed_verdicts": {k.name: int(frame[k.status].isin(["parse_failure", "error"]).sum())
+                                for k in declared() if k.status in frame.columns}}
 
 
 def _convention(frame: pd.DataFrame) -> str:

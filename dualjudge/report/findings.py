@@ -8,20 +8,16 @@ uneven missing verdicts). With `links`, the numbers open the run explorer on the
 
 from __future__ import annotations
 
-import pandas as pd
-
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import JudgeSummary, Summary
-from dualjudge.analysis.table import ANSWER_KEY
-from dualjudge.protocol.kinds import declared
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import sentence
 from dualjudge.report.tables import num, rate
 
 
-def section(frame: pd.DataFrame, summary: Summary, links: bool = False) -> list[str]:
-    rows = frame[frame["judge_variant"] == summary.judge_variant] if "judge_variant" in frame.columns else frame
-    parts = ["## Findings", "", _what_was_run(rows, summary), ""]
+def section(summary: Summary, links: bool = False) -> list[str]:
+    """The findings, every number read from the summary."""
+    parts = ["## Findings", "", _what_was_run(summary), ""]
     variant = summary.judge_variant
     for judge, js in summary.judges.items():
         parts.append(f"- {_dual_judge(judge, js, links, variant)}")
@@ -43,19 +39,14 @@ def section(frame: pd.DataFrame, summary: Summary, links: bool = False) -> list[
     return parts
 
 
-def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
-    systems = rows.drop_duplicates("system_model")
-    judges = rows.drop_duplicates("judge_model")
-    fam = lambda d, m, f: ", ".join(f"{r[m]} ({r[f]})" for _, r in d.sort_values(m).iterrows())  # noqa: E731
-    answers = rows.drop_duplicates(ANSWER_KEY)
-    failed = ", ".join(f"{int(rows[k.status].isin(['parse_failure', 'error']).sum())} {k.name}"
-                       for k in declared() if k.status in rows.columns)
-    strategies = sorted(rows["system"].astype(str).unique())
-    text = (f"Run {', '.join(summary.runs) or '-'}: {len(answers)} answers from {len(systems)} system model(s), "
-            f"{fam(systems, 'system_model', 'system_family')}, with strategies {', '.join(strategies)}, on "
-            f"{_where(rows, summary)}; judged by {len(judges)} "
-            f"judge model(s), {fam(judges, 'judge_model', 'judge_family')} ({summary.judge_variant} judges), "
-            f"{len(rows)} answer x judge rows. Failed verdicts: {failed}")
+def _what_was_run(summary: Summary) -> str:
+    d = summary.design
+    fam = lambda models: ", ".join(f"{m} ({f})" for m, f in models.items())  # noqa: E731
+    failed = ", ".join(f"{n} {kind}" for kind, n in d.failed_verdicts.items())
+    text = (f"Run {', '.join(summary.runs) or '-'}: {d.answers} answers from {len(d.system_models)} system model(s), "
+            f"{fam(d.system_models)}, with strategies {', '.join(d.strategies)}, on {_where(summary)}; judged by "
+            f"{len(d.judge_models)} judge model(s), {fam(d.judge_models)} ({summary.judge_variant} judges), "
+            f"{summary.n_rows} answer x judge rows. Failed verdicts: {failed}")
     if summary.missingness.failed_system_calls:
         text += f"; {summary.missingness.failed_system_calls} system calls gave no answer"
     if summary.requests is not None:
@@ -64,12 +55,13 @@ def _what_was_run(rows: pd.DataFrame, summary: Summary) -> str:
     return text + "."
 
 
-def _where(rows: pd.DataFrame, summary: Summary) -> str:
+def _where(summary: Summary) -> str:
     """What the answers were about: signs and variants for a dualjudge run, items (each its own bootstrap
     cluster) for a table without sign codes."""
-    if "sign_code" in summary.absent_columns:
-        return f"{rows['item_id'].nunique()} items (no sign column: each item is its own bootstrap cluster)"
-    return f"{rows['sign_code'].nunique()} signs and {rows['item_id'].nunique()} variants"
+    d = summary.design
+    if d.signs is None:
+        return f"{d.items} items (no sign column: each item is its own bootstrap cluster)"
+    return f"{d.signs} signs and {d.items} variants"
 
 
 def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:

@@ -80,7 +80,7 @@ def render_report(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lin
     """report.md and report.html; with `links` (a run directory, whose explorer.html sits beside them) the
     headline numbers link to the explorer filtered to the rows behind them."""
     made = _figures(frame, summary, out, lineage) if figures else []
-    findings = findings_section(frame, summary, links)
+    findings = findings_section(summary, links)
     md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
     write_text(RunDir(out).report_md, md)
     embedded = markdown(summary, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
