@@ -65,7 +65,8 @@ async def runner_path(server: VllmServer, name: str, identity: str, reqs, concur
     async def work(r) -> int:  # type: ignore[no-untyped-def]
         res = await caller(r)
         store.record(VerdictRow(variant_id=r.messages[1].text[:40], repeat=0, system_model="m", strategy="sa",
-                                judge_model=name, kind="quality", status="ok", completion_tokens=res.completion_tokens))
+                                judge_model=name, judge_variant="holistic", kind="quality", status="ok",
+                                completion_tokens=res.completion_tokens))
         return res.completion_tokens
 
     t0 = time.perf_counter()

@@ -183,7 +183,6 @@ def _jobs_table(store: Store, running: bool) -> Table | None:
 
 def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
     """What is done, what failed, and how much came from the cache."""
-    import json
 
     from dualjudge.storage.lock import is_running
     from dualjudge.storage.store import WORK_TABLES, load_run_store
@@ -202,15 +201,14 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
             console.print(f"answers not ok, by kind: {kinds}")
         for judge, kinds in sorted(store.error_kinds_by("verdicts", "judge_model").items()):
             console.print(f"verdicts of {judge} not ok, by kind: {kinds}")
-        manifest = RunDir(run_dir).manifest
-        try:
-            last = json.loads(manifest.read_text()).get("last_session", {}) if manifest.is_file() else None
-        except (ValueError, OSError, AttributeError):
-            last = None
-            console.print(f"{manifest} is unreadable; it is rewritten at the end of the next run")
+        from dualjudge.studies.manifest import read_manifest
+
+        manifest = read_manifest(run_dir)
+        if manifest is None and RunDir(run_dir).manifest.is_file():
+            console.print(f"{RunDir(run_dir).manifest} is unreadable; it is rewritten at the end of the next run")
+        last = manifest.last_session if manifest is not None else None
         if last is not None:
-            console.print(f"last session: {last.get('requests_sent', 0)} requests sent, "
-                          f"{last.get('cache_hits', 0)} answered from cache")
+            console.print(f"last session: {last.requests_sent} requests sent, {last.cache_hits} answered from cache")
         jobs = _jobs_table(store, is_running(run_dir))
         if jobs is not None:
             console.print(jobs)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -37,6 +37,67 @@ from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import variants_by_id
 
 
+class JudgeView(TypedDict):
+    name: str
+    family: str
+
+
+class KindView(TypedDict):
+    name: str
+    columns: list[str]  # its score fields
+    value: str  # the field that carries its decision
+
+
+class SignView(TypedDict):
+    caption: str
+    description: str
+    group: str
+
+
+class VerdictView(TypedDict):
+    """One judge model's verdicts on one answer in one judge variant."""
+
+    judge: int  # index into ExplorerData.judges
+    jv: str  # the judge variant
+    k: dict[str, dict[str, Any]]  # per judge kind: "s" (state), its score fields, "r" (reasoning), "err"
+    criteria: dict[str, Any] | None  # a rubric judge's clause scores
+    residual: float | None  # the calibrated residual of its overall score
+
+
+class AnswerView(TypedDict):
+    variant: str
+    sign: str
+    visibility: Any
+    mode: str
+    repeat: int
+    strategy: str
+    model: str
+    family: str
+    text: str | None
+    predicted: str | None
+    category: str
+    format_ok: Any
+    status: str | None
+    scene: str | None
+    image: str | None
+    verdicts: list[VerdictView]
+    probes: list[dict[str, Any]]  # order and padding probes that involve the answer
+
+
+class ExplorerData(TypedDict):
+    """The explorer's payload: what web/explorer.js reads from the page's JSON block."""
+
+    run: list[str]
+    good: float
+    poor: float
+    modality: str
+    judges: list[JudgeView]
+    variants: list[str]
+    kinds: list[KindView]
+    signs: dict[str, SignView]
+    answers: list[AnswerView]
+
+
 def _clean(value: Any) -> Any:
     """JSON-safe: NaN and NA become null, numpy scalars plain numbers."""
     if value is None or value is pd.NA:
@@ -49,7 +110,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def explorer_data(out: Path, store: Store) -> dict[str, Any]:
+def explorer_data(out: Path, store: Store) -> ExplorerData:
     """Everything the explorer shows, from a run directory and its store."""
     table_path = RunDir(out).verdicts
     if not table_path.is_file():
@@ -66,7 +127,7 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
     details = {r.key(): r for r in store.read(VerdictRow)}
     residuals = _residuals(table)
     probes = _probes(store)
-    answers = []
+    answers: list[AnswerView] = []
     for key, rows in table.groupby(ANSWER_IN_RUN, sort=True):
         item_id, repeat, strategy, model = key
         first = rows.iloc[0]
@@ -83,8 +144,8 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
             "scene": v.get("scene_text"), "image": v.get("image_path"),
             "verdicts": verdicts, "probes": probes.get(answer_key, []),
         })
-    signs = {code: {"caption": catalogue.sign(code).caption, "description": catalogue.sign(code).description,
-                    "group": catalogue.sign(code).group}
+    signs = {code: SignView(caption=catalogue.sign(code).caption, description=catalogue.sign(code).description,
+                            group=catalogue.sign(code).group)
              for code in sorted({a["sign"] for a in answers}) if code in catalogue.codes}
     try:
         config = json.loads(store.get_meta("config") or "{}")
@@ -94,8 +155,8 @@ def explorer_data(out: Path, store: Store) -> dict[str, Any]:
         config = {}  # a damaged stored configuration only loses the modality hint: images are assumed
     return {"run": sorted(set(table["run_id"].astype(str))), "good": PAPER_SCALE.high, "poor": PAPER_SCALE.low,
             "modality": config.get("testbed", {}).get("modality", "image"),
-            "judges": [{"name": j, "family": judge_family[j]} for j in judges], "variants": variants,
-            "kinds": [{"name": k.name, "columns": list(k.columns), "value": k.value} for k in declared()],
+            "judges": [JudgeView(name=j, family=judge_family[j]) for j in judges], "variants": variants,
+            "kinds": [KindView(name=k.name, columns=list(k.columns), value=k.value) for k in declared()],
             "signs": signs, "answers": answers}
 
 
@@ -110,7 +171,7 @@ def _testbed(out: Path) -> dict[str, dict[str, Any]]:
 
 
 def _verdict(r: dict[str, Any], judges: list[str], details: dict[tuple[Any, ...], VerdictRow],
-             residual: float | None) -> dict[str, Any]:
+             residual: float | None) -> VerdictView:
     """One judge's verdicts on one answer: per declared judge kind its state, scores, reasoning and error."""
     key = (r["item_id"], int(r["repeat"]), r["system_model"], r["system"], r["judge_model"], r["judge_variant"])
     kinds: dict[str, dict[str, Any]] = {}
@@ -158,7 +219,7 @@ def _probes(store: Store) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     return out
 
 
-def render_explorer(data: dict[str, Any]) -> str:
+def render_explorer(data: ExplorerData) -> str:
     """The explorer page: the data as one JSON block, the page's script and style inline."""
     web = project_root() / "web"
     payload = script_json(data)  # no answer, name or table value can end the block or open a comment in it

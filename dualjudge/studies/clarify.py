@@ -56,7 +56,7 @@ from dualjudge.storage.lock import run_lock
 from dualjudge.storage.rows import Answer, VerdictRow
 from dualjudge.storage.store import Store, check_store_files
 from dualjudge.studies.job import export_run, stored_config
-from dualjudge.studies.manifest import write_manifest
+from dualjudge.studies.manifest import build_manifest, read_manifest, write_manifest
 
 RUBRICS_DIR = RunDir.RUBRICS
 
@@ -105,7 +105,7 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
             record = asyncio.run(_clarify(runner, options))
             config = runner.config
             export_run(config, out, runner.store)
-            _manifest(out, record, runner.store.requests())
+            _manifest(out, config, record, runner.store.requests())
             write_explorer(out, runner.store)
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
             return record
@@ -280,13 +280,10 @@ def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
-def _manifest(out: Path, record: dict[str, Any], requests: dict[str, int]) -> None:
-    path = RunDir(out).manifest
-    try:
-        manifest = json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError:
-        manifest = {}
-    manifest["clarification"] = {k: record[k] for k in ("settings", "split", "selected", "control", "arms",
-                                                        "rubric_sha256")}
-    manifest["requests"] = requests
+def _manifest(out: Path, config: RunConfig, record: dict[str, Any], requests: dict[str, int]) -> None:
+    """The run's manifest with the clarification added (a missing or unreadable one is made anew)."""
+    manifest = read_manifest(out) or build_manifest(config, out)
+    manifest.clarification = {k: record[k] for k in ("settings", "split", "selected", "control", "arms",
+                                                     "rubric_sha256")}
+    manifest.requests = requests
     write_manifest(manifest, out)

@@ -25,7 +25,7 @@ from dualjudge.runs.runner import Runner, RunReport, device_groups, recorded_job
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
 from dualjudge.studies.export import RUN_FILES, verdict_table, write_probe_tables, write_table
-from dualjudge.studies.manifest import build_manifest, write_manifest
+from dualjudge.studies.manifest import LastSession, build_manifest, write_manifest
 from dualjudge.testbed.variants import variants_by_id
 
 MASKED = "**********"  # how pydantic writes a secret
@@ -152,13 +152,13 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
         report = asyncio.run(runner.run())
         table = export_run(config, out, runner.store)
         c = counts(runner.store)
-        write_manifest(build_manifest(config, out, {
-            "last_session": {"session": runner.session, "requests_sent": report.sessions_requests,
-                             "cache_hits": report.cache_hits, "models_loaded": report.models_loaded,
-                             "failures": report.failures, "verdict_failures_by_judge": report.verdict_failures},
-            "counts": c, "requests": runner.store.requests(), "devices": [g.label for g in runner.groups],
-            "jobs": [j.model_dump() for j in recorded_jobs(runner.store)],
-            "cache_file": config.engine.cache or str(RunDir(out).store)}), out)
+        last = LastSession(session=runner.session, requests_sent=report.sessions_requests,
+                           cache_hits=report.cache_hits, models_loaded=report.models_loaded, failures=report.failures,
+                           verdict_failures_by_judge=report.verdict_failures)
+        write_manifest(build_manifest(
+            config, out, last_session=last, counts=c, requests=runner.store.requests(),
+            devices=[g.label for g in runner.groups], jobs=recorded_jobs(runner.store),
+            cache_file=config.engine.cache or str(RunDir(out).store)), out)
         if len(table):
             write_explorer(out, runner.store)
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)

