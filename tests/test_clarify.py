@@ -168,13 +168,13 @@ def experiment(tmp_path_factory):
 
 def test_the_experiment_clarifies_the_contested_clauses_and_judges_the_test_split(experiment):
     out, record, engines = experiment
-    assert record["selected"] == ["figure", "exceptions"] and record["status"] == "done"
-    assert not set(record["control"]) & {"figure", "exceptions"} and len(record["control"]) == 2
-    dev, test = record["split"]["dev"], record["split"]["test"]
+    assert record.selected == ["figure", "exceptions"] and record.status == "done"
+    assert not set(record.control) & {"figure", "exceptions"} and len(record.control) == 2
+    dev, test = record.split["dev"], record.split["test"]
     assert set(dev).isdisjoint(test) and sorted(dev + test) == sorted(json.loads(SIGNS))
     # the rubric variant was already judged by the run; the editor stays loaded to judge the test split first
     assert engines.loaded == ["gemma-3-270m", "smollm2-135m-instruct"]
-    for arm, clauses in (("clarified", record["selected"]), ("control", record["control"])):
+    for arm, clauses in (("clarified", record.selected), ("control", record.control)):
         diff = (out / "rubrics" / f"{arm}.diff").read_text()
         assert diff.count("\n+text = ") == diff.count("\n-text = ") == len(clauses)
         assert "\n+id" not in diff and "\n-id" not in diff  # the ids and their order are kept
@@ -193,11 +193,11 @@ def test_the_report_and_manifest_carry_the_experiment(experiment):
     c = summary["clarification"]
     assert c["arms"] == ["original", "clarified", "control"]
     assert set(c["differences"]) == {"clarified - original", "clarified - control", "control - original"}
-    assert c["record"]["selected"] == record["selected"]
+    assert c["record"]["selected"] == record.selected
     md = (out / "report.md").read_text()
     assert "## Rubric clarification" in md and "No human labels were imported" in md
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["clarification"]["split"] == record["split"]
+    assert manifest["clarification"]["split"] == record.split
     assert manifest["clarification"]["settings"]["seed"] == 4
 
 
@@ -206,7 +206,7 @@ def test_a_rerun_resumes_from_the_store_and_other_settings_are_refused(experimen
     calls, loaded = engines.calls, list(engines.loaded)
     again = clarify(out, ClarifyOptions("gemma-3-270m", k=2, seed=4), engines=engines)
     assert engines.calls == calls and engines.loaded == loaded
-    assert {k: v for k, v in again.items() if k != "editor"} == {k: v for k, v in record.items() if k != "editor"}
+    assert again.model_dump(exclude={"editor"}) == record.model_dump(exclude={"editor"})
     before = (out / "clarification.json").read_bytes()
     with pytest.raises(DualjudgeError, match="other settings .*k: 2 then, 3 now"):
         clarify(out, ClarifyOptions("gemma-3-270m", k=3, seed=4), engines=engines)
@@ -227,13 +227,13 @@ def test_an_editor_that_breaks_the_structure_is_retried_then_reported_and_never_
     run_job(config(tmp_path, RUN.replace('variants = ["holistic", "rubric"]', 'variants = ["holistic"]')),
             tmp_path / "run", engines=engines)
     record = clarify(tmp_path / "run", ClarifyOptions("gemma-3-270m", k=2, seed=4), engines=engines)
-    clarified = [a for a in record["editor"]["attempts"] if a["arm"] == "clarified"]
-    assert [a["used"] for a in clarified] == [False, True] and "not JSON" in clarified[0]["problems"][0]
-    assert clarified[0]["seed"] != clarified[1]["seed"]
-    control = [a for a in record["editor"]["attempts"] if a["arm"] == "control"]
-    assert len(control) == ATTEMPTS == 4 and not any(a["used"] for a in control)
-    assert len({a["seed"] for a in control}) == 4 and all("score bands" in a["problems"][0] for a in control)
-    assert record["arms"] == ["original", "clarified"] and "control" not in record["rubrics"]
+    clarified = [a for a in record.editor.attempts if a.arm == "clarified"]
+    assert [a.used for a in clarified] == [False, True] and "not JSON" in clarified[0].problems[0]
+    assert clarified[0].seed != clarified[1].seed
+    control = [a for a in record.editor.attempts if a.arm == "control"]
+    assert len(control) == ATTEMPTS == 4 and not any(a.used for a in control)
+    assert len({a.seed for a in control}) == 4 and all("score bands" in a.problems[0] for a in control)
+    assert record.arms == ["original", "clarified"] and "control" not in record.rubrics
     assert not (tmp_path / "run" / "rubrics" / "control.toml").exists()
     store = Store(tmp_path / "run" / "results.sqlite")
     variants = {r.judge_variant for r in store.read(VerdictRow)}

@@ -27,6 +27,7 @@ import pandas as pd
 
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.designs import RESPONSE, alpha_difference, alpha_from_sums, alpha_sums, self_preference_difference
+from dualjudge.analysis.results import ClarificationRecord
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 from dualjudge.protocol.seeds import seeded_rank
@@ -97,24 +98,26 @@ def choose_clauses(ranking: list[dict[str, Any]], k: int, seed: int) -> tuple[li
 
 
 # -- the experiment's result (read at analysis time) -------------------------------------------------------
-def clarification_near(table: Path) -> dict[str, Any] | None:
+def clarification_near(table: Path) -> ClarificationRecord | None:
+    """The clarification record beside a verdict table (None: none there, or one that cannot be read)."""
     path = table.parent / CLARIFICATION
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        return ClarificationRecord.model_validate_json(path.read_text())
     except (OSError, ValueError):
         return None
 
 
-def experiment(frame: pd.DataFrame, record: dict[str, Any], human: dict[str, Any] | None, lineage: Lineage = "family",
-               seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def experiment(frame: pd.DataFrame, record: ClarificationRecord | dict[str, Any], human: dict[str, Any] | None,
+               lineage: Lineage = "family", seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     """The clarification experiment on its test split: alpha per rubric, paired differences, the
     self-preference index per rubric, agreement with humans per rubric."""
-    test = set(record["split"]["test"])
+    record = ClarificationRecord.model_validate(record)  # a record, or its JSON object
+    test = set(record.split["test"])
     rows = frame[frame["sign_code"].astype(str).isin(test)]
     arms = {arm: rows[rows["judge_variant"] == variant] for arm, variant in ARMS.items()
-            if arm in record["arms"] and (rows["judge_variant"] == variant).any()}
+            if arm in record.arms and (rows["judge_variant"] == variant).any()}
     result: dict[str, Any] = {"record": record, "arms": sorted(arms, key=list(ARMS).index), "alpha": {},
                               "differences": {}, "self_preference": {}, "human": {}}
     for a, b in CONTRASTS:

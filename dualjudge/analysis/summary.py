@@ -114,7 +114,7 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
                                        "designs": DesignComparison.model_validate(designs)})
     record = clarification_near(table)
     if record is not None:
-        test = frame[frame["sign_code"].astype(str).isin(set(record["split"]["test"]))]
+        test = frame[frame["sign_code"].astype(str).isin(set(record.split["test"]))]
         result = experiment(frame, record, human_check_near(table, test), lineage, seed, n_resamples)
         main = main.model_copy(update={"clarification": Clarification.model_validate(result)})
     return frame, main.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})

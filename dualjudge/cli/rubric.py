@@ -40,10 +40,10 @@ def clarify(
         sys.exit(130)
     finally:
         progress.close()
-    console.print(f"development signs: {', '.join(record['split']['dev'])}; test: {', '.join(record['split']['test'])}")
-    console.print(f"clarified: {', '.join(record['selected'])}; control: {', '.join(record['control'])}")
+    console.print(f"development signs: {', '.join(record.split['dev'])}; test: {', '.join(record.split['test'])}")
+    console.print(f"clarified: {', '.join(record.selected)}; control: {', '.join(record.control)}")
     for arm in ("clarified", "control"):
-        if arm not in record["rubrics"]:
-            problems = [p for a in record["editor"]["attempts"] if a["arm"] == arm for p in a["problems"]]
+        if arm not in record.rubrics:
+            problems = [p for a in record.editor.attempts if a.arm == arm for p in a.problems]
             console.print(f"{arm} rubric not made: the editor broke its structure on every try ({'; '.join(problems)})")
     console.print(f"rubrics and diffs: {run_dir}/rubrics/; result: {run_dir}/report.md (Rubric clarification)")

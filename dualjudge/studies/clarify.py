@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from dualjudge.analysis.clarification import (
     rank_clauses,
     split_signs,
 )
+from dualjudge.analysis.results import ClarificationRecord
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
@@ -91,7 +91,7 @@ class EditorLog:
 
 
 def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None,
-            engines: EngineFactory | None = None) -> dict[str, Any]:
+            engines: EngineFactory | None = None) -> ClarificationRecord:
     """Run the clarification experiment on run directory `out`; returns what clarification.json records."""
     if not RunDir(out).store.is_file():
         raise DualjudgeError(f"{out}: not a run directory (no {RunDir.STORE}); run `dualjudge run` first")
@@ -122,16 +122,16 @@ def _config_of(out: Path) -> RunConfig:
         store.close()
 
 
-async def _clarify(runner: Runner, options: ClarifyOptions) -> dict[str, Any]:
+async def _clarify(runner: Runner, options: ClarifyOptions) -> ClarificationRecord:
     config = runner.config
     config.card(options.editor)  # an unknown editor is a one-line error before any work
     original = load_rubric()
     options.check(original)
     settings = options.settings(config.run.seed, original)
     previous = _previous(runner.out)
-    if previous is not None and previous["settings"] != settings:
+    if previous is not None and previous.settings != settings:
         raise DualjudgeError(f"{runner.out} already holds a rubric clarification with other settings "
-                             f"({_differences(previous['settings'], settings)}); clarify a copy of the run directory")
+                             f"({_differences(previous.settings, settings)}); clarify a copy of the run directory")
     runner.prepare()
     answers = runner.answers()
     if not answers:
@@ -159,15 +159,19 @@ async def _clarify(runner: Runner, options: ClarifyOptions) -> dict[str, Any]:
     # The editor, when it is also a judge, stays loaded to judge first.
     log = EditorLog()
     arms_clauses = {"clarified": tuple(selected), "control": tuple(control)}
-    record = {"settings": settings, "split": {"dev": dev, "test": test, "stratified_by": "sign group"},
-              "statistic": STATISTIC, "ranking": ranking, "selected": selected, "control": control,
-              "editor": {"model": options.editor, "attempts": log.attempts, "tries": ATTEMPTS}}
+    record = ClarificationRecord.model_validate({
+        "settings": settings, "split": {"dev": dev, "test": test, "stratified_by": "sign group"},
+        "statistic": STATISTIC, "ranking": ranking, "selected": selected, "control": control,
+        "editor": {"model": options.editor, "attempts": [], "tries": ATTEMPTS},
+        "arms": [], "variants": {}, "rubrics": {}, "rubric_sha256": {}, "status": "ranked"})
     settled: dict[str, str] = {}
 
     def settle() -> dict[str, str]:
         """Once the editor is done: the rubrics saved, the record written; arm -> rubric file."""
+        nonlocal record
         if not settled:
-            settled.update(_save(runner.out, original, log, record, previous))
+            files, record = _save(runner.out, original, log, record, previous)
+            settled.update(files)
         return settled
 
     test_answers = [a for a in answers if a.sign_code in set(test)]
@@ -179,27 +183,29 @@ async def _clarify(runner: Runner, options: ClarifyOptions) -> dict[str, Any]:
     for judge in judges:
         if judge not in editor_judges:
             await runner.stage(judge, [_test_step(runner, judge, test_answers, settle)])
-    record["status"] = "done"
-    write_text(runner.out / CLARIFICATION, json.dumps(record, indent=2))
+    record = record.model_copy(update={"status": "done"})
+    write_text(runner.out / CLARIFICATION, record.model_dump_json(indent=2))
     return record
 
 
-def _save(out: Path, original: Rubric, log: EditorLog, record: dict[str, Any],
-          previous: dict[str, Any] | None) -> dict[str, str]:
+def _save(out: Path, original: Rubric, log: EditorLog, record: ClarificationRecord,
+          previous: ClarificationRecord | None) -> tuple[dict[str, str], ClarificationRecord]:
     """The rewritten rubrics and their diffs under RUN/rubrics/, and the record so far (status judging)."""
     rewritten = {arm: original.with_texts(arm, texts) for arm, texts in sorted(log.rewrites.items())}
     hashes = {"original": original.sha256, **{arm: r.sha256 for arm, r in rewritten.items()}}
-    if previous is not None and previous.get("rubric_sha256") != hashes:
+    if previous is not None and previous.rubric_sha256 != hashes:
         raise DualjudgeError(f"the editor's rewrites differ from those {out} recorded (was the response cache "
                              f"removed?); clarify a copy of the run directory")
     for arm, rubric in rewritten.items():
         write_text(out / RUBRICS_DIR / f"{arm}.toml", rubric.to_toml())
         write_text(out / RUBRICS_DIR / f"{arm}.diff", _diff(original, rubric, arm))
     arms = ["original", *rewritten]
-    record.update(arms=arms, variants={arm: ARMS[arm] for arm in arms},
-                  rubrics={arm: f"{RUBRICS_DIR}/{arm}.toml" for arm in arms}, rubric_sha256=hashes, status="judging")
-    write_text(out / CLARIFICATION, json.dumps(record, indent=2))
-    return {arm: str((out / RUBRICS_DIR / f"{arm}.toml").resolve()) for arm in rewritten}
+    record = ClarificationRecord.model_validate({
+        **record.model_dump(), "editor": {**record.editor.model_dump(), "attempts": log.attempts}, "arms": arms,
+        "variants": {arm: ARMS[arm] for arm in arms}, "rubrics": {arm: f"{RUBRICS_DIR}/{arm}.toml" for arm in arms},
+        "rubric_sha256": hashes, "status": "judging"})
+    write_text(out / CLARIFICATION, record.model_dump_json(indent=2))
+    return {arm: str((out / RUBRICS_DIR / f"{arm}.toml").resolve()) for arm in rewritten}, record
 
 
 def _test_step(runner: Runner, judge: str, answers: list[Answer],
@@ -266,12 +272,12 @@ def _diff(original: Rubric, rewritten: Rubric, arm: str) -> str:
                                         fromfile="original.toml", tofile=f"{arm}.toml"))
 
 
-def _previous(out: Path) -> dict[str, Any] | None:
+def _previous(out: Path) -> ClarificationRecord | None:
     path = out / CLARIFICATION
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())
+        return ClarificationRecord.model_validate_json(path.read_text())
     except ValueError:
         raise DualjudgeError(f"{path} is damaged; move it away to run the clarification again") from None
 
@@ -280,10 +286,10 @@ def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ", ".join(f"{k}: {a.get(k)!r} then, {b.get(k)!r} now" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
-def _manifest(out: Path, config: RunConfig, record: dict[str, Any], requests: dict[str, int]) -> None:
+def _manifest(out: Path, config: RunConfig, record: ClarificationRecord, requests: dict[str, int]) -> None:
     """The run's manifest with the clarification added (a missing or unreadable one is made anew)."""
     manifest = read_manifest(out) or build_manifest(config, out)
-    manifest.clarification = {k: record[k] for k in ("settings", "split", "selected", "control", "arms",
-                                                     "rubric_sha256")}
+    manifest.clarification = record.model_dump(mode="json", include={"settings", "split", "selected", "control",
+                                                                     "arms", "rubric_sha256"})
     manifest.requests = requests
     write_manifest(manifest, out)
