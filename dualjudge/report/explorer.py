@@ -166,7 +166,7 @@ def _testbed(out: Path) -> dict[str, dict[str, Any]]:
         variants = variants_by_id(RunDir(out).testbed)
     except DualjudgeError:
         return {}  # no testbed beside the table: the cards show no image and no scene text
-    return {vid: {"scene_text": v["scene_text"], "image_path": f"{RunDir.TESTBED}/{v['image_path']}"}
+    return {vid: {"scene_text": v.scene_text, "image_path": f"{RunDir.TESTBED}/{v.image_path}"}
             for vid, v in variants.items()}
 
 

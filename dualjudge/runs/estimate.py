@@ -45,7 +45,7 @@ from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer, AnswerKey
 from dualjudge.storage.store import Store
 from dualjudge.testbed.catalogue import Catalogue, default_catalogue
-from dualjudge.testbed.variants import MANIFEST_CSV, load_manifest
+from dualjudge.testbed.variants import MANIFEST_CSV, Variant, load_manifest, variant_rows
 
 T = TypeVar("T")
 CHARS_PER_TOKEN = 4
@@ -338,11 +338,11 @@ COUNTERS: dict[str, Callable[[_Study, str, Rubric | None, _Seen], Awaitable[Stag
     "stability passes": _Study.stability_passes}
 
 
-def _variants(config: RunConfig, out: Path, tmp: Path) -> tuple[Path, list[dict[str, Any]]]:
+def _variants(config: RunConfig, out: Path, tmp: Path) -> tuple[Path, list[Variant]]:
     """The run directory's testbed when it has one, else the configuration's rendered into `tmp`."""
     folder = RunDir(out).testbed
     if (folder / MANIFEST_CSV).is_file():
-        return folder, load_manifest(folder).to_dict("records")
+        return folder, variant_rows(load_manifest(folder))
     return tmp, build_testbed(config, tmp)
 
 
@@ -396,13 +396,13 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
 
 
 async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches: list[Store],
-                    logs: list[Store], variants: list[dict[str, Any]], items: list[Item]) -> list[StageCount | ModelCost]:
+                    logs: list[Store], variants: list[Variant], items: list[Item]) -> list[StageCount | ModelCost]:
     cards = {m: config.card(m) for m in config.all_models()}
     study = _Study(config, caches, default_catalogue(), {m: await engines.identity(cards[m]) for m in cards},
                    {m: TokenCounter(cards[m]) for m in cards})
     rows: dict[str, list[StageCount]] = {m: [] for m in cards}
-    by_id = {v["variant_id"]: v for v in variants}
-    every = [Answer(t.answer, "", None, str(by_id[t.item.variant_id]["sign_code"]), by_id[t.item.variant_id]["category"])
+    by_id = {v.variant_id: v for v in variants}
+    every = [Answer(t.answer, "", None, by_id[t.item.variant_id].sign_code, by_id[t.item.variant_id].category)
              for m in config.systems.models for t in plan.answer_tasks(config, items, m)]
     seen = _Seen(items, every)
     for model in config.systems.models:

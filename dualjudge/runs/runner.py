@@ -264,7 +264,7 @@ class Runner:
     def prepare(self) -> list[Any]:
         """The run's testbed (built or checked) and its items; the runner then knows each variant's sign."""
         variants = build_testbed(self.config, RunDir(self.out).testbed)
-        self.variants = {v["variant_id"]: v for v in variants}
+        self.variants = {v.variant_id: v for v in variants}
         return testbed_items(self.config, RunDir(self.out).testbed, variants)
 
     def schedule(self, items: int) -> Schedule:
@@ -376,7 +376,7 @@ class Runner:
         for r in self.store.read(AnswerRow):
             v = self.variants.get(r.variant_id)
             if v is not None and r.system_model in wanted:
-                out.append(Answer(r.answer_key, r.text, r.predicted_category, str(v["sign_code"]), v["category"]))
+                out.append(Answer(r.answer_key, r.text, r.predicted_category, v.sign_code, v.category))
         return out
 
     async def stage(self, model: str, stage: list[Step[Any]]) -> None:

@@ -23,12 +23,13 @@ from dualjudge.protocol.variants import HOLISTIC
 from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.storage.store import Store
+from dualjudge.testbed.variants import Variant
 
 DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean"}  # a score field's column, nullable
 RUN_FILES = RunDir.RUN_FILES
 
 
-def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str, judge_models: tuple[str, ...],
+def verdict_table(store: Store, variants: dict[str, Variant], run_id: str, judge_models: tuple[str, ...],
                   kinds: tuple[str, ...], overall_convention: str = "mean_of_subscores",
                   cards: dict[str, ModelCard] | None = None,
                   judge_variants: tuple[str, ...] = (HOLISTIC,)) -> pd.DataFrame:
@@ -41,8 +42,8 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
     rows = []
     answers = sorted(store.read(AnswerRow), key=lambda a: (a.system_model, a.strategy, a.variant_id, a.repeat))
     for a in answers:
-        v = variants.get(a.variant_id)
-        if v is None:
+        variant = variants.get(a.variant_id)
+        if variant is None:
             continue
         system = cards[a.system_model]
         unjudged = "skipped" if a.text is None else None  # a system call without an answer: nothing to judge
@@ -56,8 +57,8 @@ def verdict_table(store: Store, variants: dict[str, dict[str, Any]], run_id: str
                 judged.update({name: row.score(name) if row else None for name in k.columns})
                 judged[k.status] = row.status if row else unjudged or ("not_run" if k.name in kinds else "skipped")
             rows.append({
-                "run_id": run_id, "item_id": a.variant_id, "sign_code": str(v["sign_code"]), "category": v["category"],
-                "visibility": float(v["visibility"]), "mode": v["mode"], "repeat": a.repeat, "system": a.strategy,
+                "run_id": run_id, "item_id": a.variant_id, "sign_code": variant.sign_code, "category": variant.category,
+                "visibility": variant.visibility, "mode": variant.mode, "repeat": a.repeat, "system": a.strategy,
                 "system_model": a.system_model, "system_family": system.family, "system_base_llm": system.base_llm,
                 "predicted_category": a.predicted_category, "format_ok": bool(a.format_ok), "judge_model": judge,
                 "judge_family": cards[judge].family, "judge_base_llm": cards[judge].base_llm, **judged,
@@ -80,14 +81,14 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
     return pq, csv
 
 
-def write_probe_tables(store: Store, variants: dict[str, dict[str, Any]], out: Path) -> None:
+def write_probe_tables(store: Store, variants: dict[str, Variant], out: Path) -> None:
     """probes_order.csv, probes_padding.csv and judge_passes.csv, with the sign code of each variant."""
     for table, name in ((OrderProbeRow.TABLE, RunDir.ORDER_PROBES), (PaddingProbeRow.TABLE, RunDir.PADDING_PROBES),
                         (JudgePassRow.TABLE, RunDir.JUDGE_PASSES)):
         frame = pd.DataFrame([dict(r) for r in store.rows(table)])
         if frame.empty:
             continue
-        frame.insert(1, "sign_code", [str(variants[v]["sign_code"]) if v in variants else None
+        frame.insert(1, "sign_code", [variants[v].sign_code if v in variants else None
                                       for v in frame["variant_id"]])
         if table == JudgePassRow.TABLE:  # each kind's value under its own column (overall, equivalent)
             value_of = frame["kind"].map(lambda k: judge_kind(k).value)

@@ -25,7 +25,7 @@ from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.systems import Item, run_system
 from dualjudge.runs.testbed import testbed_items
 from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.variants import build_variants
+from dualjudge.testbed.variants import build_variants, variant_rows
 
 SMOKE_ANSWER = "A red circle with a white horizontal bar: no entry for vehicular traffic.\nSIGN_TYPE: no_entry"
 
@@ -50,8 +50,7 @@ def smoke_item(config: RunConfig, folder: Path) -> Item:
     first = (t.codes() or default_catalogue().codes)[0]  # signs = "all": the catalogue's first
     frame = build_variants(folder, size=t.size, seed=config.run.seed, codes=[first], visibilities=[1.0],
                            modes=[t.modes[0]], images_dir=Path(t.images).expanduser() if t.images else None)
-    variants = frame.to_dict("records")
-    return testbed_items(config, folder, variants)[0]
+    return testbed_items(config, folder, variant_rows(frame))[0]
 
 
 def _outcome(status: str, detail: str | None) -> str:

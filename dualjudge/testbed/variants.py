@@ -217,6 +217,19 @@ def load_manifest(directory: Path) -> pd.DataFrame:
     return frame
 
 
-def variants_by_id(folder: Path) -> dict[str, dict[str, Any]]:
+def variant_rows(frame: pd.DataFrame) -> list[Variant]:
+    """A testbed manifest's rows as Variant records (an absent occlusion box is None)."""
+    def box(v: Any) -> int | None:
+        return None if pd.isna(v) else int(v)
+
+    return [Variant(variant_id=str(r["variant_id"]), sign_code=str(r["sign_code"]), group=str(r["group"]),
+                    category=str(r["category"]), caption=str(r["caption"]), visibility=float(r["visibility"]),
+                    mode=str(r["mode"]), seed=int(r["seed"]), box_x0=box(r["box_x0"]), box_y0=box(r["box_y0"]),
+                    box_x1=box(r["box_x1"]), box_y1=box(r["box_y1"]), image_path=str(r["image_path"]),
+                    image_sha256=str(r["image_sha256"]), scene_text=str(r["scene_text"]))
+            for r in frame.to_dict("records")]
+
+
+def variants_by_id(folder: Path) -> dict[str, Variant]:
     """A testbed's variants by id, from its manifest (a run's: `RunDir(out).testbed`)."""
-    return {r["variant_id"]: r for r in load_manifest(folder).to_dict("records")}
+    return {v.variant_id: v for v in variant_rows(load_manifest(folder))}
