@@ -153,10 +153,23 @@ def judge_summary(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0
     }
 
 
-def degradation(frame: pd.DataFrame) -> pd.DataFrame:
+def degradation(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Mean overall and its standard error by visibility, strategy and mode (for the figure)."""
     q = quality_rows(frame)
     g = q.groupby(["system", "mode", "visibility"])["overall"]
     out = g.agg(["mean", "count", "std"]).reset_index()
     out["se"] = out["std"] / np.sqrt(out["count"].clip(lower=1))
-    return out
+    return [{"system": str(r.system), "mode": str(r.mode), "visibility": float(r.visibility), "mean": float(r.mean),
+             "n": int(r.count), "se": None if pd.isna(r.se) else float(r.se)} for r in out.itertuples(index=False)]
+
+
+JOINT_BINS = [b / 2 for b in range(21)]  # 0 to 10 by halves
+
+
+def joint_counts(frame: pd.DataFrame) -> dict[str, list[Any]]:
+    """Answers per overall bin where both judges returned a verdict, split by the equivalence verdict."""
+    both = both_rows(frame)
+    equivalent = both["equivalent"].astype(bool)
+    count = lambda scores: np.histogram(scores.astype(float), bins=JOINT_BINS)[0].astype(int).tolist()  # noqa: E731
+    return {"bins": JOINT_BINS, "equivalent": count(both.loc[equivalent, "overall"]),
+            "not_equivalent": count(both.loc[~equivalent, "overall"])}

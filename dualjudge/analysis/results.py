@@ -71,6 +71,26 @@ class WithinJudgeAgreement(_Result):
     n: int
 
 
+class JointCounts(_Result):
+    """The two judges' verdicts together (the report's joint figure): answers per overall bin, split by
+    the equivalence verdict."""
+
+    bins: list[float]  # bin edges
+    equivalent: list[int]
+    not_equivalent: list[int]
+
+
+class DegradationPoint(_Result):
+    """Mean overall at one visibility, for one strategy and occlusion mode (the degradation figure)."""
+
+    system: str
+    mode: str
+    visibility: float
+    mean: float
+    n: int
+    se: float | None
+
+
 class JudgeSummary(_Result):
     n_rows: int
     systems: dict[str, SystemMeans]
@@ -86,6 +106,7 @@ class JudgeSummary(_Result):
     type2_by_visibility: dict[str, Type2AtVisibility]
     status_counts: dict[str, dict[str, int]]
     within_judge_agreement: WithinJudgeAgreement
+    joint: JointCounts
 
 
 # -- self-preference ------------------------------------------------------------------------------------
@@ -515,6 +536,7 @@ class Summary(_Result):
     n_rows: int
     runs: list[str]
     design: StudyDesign
+    degradation: list[DegradationPoint]  # all judges pooled
     systems: dict[str, SystemMeans]
     system_models: dict[str, SystemMeans]
     paired_tests: dict[str, PairedTest]

@@ -38,6 +38,7 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
     for judge, g in frame.groupby("judge_model", sort=True):
         summary = dual_judge.judge_summary(g, scale, seed, n_resamples)
         summary["within_judge_agreement"] = agreement.within_judge(g, scale)
+        summary["joint"] = dual_judge.joint_counts(g)
         judges[str(judge)] = summary
     return Summary.model_validate({
         "notes": frame.attrs.get("notes", []),
@@ -47,6 +48,7 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         "n_rows": int(len(frame)),
         "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
         "design": study_design(frame),
+        "degradation": dual_judge.degradation(frame),
         "systems": dual_judge.system_means(frame),
         "system_models": dual_judge.system_means(frame, "system_model"),
         "paired_tests": dual_judge.paired_tests(frame),

@@ -25,9 +25,9 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
             links: bool | None = None) -> Summary:
     """`links`: the report's numbers link to the run explorer beside it (default: when out holds one)."""
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
-    frame, summary = summarize_table(table, lineage, seed, n_resamples, scale)
+    _, summary = summarize_table(table, lineage, seed, n_resamples, scale)
     out.mkdir(parents=True, exist_ok=True)
     write_text(RunDir(out).summary, summary.to_json())
-    render_report(frame, summary, out, lineage, figures=figures,
+    render_report(summary, out, lineage, figures=figures,
                   links=(out / EXPLORER).is_file() if links is None else links)
     return summary

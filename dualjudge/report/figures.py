@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dualjudge.analysis.dual_judge import both_rows, degradation
-from dualjudge.analysis.results import Interaction, Type2AtVisibility
+from dualjudge.analysis.results import DegradationPoint, Interaction, JointCounts, Type2AtVisibility
 
 DPI = 110
 
@@ -24,8 +23,8 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def degradation_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
-    data = degradation(frame)
+def degradation_figure(points: list[DegradationPoint], path: Path, title: str) -> Path:
+    data = pd.DataFrame([p.model_dump() for p in points], columns=list(DegradationPoint.model_fields))
     modes = [m for m in ("random_block", "bottom_up") if m in set(data["mode"])] or sorted(set(data["mode"]))
     fig = Figure(figsize=(5.2 * max(1, len(modes)), 3.8))
     axes = fig.subplots(1, max(1, len(modes)), sharey=True, squeeze=False)
@@ -45,14 +44,12 @@ def degradation_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
     return _save(fig, path)
 
 
-def joint_figure(frame: pd.DataFrame, path: Path, title: str) -> Path:
-    both = both_rows(frame)
+def joint_figure(joint: JointCounts, path: Path, title: str) -> Path:
     fig = Figure(figsize=(5.6, 3.8))
     ax = fig.subplots()
-    bins = [b / 2 for b in range(21)]  # 0 to 10 by halves
-    for value, label, colour in ((True, "equivalent", "#2b8a3e"), (False, "not equivalent", "#c92a2a")):
-        ax.hist(both[both["equivalent"].astype(bool) == value]["overall"], bins=bins, alpha=0.6, label=label,
-                color=colour)
+    for counts, label, colour in ((joint.equivalent, "equivalent", "#2b8a3e"),
+                                  (joint.not_equivalent, "not equivalent", "#c92a2a")):
+        ax.hist(joint.bins[:-1], bins=joint.bins, weights=counts, alpha=0.6, label=label, color=colour)
     ax.axvline(7, color="k", ls="--", lw=0.8)
     ax.axvline(5, color="k", ls=":", lw=0.8)
     ax.set_xlabel("quality judge: overall (Type II: not equivalent and > 7; Type I: equivalent and < 5)")

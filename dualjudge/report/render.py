@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import pandas as pd
-
 from dualjudge.analysis.choices import Lineage
 from dualjudge.analysis.results import Summary
 from dualjudge.files import write_text
@@ -22,20 +20,19 @@ from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.rundir import RunDir
 
 
-def _figures(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, Path]]:
+def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, Path]]:
+    """The report's figures, drawn from the summary (the reference judge design's)."""
     made = []
     d = RunDir(out).figures
-    frame = frame[frame["judge_variant"] == summary.judge_variant]  # the reference judge design's verdicts
     absent = set(summary.absent_columns)  # a foreign table: only the figures its columns can draw
     if not absent & {"visibility", "overall"}:
         made.append(("Mean overall by visibility (all judges)", fig.degradation_figure(
-            frame, d / "degradation.png", "Degradation with occlusion (all judges)")))
+            summary.degradation, d / "degradation.png", "Degradation with occlusion (all judges)")))
     for judge, s in summary.judges.items():
         safe = judge.replace("/", "_")
-        sub = frame[frame["judge_model"] == judge]
         if not absent & {"overall", "equivalent"}:
             made.append((f"Joint distribution of the two judges: {judge}",
-                         fig.joint_figure(sub, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})")))
+                         fig.joint_figure(s.joint, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})")))
         if s.type2_by_visibility:
             made.append((f"Type II rate by visibility: {judge}",
                          fig.type2_figure(s.type2_by_visibility, d / f"type2_{safe}.png", f"Type II ({judge})")))
@@ -75,11 +72,11 @@ def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str
     return "\n".join(parts) + "\n"
 
 
-def render_report(frame: pd.DataFrame, summary: Summary, out: Path, lineage: Lineage,
-                  figures: bool = True, links: bool = False) -> None:
-    """report.md and report.html; with `links` (a run directory, whose explorer.html sits beside them) the
-    headline numbers link to the explorer filtered to the rows behind them."""
-    made = _figures(frame, summary, out, lineage) if figures else []
+def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool = True, links: bool = False) -> None:
+    """report.md and report.html, every number and figure read from the summary; with `links` (a run
+    directory, whose explorer.html sits beside them) the headline numbers link to the explorer filtered to
+    the rows behind them."""
+    made = _figures(summary, out, lineage) if figures else []
     findings = findings_section(summary, links)
     md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
     write_text(RunDir(out).report_md, md)
