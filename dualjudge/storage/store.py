@@ -97,6 +97,42 @@ def _expected_columns() -> dict[str, list[str]]:
 
 EXPECTED_COLUMNS = _expected_columns()
 
+# Columns a store made by an earlier dualjudge lacks, and how a run fills them from what it has: a
+# verdict's scores were one column each (accuracy ... equivalent), a stability pass kept overall or
+# equivalent. A run opening such a store adds the column and fills it (the old columns stay, unread);
+# reading one before that says how to upgrade it.
+UPGRADES: dict[tuple[str, str], tuple[str, str]] = {
+    ("verdicts", "scores"): ("TEXT", """UPDATE verdicts SET scores = CASE
+        WHEN status != 'ok' THEN NULL
+        WHEN kind = 'quality' THEN json_object('accuracy', accuracy, 'completeness', completeness,
+                                               'relevance', relevance, 'overall', overall)
+        WHEN kind = 'equivalence' THEN json_object('equivalent',
+                                                   json(CASE equivalent WHEN 1 THEN 'true' WHEN 0 THEN 'false' END))
+        END"""),
+    ("judge_passes", "value"): ("REAL", "UPDATE judge_passes SET value = COALESCE(overall, equivalent)"),
+}
+UPGRADE_HINT = "it was made by an earlier dualjudge: rerun `dualjudge run CONFIG --out RUN` once to upgrade it"
+
+
+def _columns(db: sqlite3.Connection, schema: str, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA {schema}.table_info({table})")}
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Bring a store made by an earlier dualjudge to today's columns (UPGRADES), in one transaction."""
+    todo = [(t, c, how) for (t, c), how in UPGRADES.items() if (have := _columns(db, "main", t)) and c not in have]
+    if not todo:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table, column, (kind, fill) in todo:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            db.execute(fill)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
 
 def check_sqlite_file(path: Path, what: str, hint: str = UNUSABLE_HINT) -> bool:
     """Refuse a path that cannot be a SQLite database: a folder, an empty file, another format, a
@@ -123,8 +159,10 @@ def check_sqlite_file(path: Path, what: str, hint: str = UNUSABLE_HINT) -> bool:
     return True
 
 
-def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wanted: tuple[str, ...]) -> None:
-    """An existing database must hold this project's tables (with their columns), or nothing at all."""
+def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wanted: tuple[str, ...],
+                  upgradable: bool = False) -> None:
+    """An existing database must hold this project's tables (with their columns), or nothing at all. With
+    `upgradable`, the columns a run adds to an earlier store (UPGRADES) may be missing."""
     try:
         tables = {name for (name,) in db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
         if not tables:
@@ -134,8 +172,12 @@ def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wa
             raise DualjudgeError(f"{path}: holds other tables ({', '.join(sorted(tables)[:5])}), not a {what}; "
                                  f"{UNUSABLE_HINT}")
         for table in ours:
-            have = {row[1] for row in db.execute(f"PRAGMA {schema}.table_info({table})")}
+            have = _columns(db, schema, table)
             missing = [c for c in EXPECTED_COLUMNS[table] if c not in have]
+            if missing and all((table, c) in UPGRADES for c in missing):
+                if upgradable:
+                    continue
+                raise DualjudgeError(f"{path}: table {table} lacks columns {', '.join(missing)}; {UPGRADE_HINT}")
             if missing:
                 raise DualjudgeError(f"{path}: table {table} lacks columns {', '.join(missing)}, so this is not a "
                                      f"usable {what}; {UNUSABLE_HINT}")
@@ -147,7 +189,11 @@ def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wa
 def check_store_files(path: Path, shared_cache: Path | None = None) -> None:
     """Check a run's store and its shared cache without writing anything (before a run takes its lock)."""
     if check_sqlite_file(path, "dualjudge store"):
-        Store(path, readonly=True).close()
+        db = sqlite3.connect(f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro", uri=True)
+        try:
+            _check_schema(db, "main", path, "dualjudge store", tuple(EXPECTED_COLUMNS), upgradable=True)
+        finally:
+            db.close()
     if shared_cache is not None and check_sqlite_file(shared_cache, "response cache", "point engine.cache at another file"):
         db = sqlite3.connect(f"file:{urllib.parse.quote(str(shared_cache.resolve()))}?mode=ro", uri=True)
         try:
@@ -170,10 +216,11 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         try:
-            _check_schema(self.db, "main", path, "dualjudge store", tuple(EXPECTED_COLUMNS))
+            _check_schema(self.db, "main", path, "dualjudge store", tuple(EXPECTED_COLUMNS), upgradable=not readonly)
             self.cache_schema = "main"
             if readonly:
                 return
+            _upgrade(self.db)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process kills, fsync at checkpoints
             self.db.executescript(SCHEMA)
