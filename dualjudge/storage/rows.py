@@ -113,9 +113,13 @@ class VerdictRow(_OfJudgedAnswer):
     completion_tokens: int = 0
     request_key: str | None = None
 
+    def score_values(self) -> dict[str, Any]:
+        """The verdict's score fields (empty when it failed)."""
+        return dict(json.loads(self.scores)) if self.scores else {}
+
     def score(self, name: str) -> Any:
         """One score field of the verdict (None when it failed or its kind has no such field)."""
-        return json.loads(self.scores).get(name) if self.scores else None
+        return self.score_values().get(name)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -114,6 +114,11 @@ UPGRADES: dict[tuple[str, str], tuple[str, str]] = {
 UPGRADE_HINT = "it was made by an earlier dualjudge: rerun `dualjudge run CONFIG --out RUN` once to upgrade it"
 
 
+def _readonly_uri(path: Path) -> str:
+    """A SQLite URI that opens `path` read-only (nothing can be written through it)."""
+    return f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+
+
 def _columns(db: sqlite3.Connection, schema: str, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA {schema}.table_info({table})")}
 
@@ -189,13 +194,13 @@ def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wa
 def check_store_files(path: Path, shared_cache: Path | None = None) -> None:
     """Check a run's store and its shared cache without writing anything (before a run takes its lock)."""
     if check_sqlite_file(path, "dualjudge store"):
-        db = sqlite3.connect(f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro", uri=True)
+        db = sqlite3.connect(_readonly_uri(path), uri=True)
         try:
             _check_schema(db, "main", path, "dualjudge store", tuple(EXPECTED_COLUMNS), upgradable=True)
         finally:
             db.close()
     if shared_cache is not None and check_sqlite_file(shared_cache, "response cache", "point engine.cache at another file"):
-        db = sqlite3.connect(f"file:{urllib.parse.quote(str(shared_cache.resolve()))}?mode=ro", uri=True)
+        db = sqlite3.connect(_readonly_uri(shared_cache), uri=True)
         try:
             _check_schema(db, "main", shared_cache, "response cache", ("cache",))
         finally:
@@ -210,7 +215,7 @@ class Store:
         if readonly and not existed:
             raise DualjudgeError(f"{path}: not found; is this a run directory?")
         if readonly:
-            uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+            uri = _readonly_uri(path)
             self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -54,7 +54,8 @@ def verdict_table(store: Store, variants: dict[str, Variant], run_id: str, judge
             judged: dict[str, Any] = {}
             for k in declared():
                 row = found[k.name]
-                judged.update({name: row.score(name) if row else None for name in k.columns})
+                values = row.score_values() if row else {}  # one parse per verdict, not one per column
+                judged.update({name: values.get(name) for name in k.columns})
                 judged[k.status] = row.status if row else unjudged or ("not_run" if k.name in kinds else "skipped")
             rows.append({
                 "run_id": run_id, "item_id": a.variant_id, "sign_code": variant.sign_code, "category": variant.category,
