@@ -33,6 +33,7 @@ class RunDir:
     REPORT_MD = "report.md"
     REPORT_HTML = "report.html"
     EXPLORER = "explorer.html"
+    PLANTED = "planted.json"  # beside a simulated table: what the simulator planted (the analysis shows it)
 
     # what a run writes beside its store (an --out folder holding other files is refused)
     RUN_FILES = (VERDICTS_PARQUET, VERDICTS_CSV, ORDER_PROBES, PADDING_PROBES, JUDGE_PASSES, MANIFEST)
@@ -73,6 +74,10 @@ class RunDir:
     @property
     def verdicts_csv(self) -> Path:
         return self.root / self.VERDICTS_CSV
+
+    @property
+    def planted(self) -> Path:
+        return self.root / self.PLANTED
 
     @property
     def order_probes(self) -> Path:

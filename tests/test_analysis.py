@@ -151,8 +151,10 @@ def test_summary_json_contract(tmp_path, sim):
     summary = analyze(path, tmp_path / "out", n_resamples=200)
     written = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert written["n_rows"] == len(sim) == summary.n_rows
-    for s in written["systems"].values():
+    for s in written["strategies"].values():
         assert set(s) >= {"mean_overall", "equivalence_rate", "format_compliance", "n"}
+    board = written["systems"]["overall"]["system_model"]
+    assert set(board) >= {"rows", "naive", "self_excluded", "changes", "sensitivity", "warnings"}
     for s in written["paired_tests"].values():
         assert set(s) >= {"delta_overall", "t", "p", "n_cells"}
     for j in written["judges"].values():

@@ -12,8 +12,11 @@ from html.parser import HTMLParser
 import pandas as pd
 import pytest
 
+from dualjudge.analysis.leaderboard import leaderboard
+from dualjudge.analysis.simulate import simulate
+from dualjudge.analysis.table import validate
 from dualjudge.report.browser import dump_dom, find_chromium
-from dualjudge.report.explorer import explorer_data
+from dualjudge.report.explorer import _calibrated_systems, explorer_data, render_explorer
 from dualjudge.storage.store import load_run_store
 from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder, config
@@ -37,6 +40,7 @@ class Cards(HTMLParser):
         self.cards: list[dict[str, str]] = []
         self.errors: list[str] = []
         self.count: str | None = None
+        self.dom = ""
         self._in_errors = False
 
     def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
@@ -64,6 +68,7 @@ def open_page(path, fragment: str) -> Cards:
     dom, console = dump_dom(path.resolve().as_uri() + "#" + fragment, browser)
     page = Cards()
     page.feed(dom)
+    page.dom = dom
     assert 'data-ready="1"' in dom, dom[:2000]
     assert page.errors == [] and not [c for c in console if "Uncaught" in c or ":ERROR:" in c], (page.errors, console)
     return page
@@ -107,8 +112,8 @@ def test_the_explorer_data_hold_every_answer_once_with_every_verdict(run):
 
 def test_the_report_leads_with_findings_whose_numbers_link_to_the_explorer(run):
     md = (run / "report.md").read_text()
-    assert md.index("## Findings") < md.index("## Systems")
-    findings = md[md.index("## Findings"):md.index("## Systems")]
+    assert md.index("## Findings") < md.index("## Which system is best") < md.index("## Strategies")
+    findings = md[md.index("## Findings"):md.index("## Which system is best")]
     assert "48 answers from 2 system model(s)" in findings and "on 2 signs and 6 variants" in findings
     assert "**Warning:** only 2 signs" in findings
     sent = json.loads((run / "manifest.json").read_text())["requests"]
@@ -194,3 +199,32 @@ def test_the_failures_filter_shows_exactly_the_answers_with_a_failed_verdict(tmp
     assert 0 < len(failed) < len(table)
     page = open_page(tmp_path / "run" / "explorer.html", "failures=1&limit=all")
     assert set(card_keys(page)) == answer_keys(failed)
+
+
+def test_the_explorer_carries_the_leaderboards_calibrated_scores():
+    frame = validate(simulate(n_signs=6, items_per_sign=4, repeats=1), "t")
+    got = _calibrated_systems(frame, ["holistic"])["holistic"]
+    boards = leaderboard(frame, "overall", n_resamples=100)
+    for by, key in (("system_model", "model"), ("system", "strategy")):
+        assert set(got[key]) == {r["group"] for r in boards[by]["rows"]}
+        for r in boards[by]["rows"]:
+            assert got[key][r["group"]] == pytest.approx(r["estimate"], abs=1e-3)
+
+
+def test_the_system_filter_lists_and_sorts_systems_by_calibrated_score(run):
+    store = load_run_store(run)
+    try:
+        data = explorer_data(run, store)
+    finally:
+        store.close()
+    assert data["systems"] == {}  # two judges of two families: no calibrated ranking, nothing to sort by
+    low, high = sorted({a["model"] for a in data["answers"]})
+    data["systems"] = {"holistic": {"model": {low: 5.25, high: 6.5}, "strategy": {}}}
+    path = run / "explorer_calibrated.html"
+    path.write_text(render_explorer(data))
+    page = open_page(path, "sort=system&limit=all")
+    order = [c["data-system-model"] for c in page.cards]
+    assert len(order) == 48 and order == [high] * 24 + [low] * 24
+    assert page.dom.index(f"{high} (calibrated 6.50)") < page.dom.index(f"{low} (calibrated 5.25)")
+    rubric = open_page(path, "variant=rubric&sort=system&limit=all")  # no scores for this variant: run order
+    assert f"{high} (calibrated" not in rubric.dom and len(rubric.cards) == 48

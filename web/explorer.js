@@ -35,7 +35,20 @@
   fillSelect("variant", data.variants, null);
   fillSelect("judge", data.judges.map((j) => j.name), "any");
   fillSelect("jfamily", uniq(data.judges.map((j) => j.family)), "any");
-  fillSelect("model", uniq(data.answers.map((a) => a.model)), "any");
+  // the system model filter lists the models best first by calibrated score (the report's leaderboard) when
+  // the judge variant has one, with the score beside each name
+  function fillModels(variant) {
+    const select = form.elements.model;
+    const current = select.value;
+    const cal = (data.systems[variant] || {}).model || {};
+    const models = uniq(data.answers.map((a) => a.model));
+    const known = models.filter((m) => cal[m] !== undefined).sort((x, y) => cal[y] - cal[x] || (x < y ? -1 : 1));
+    const rest = models.filter((m) => cal[m] === undefined);
+    const options = [["", "any"], ...known.map((m) => [m, `${m} (calibrated ${cal[m].toFixed(2)})`]), ...rest.map((m) => [m, m])];
+    select.replaceChildren(...options.map(([value, label]) => new Option(label, value)));
+    select.value = current;
+  }
+  fillModels(data.variants[0]);
   fillSelect("sfamily", uniq(data.answers.map((a) => a.family)), "any");
   fillSelect("strategy", uniq(data.answers.map((a) => a.strategy)), "any");
   fillSelect("visibility", uniq(data.answers.map((a) => a.visibility)).sort((x, y) => Number(y) - Number(x)), "any");
@@ -54,6 +67,7 @@
 
   function setControls(state) {
     limit = state.limit || "";
+    fillModels(state.variant || data.variants[0]);
     for (const name of FIELDS) {
       const el = form.elements[name];
       if (!el) continue;
@@ -127,6 +141,11 @@
       score: (x) => { const s = x.relevant.filter(ok).map(overall); return s.length ? s.reduce((p, q) => p + q, 0) / s.length : -Infinity; },
       disagreement: (x) => (x.spread === null ? -Infinity : x.spread),
       residual: (x) => { const r = x.relevant.filter((v) => v.residual !== null).map((v) => Math.abs(v.residual)); return r.length ? Math.max(...r) : -Infinity; },
+      system: (x) => {  // the answer's system model's calibrated score, then its strategy's
+        const cal = data.systems[variant] || {};
+        const m = (cal.model || {})[x.a.model], s = (cal.strategy || {})[x.a.strategy];
+        return m === undefined ? -Infinity : m * 1000 + (s === undefined ? 0 : s);
+      },
     }[state.sort];
     if (key) out.sort((x, y) => key(y) - key(x));
     return out;
@@ -227,7 +246,7 @@
     `run ${data.run.join(", ")}: ${data.answers.length} answers, ${data.judges.length} judges, judge variants ${data.variants.join(", ")}`;
   setControls(readHash());
   render(true);
-  form.addEventListener("change", apply);
+  form.addEventListener("change", (e) => { if (e.target.name === "variant") fillModels(e.target.value); apply(); });
   form.addEventListener("input", (e) => { if (e.target.name === "disagree") apply(); });
   window.addEventListener("hashchange", () => { setControls(readHash()); render(true); });
   more.addEventListener("click", () => { shown += PAGE; render(false); });

@@ -11,11 +11,16 @@ range (base, 6 unless the scenario says otherwise). bonus is the planted self-pr
 `self_effect[j]` on the judge's own model's answers, `family_effect[j]` on other models of its
 family, and `favour[(j, family)]` toward another family.
 Verdicts go missing by the scenario's mechanism (at random, on weak answers, on chosen signs).
+Q = base + quality[generator] + strategy[strategy] + sign effect + item effect + visibility term + noise.
 
 The truth an estimator must recover is the planted effect on the observed scale: for each of the
 judge's own-family answers, the expected verdict with the bonus minus without it (exact, through
 the normal CDF, so clipping at 0 and 10 and the rounding are accounted for), averaged over the
 answers the judge actually rated. Without clipping this equals the planted bonus.
+
+For the system leaderboard the truth is each system's expected verdict from the panel's judges with every
+bonus taken out, averaged over the judges, over the population of signs and items (Q's sign, item and
+answer noise integrated out exactly, clipping and rounding included): `system_truth`.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import pandas as pd
 from scipy.stats import norm
 
 SUB_NOISE = 0.5
-STRATEGIES = ("sa", "cot")
+SIGN_SD, ITEM_SD, ANSWER_SD = 0.8, 0.5, 0.5  # the random parts of an answer's quality
+VIS_SLOPE = 1.5  # quality per unit of visibility
 VISIBILITIES = (1.0, 0.8, 0.7, 0.5, 0.3, 0.2, 0.1)
 
 
@@ -59,6 +65,7 @@ class Scenario:
     repeats: int = 1
     identified: bool = True  # False: the model's assumptions fail here, so bias is expected and shown
     affected: tuple[str, ...] = ()  # failure modes: the judges whose estimate the failure can bias
+    strategies: dict[str, float] = field(default_factory=lambda: {"sa": 0.0, "cot": 0.0})  # strategy -> quality shift
     note: str = ""
 
     def with_signs(self, n: int) -> Scenario:
@@ -78,25 +85,45 @@ def _expected_equivalent(mu: np.ndarray, threshold: np.ndarray, sd: np.ndarray) 
 
 def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str, dict[str, float | None]]]]:
     """A verdict table and, per outcome and judge, the truth: own-family effect, self, family_other."""
+    long = _simulate_long(sc, seed)
+    return _table(long, sc), _truth(long, list(sc.judges))
+
+
+def sample_system_truth(sc: Scenario, seed: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Like system_truth, but for the answers this seed drew: each system's mean, over its answers and the
+    judges, of the expected verdict given the answer's simulated quality with every bonus taken out (what
+    the table's estimates should come close to; system_truth is what their intervals cover)."""
+    long = _simulate_long(sc, seed)
+    long = long.assign(both=long["g"] + " / " + long["strategy"])
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for outcome, column in (("overall", "e_overall_clean"), ("equivalent", "e_eq_clean")):
+        per_answer = long.groupby(["g", "strategy", "both", "s", "i", "r"], sort=False)[column].mean().reset_index()
+        out[outcome] = {by: {str(k): float(v) for k, v in per_answer.groupby(col)[column].mean().items()}
+                        for by, col in (("system_model", "g"), ("system", "strategy"), ("both", "both"))}
+    return out
+
+
+def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
+    """Every (answer, judge) verdict with its parts, before the table is formed."""
     rng = np.random.default_rng(seed)
     judges = list(sc.judges)
     gens = list(sc.generators)
     families = sorted(set(sc.generators.values()))
-    sign_effect = rng.normal(0, 0.8, sc.n_signs)
+    sign_effect = rng.normal(0, SIGN_SD, sc.n_signs)
     fam_sign = rng.normal(0, sc.family_by_sign, (len(families), sc.n_signs)) if sc.family_by_sign else \
         np.zeros((len(families), sc.n_signs))
     threshold = {j: sc.leniency.get(j, 0.0) + sc.base for j in judges}
     rows = []
     for s in range(sc.n_signs):
         for i in range(sc.items_per_sign):
-            item_effect = rng.normal(0, 0.5)
+            item_effect = rng.normal(0, ITEM_SD)
             vis = VISIBILITIES[i % len(VISIBILITIES)]
             for g in gens:
                 fam_index = families.index(sc.generators[g])
-                for strategy in STRATEGIES:
+                for strategy, shift in sc.strategies.items():
                     for r in range(sc.repeats):
-                        q = (sc.base + sc.quality[g] + sign_effect[s] + fam_sign[fam_index, s] + item_effect
-                             + 1.5 * (vis - 0.6) + rng.normal(0, 0.5))
+                        q = (sc.base + sc.quality[g] + shift + sign_effect[s] + fam_sign[fam_index, s] + item_effect
+                             + VIS_SLOPE * (vis - 0.6) + rng.normal(0, ANSWER_SD))
                         q2 = sc.quality2.get(g, 0.0) + rng.normal(0, 0.8)  # a second dimension, independent of q
                         rows.append((s, i, vis, g, strategy, r, q, q2))
     answers = pd.DataFrame(rows, columns=["s", "i", "vis", "g", "strategy", "r", "q", "q2"])
@@ -131,6 +158,8 @@ def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str,
                                own_model=own_model, own_family=own_family,
                                e_overall_with=_expected_score(mu0 + bonus, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
                                e_overall_without=_expected_score(mu0 + favour, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
+                               e_overall_clean=_expected_score(mu0, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
+                               e_eq_clean=_expected_equivalent(mu0, threshold[j], np.hypot(sd, 1.0)),
                                e_eq_with=_expected_equivalent(mu0 + bonus, threshold[j], np.hypot(sd, 1.0)),
                                e_eq_without=_expected_equivalent(mu0 + favour, threshold[j], np.hypot(sd, 1.0)))
         out.append(frame)
@@ -140,9 +169,41 @@ def simulate(sc: Scenario, seed: int) -> tuple[pd.DataFrame, dict[str, dict[str,
                                                   own_model=(original["g"] == copy).to_numpy(),
                                                   own_family=((original["g"].map(sc.generators) == sc.judges[copy])
                                                               & (original["g"] != copy)).to_numpy())
-    long = pd.concat(out, ignore_index=True)
-    truth = _truth(long, judges)
-    return _table(long, sc), truth
+    return pd.concat(out, ignore_index=True)
+
+
+def system_truth(sc: Scenario) -> dict[str, dict[str, dict[str, float]]]:
+    """Per outcome and grouping (system_model, system, both), each group's true score: the judges' mean
+    expected verdict without any bonus, over the population of signs and items (superpopulation: the
+    bootstrap over signs makes intervals for it). Each group weighs its generators, strategies and
+    visibilities as the design does (equally). A verdict's sub-score is clip(round(X)) with X normal (the
+    quality's random parts, the judge's noise and the sub-score noise added), so its expectation is exact."""
+    var_q = SIGN_SD**2 + ITEM_SD**2 + ANSWER_SD**2 + sc.family_by_sign**2
+    vis = np.array([VISIBILITIES[i % len(VISIBILITIES)] for i in range(sc.items_per_sign)])
+    cells: dict[tuple[str, str], dict[str, float]] = {}
+    for g in sc.generators:
+        for strategy, shift in sc.strategies.items():
+            q_mean = sc.base + sc.quality[g] + shift + VIS_SLOPE * (vis - 0.6)  # per item position
+            score, eq = [], []
+            for j in sc.judges:
+                lam, slope, sd = sc.leniency.get(j, 0.0), sc.slope.get(j, 1.0), sc.noise.get(j, 1.0)
+                if j in sc.constant:
+                    score.append(float(_expected_score(np.full(len(vis), sc.constant[j]), np.full(len(vis), 1e-9)).mean()))
+                    eq.append(float((sc.constant[j] > lam + sc.base)))
+                    continue
+                w2 = sc.taste.get(j, 0.0)  # a judge's weight on the second quality dimension (sd 0.8 around its mean)
+                mu = lam + sc.base + slope * ((1 - w2) * (q_mean - sc.base) + w2 * sc.quality2.get(g, 0.0))
+                spread = np.sqrt(slope**2 * ((1 - w2) ** 2 * var_q + w2**2 * 0.8**2) + sd**2)
+                score.append(float(_expected_score(mu, np.full(len(vis), np.hypot(spread, SUB_NOISE))).mean()))
+                eq.append(float(_expected_equivalent(mu, np.full(len(vis), lam + sc.base), np.hypot(spread, 1.0)).mean()))
+            cells[(g, strategy)] = {"overall": float(np.mean(score)), "equivalent": float(np.mean(eq))}
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for outcome in ("overall", "equivalent"):
+        out[outcome] = {
+            "system_model": {g: float(np.mean([cells[(g, s)][outcome] for s in sc.strategies])) for g in sc.generators},
+            "system": {s: float(np.mean([cells[(g, s)][outcome] for g in sc.generators])) for s in sc.strategies},
+            "both": {f"{g} / {s}": cells[(g, s)][outcome] for g in sc.generators for s in sc.strategies}}
+    return out
 
 
 def _present(sc: Scenario, judge: str, answers: pd.DataFrame, own: np.ndarray, rng: np.random.Generator,
@@ -304,4 +365,29 @@ def failure_scenarios() -> list[Scenario]:
                 quality2={"qwen-7b": 1.2, "gemma-12b": -0.6, "llama-11b": 1.2, "pixtral-12b": -0.6},
                 affected=tuple(FOUR)),
         replace(base, name="a constant judge (always 10)", constant={"gemma-12b": 10.4}, affected=("gemma-12b",)),
+    ]
+
+
+# -- the system leaderboard (issue 25): planted system qualities, biased judges, missing verdicts ------
+FOUR_STRATEGIES = {"sa": 0.0, "cot": 0.25, "coi": 0.1, "ma": -0.2}
+
+
+def system_scenarios() -> list[Scenario]:
+    """Four system models of four families, each a judge; quality differs by model and by strategy."""
+    quality = {"qwen-7b": 0.0, "gemma-12b": 0.3, "llama-11b": -0.3, "pixtral-12b": 0.15}
+    base = Scenario("agreeing judges, no bias", FOUR, FOUR_GENS, quality, strategies=FOUR_STRATEGIES, items_per_sign=6)
+    return [
+        base,
+        replace(base, name="leniency, scales and self-preference",
+                leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
+                slope={"qwen-7b": 1.3, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 0.6},
+                noise={"qwen-7b": 0.8, "gemma-12b": 1.0, "llama-11b": 1.2, "pixtral-12b": 0.9},
+                self_effect={"qwen-7b": 0.3, "gemma-12b": 0.2, "llama-11b": 0.5, "pixtral-12b": 0.4}),
+        replace(base, name="one strong self-preferring judge", self_effect={"qwen-7b": 1.6},
+                leniency={"qwen-7b": 0.3, "gemma-12b": -0.2, "llama-11b": 0.0, "pixtral-12b": 0.1},
+                note="qwen-7b scores its own answers 1.6 points higher: the naive mean lifts qwen-7b by about 0.4, "
+                     "above gemma-12b and pixtral-12b"),
+        replace(base, name="self-preference and verdicts missing on weak own answers", missing="weak_own",
+                missing_rate=0.5, self_effect={"qwen-7b": 0.6, "gemma-12b": 0.0, "llama-11b": 0.8, "pixtral-12b": 0.3},
+                slope={"qwen-7b": 1.2, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 1.0}),
     ]

@@ -29,9 +29,12 @@ number of answers.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
+from dualjudge.analysis.bootstrap import resample_counts
 
 TOL = 1e-7
 MAX_SWEEPS = 500
@@ -40,6 +43,7 @@ MAX_SWEEPS = 500
 # judge's residual variance goes to 0, its precision takes all the weight, and "quality" becomes that
 # judge's own standardised score. A judge held at the bound is reported, never estimated.
 PSI_FLOOR = 0.01
+MAX_CELLS = 5_000_000  # bootstrap refits run in batches of at most this many (resample x type x judge x judge) cells
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Design:
     cluster: np.ndarray  # (A,) sign codes 0..G-1
     n_clusters: int
     group: np.ndarray  # (A,) generator-family codes
+    unit: np.ndarray | None = None  # (A,) optional codes of what is compared (a system): answers of two units never share a type
 
     @property
     def n_judges(self) -> int:
@@ -79,13 +84,19 @@ class Types:
     n: np.ndarray  # (G, T) answers
     sy: np.ndarray  # (G, T, J) sums of verdicts
     syy: np.ndarray  # (G, T, J, J) sums of verdict cross-products
+    unit: np.ndarray | None = None  # (T,) each type's unit code, when the design has units
 
     @classmethod
     def of(cls, d: Design) -> Types:
         k, n_j, a = d.terms.shape
         key = np.concatenate([d.group[:, None], d.present.T, d.terms.transpose(2, 0, 1).reshape(a, k * n_j)], axis=1)
+        if d.unit is not None:
+            key = np.concatenate([d.unit[:, None], key], axis=1)
         uniq, of_answer = np.unique(key, axis=0, return_inverse=True)
         of_answer = of_answer.reshape(-1)
+        unit = None
+        if d.unit is not None:
+            unit, uniq = uniq[:, 0].astype(int), uniq[:, 1:]
         n_t, g = len(uniq), d.n_clusters
         cell = d.cluster * n_t + of_answer  # (sign, type) of each answer
         y = (d.y * d.present).T  # (A, J)
@@ -94,7 +105,7 @@ class Types:
         syy = _cell_sums(cell, (y[:, :, None] * y[:, None, :]).reshape(a, n_j * n_j), g * n_t).reshape(g, n_t, n_j, n_j)
         present = uniq[:, 1:1 + n_j].astype(np.float64)
         terms = uniq[:, 1 + n_j:].reshape(n_t, k, n_j).astype(np.float64) * present[:, None, :]  # where rated
-        return cls(present, terms, uniq[:, 0].astype(int), of_answer, n, sy, syy)
+        return cls(present, terms, uniq[:, 0].astype(int), of_answer, n, sy, syy, unit)
 
     def resampled(self, sign_counts: np.ndarray | None) -> Sums:
         """Per-type statistics of B resamples from (B, G) sign counts (default: the data once)."""
@@ -179,6 +190,21 @@ def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: floa
             converged = True
             break
     return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, sweep, converged, psi, at_bound)
+
+
+def refits(types: Types, scale_free: bool, n_resamples: int, seed: int) -> Iterator[tuple[Sums, Fit]]:
+    """The full fit, then `n_resamples` sign-cluster bootstrap refits warm-started from it, in batches
+    (a batch's arrays stay under MAX_CELLS cells): (sums, fit) pairs, the full data's first. Every
+    statistic drawn from one seed's refits comes from the same resamples of signs."""
+    full_sums = types.resampled(None)
+    full = fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS)
+    yield full_sums, full
+    n_j = types.present.shape[1]
+    sign_counts = resample_counts(types.n.shape[0], n_resamples, seed)
+    batch = max(1, MAX_CELLS // max(1, len(types.group) * n_j ** 2))
+    for start in range(0, n_resamples, batch):
+        sums = types.resampled(sign_counts[start:start + batch])
+        yield sums, fit(sums, scale_free=scale_free, start=full, tol=1e-6)
 
 
 def verdict_variance(sums: Sums) -> np.ndarray:

@@ -7,6 +7,7 @@ from typing import Literal
 
 Lineage = Literal["family", "base_llm"]  # own family by vendor, or by text backbone
 Outcome = Literal["overall", "equivalent"]  # the quality judge's 0-10 overall, the equivalence judge's 0/1
+Grouping = Literal["system_model", "system", "both"]  # what the leaderboard ranks: models, strategies, or each pair
 Level = Literal["nominal", "ordinal", "interval", "ratio"]  # Krippendorff's alpha level of measurement
 Metric = Literal["accuracy", "neg_rmse"]  # the alternative annotator test's alignment score
 AltTestKind = Literal["t", "wilcoxon"]  # its per-annotator test: the authors' t-test, or signed-rank for few items

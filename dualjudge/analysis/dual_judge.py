@@ -141,7 +141,7 @@ def judge_summary(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0
     errors = type_errors(frame, scale, seed, n_resamples)
     return {
         "n_rows": int(len(frame)),
-        "systems": system_means(frame),
+        "strategies": system_means(frame),
         "system_models": system_means(frame, "system_model"),
         "paired_tests": paired_tests(frame),
         "point_biserial_r": pb["r"], "point_biserial_ci": pb["ci"], "point_biserial_n": pb["n"],

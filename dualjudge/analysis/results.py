@@ -93,7 +93,7 @@ class DegradationPoint(_Result):
 
 class JudgeSummary(_Result):
     n_rows: int
-    systems: dict[str, SystemMeans]
+    strategies: dict[str, SystemMeans]
     system_models: dict[str, SystemMeans]
     paired_tests: dict[str, PairedTest]
     point_biserial_r: float | None
@@ -211,6 +211,111 @@ class SelfPreference(_Result):
         pairs: tuple[tuple[Outcome, OutcomeSelfPreference | None], ...] = (("overall", self.overall),
                                                                           ("equivalent", self.equivalent))
         return {name: o for name, o in pairs if o is not None}
+
+
+# -- the calibrated system leaderboard (leaderboard.py) --------------------------------------------------
+class LeaderRow(_Result):
+    """A system's calibrated score, its rank with a rank interval, and how often it is first."""
+
+    group: str
+    estimate: float | None
+    se: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rank: int | None
+    rank_low: int
+    rank_high: int
+    p_best: float | None
+
+
+class RankedMean(_Result):
+    """A system in a plain ranking (the mean of the verdicts it counts)."""
+
+    group: str
+    estimate: float | None
+    rank: int | None
+
+
+class SystemDifference(_Result):
+    higher: str
+    lower: str
+    difference: float
+    se: float
+    ci_low: float  # Bonferroni-adjusted across the pairs
+    ci_high: float
+    p: float
+    p_adjusted: float
+
+
+class RankingChange(_Result):
+    """A pair a plain ranking puts in the other order from a calibrated difference that excludes zero."""
+
+    higher: str  # ahead in the calibrated ranking
+    lower: str
+    ranking: str  # naive, self_excluded, or judge:NAME
+    difference: float
+    ci_low: float
+    ci_high: float
+    sentence: str
+
+
+class LeaveOut(_Result):
+    left_out: str
+    ranking: list[str] | None
+    top: str | None
+    reason: str | None
+
+
+class PanelSensitivity(_Result):
+    leave_one_judge_out: list[LeaveOut]
+    leave_one_family_out: list[LeaveOut]
+    top_changes: int  # leave-outs whose top system differs from the full panel's
+    leave_outs: int  # leave-outs that could be fitted
+
+
+class Leaderboard(_Result):
+    outcome: str
+    by: str  # system_model, system (strategy) or both
+    unit: str  # points or probability
+    unit_words: str | None
+    estimable: bool
+    reason: str | None
+    n_signs: int | None
+    rows: list[LeaderRow]  # best first
+    differences: list[SystemDifference]
+    naive: list[RankedMean]
+    self_excluded: list[RankedMean]
+    judges: dict[str, list[RankedMean]]
+    changes: list[RankingChange]
+    sensitivity: PanelSensitivity | None
+    warnings: list[str]
+
+
+class Systems(_Result):
+    lineage: str
+    method: str
+    interval: str
+    resamples: int
+    seed: int
+    overall: dict[str, Leaderboard] | None = None  # per grouping: system_model, system, both
+    equivalent: dict[str, Leaderboard] | None = None
+
+    def outcomes(self) -> dict[Outcome, dict[str, Leaderboard]]:
+        pairs: tuple[tuple[Outcome, dict[str, Leaderboard] | None], ...] = (("overall", self.overall),
+                                                                           ("equivalent", self.equivalent))
+        return {name: o for name, o in pairs if o is not None}
+
+
+class Simulation(_Result):
+    """What the simulator planted in a simulated table (planted.json beside it)."""
+
+    description: str
+    made_by: str
+    scenario: str
+    seed: int
+    planted: dict[str, dict[str, float]]
+    truth_self_preference: dict[str, dict[str, float | None]]  # outcome -> judge -> own-family effect
+    truth_systems: dict[str, dict[str, dict[str, float]]]  # outcome -> grouping -> group -> score
 
 
 # -- agreement and probes -----------------------------------------------------------------------------
@@ -537,8 +642,9 @@ class Summary(_Result):
     runs: list[str]
     design: StudyDesign
     degradation: list[DegradationPoint]  # all judges pooled
-    systems: dict[str, SystemMeans]
+    strategies: dict[str, SystemMeans]  # raw means, all judges pooled
     system_models: dict[str, SystemMeans]
+    systems: Systems  # the calibrated leaderboard
     paired_tests: dict[str, PairedTest]
     judges: dict[str, JudgeSummary]
     self_preference: SelfPreference
@@ -557,6 +663,7 @@ class Summary(_Result):
     variants: dict[str, Summary] = {}  # the other judge variants' summaries, when the table has several
     designs: DesignComparison | None = None  # the variants side by side, paired differences
     clarification: Clarification | None = None  # the rubric clarification experiment (studies/clarify.py)
+    simulation: Simulation | None = None  # a simulated table: what was planted (planted.json beside it)
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -27,7 +27,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from dualjudge.analysis import calibration
-from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interval, resample_counts, t_interval
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interval, t_interval
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.diagnostics import (
     SHIFTS,
@@ -55,7 +55,6 @@ METHOD = ("judge calibration with answer fixed effects: score = leniency[judge] 
           "alternating least squares; the equivalent outcome as a linear probability model")
 ADJUSTMENT = "Benjamini-Yekutieli across judges and outcomes"
 MISSING_GAP = 0.05  # a judge whose missing-verdict rates differ by more than this across families is flagged
-MAX_CELLS = 5_000_000  # bootstrap fits run in batches of at most this many (resample x type x judge x judge) cells
 TERMS = ("self", "family_other")
 TWO_JUDGES = ("two judges cannot pin each other's use of the scale (a latent quality needs three judges' views), "
               "so the scales are fixed at 1 here: the answer-matched model; a judge that compresses or stretches "
@@ -188,19 +187,11 @@ def _statistics(sums: calibration.Sums, f: calibration.Fit, n_families: int) -> 
 
 
 def bootstrap_fits(grid: Grid, scale_free: bool, n_resamples: int, seed: int) -> tuple[Draws, calibration.Fit]:
-    """The full fit and `n_resamples` sign-cluster bootstrap refits (warm-started), batched; and the full fit."""
-    d = grid.design
-    types = calibration.Types.of(d)
+    """The full fit's statistics and those of `n_resamples` sign-cluster bootstrap refits; and the full fit."""
     n_f = len(grid.families)
-    full_sums = types.resampled(None)
-    full = calibration.fit(full_sums, scale_free=scale_free, max_sweeps=4 * calibration.MAX_SWEEPS)
-    parts = [_statistics(full_sums, full, n_f)]
-    sign_counts = resample_counts(d.n_clusters, n_resamples, seed)
-    batch = max(1, MAX_CELLS // max(1, len(types.group) * d.n_judges ** 2))
-    for start in range(0, n_resamples, batch):
-        sums = types.resampled(sign_counts[start:start + batch])
-        refit = calibration.fit(sums, scale_free=scale_free, start=full, tol=1e-6)
-        parts.append(_statistics(sums, refit, n_f))
+    fits = calibration.refits(calibration.Types.of(grid.design), scale_free, n_resamples, seed)
+    full_sums, full = next(fits)
+    parts = [_statistics(full_sums, full, n_f)] + [_statistics(sums, refit, n_f) for sums, refit in fits]
     draws = Draws(*(np.concatenate([getattr(p, name) for p in parts]) for name in ("estimate", "terms", "counts", "matrix")))
     return draws, full
 

@@ -1,7 +1,8 @@
 """The whole analysis of a verdict table, as one summary (what summary.json holds; docs/summary.md).
 
-Top-level `systems` and `paired_tests` pool the judge models (each cell's mean over repeats and
-judges); per-judge results are under `judges`. Writing it and the report is report/build.py's job.
+Top-level `strategies`, `system_models` and `paired_tests` pool the judge models (each cell's mean over
+repeats and judges); `systems` is the calibrated leaderboard (leaderboard.py); per-judge results are
+under `judges`. Writing it and the report is report/build.py's job.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from dualjudge.analysis import agreement, dual_judge
+from dualjudge.analysis import agreement, dual_judge, leaderboard
 from dualjudge.analysis.annotations import human_check_near
 from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
@@ -22,6 +23,7 @@ from dualjudge.analysis.decision import decision_risk
 from dualjudge.analysis.designs import compare_designs, variant_order
 from dualjudge.analysis.identification import identification
 from dualjudge.analysis.missingness import missingness
+from dualjudge.analysis.planted import planted_near
 from dualjudge.analysis.probes import probe_frames, probes_of
 from dualjudge.analysis.results import Clarification, DesignComparison, Requests, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
@@ -49,8 +51,9 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
         "design": study_design(frame),
         "degradation": dual_judge.degradation(frame),
-        "systems": dual_judge.system_means(frame),
+        "strategies": dual_judge.system_means(frame),
         "system_models": dual_judge.system_means(frame, "system_model"),
+        "systems": leaderboard.systems(frame, lineage, seed, n_resamples),
         "paired_tests": dual_judge.paired_tests(frame),
         "judges": judges,
         "self_preference": self_preference(frame, lineage, seed, n_resamples),
@@ -108,7 +111,8 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
                                        probes=probes_of(order, padding, variant, seed, n_resamples) or None,
                                        table=str(table), stability=stability_near(table, scale, variant),
                                        human=_human_of(human, variant, variants[0]), judge_variant=variant)
-    main = summaries[variants[0]].model_copy(update={"requests": _requests_near(table)})
+    main = summaries[variants[0]].model_copy(update={"requests": _requests_near(table),
+                                                     "simulation": planted_near(table)})
     if len(variants) > 1:
         designs = compare_designs(frame, order, padding, lineage, seed, n_resamples)
         designs["rows"] = [_design_row(judge, v, s) for judge in sorted(main.judges) for v, s in summaries.items()]

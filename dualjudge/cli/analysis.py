@@ -13,6 +13,7 @@ from dualjudge.analysis.choices import (
     MIN_RESAMPLES,
     N_RESAMPLES,
     AltTestKind,
+    Grouping,
     Level,
     Lineage,
     Metric,
@@ -146,6 +147,66 @@ def stats_self_preference(
             console.print(f"    warning: {warning}", markup=False)
     for warning in result.warnings:
         console.print(f"warning: {warning}", markup=False)
+
+
+@stats_app.command("systems")
+def stats_systems(
+    table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet).")],
+    by: Annotated[Grouping, typer.Option(help="Rank system models, strategies (system) or each model x strategy "
+                                              "(both).")] = "system_model",
+    outcome: Annotated[Outcome, typer.Option(help="overall (0-10) or equivalent (0/1, linear probability).")] = "overall",
+    lineage: Annotated[Lineage, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
+    resamples: Annotated[int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES,
+                                           max=MAX_RESAMPLES)] = N_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
+    variant: Annotated[Optional[str], typer.Option(help="The judge variant to rank by (default: the reference one, "
+                                                        "holistic when present).")] = None,
+    scale_max: ScaleMax = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Which system is best with the judges' biases taken out: calibrated scores, rank intervals, P(best),
+    beside the naive, self-excluded and single-judge rankings, and where they disagree."""
+    from dualjudge.analysis.leaderboard import cli_json, leaderboard
+    from dualjudge.analysis.scale import Scale
+    from dualjudge.analysis.table import read_table
+    from dualjudge.report.tables import num
+
+    frame = read_table(table, Scale.with_maximum(scale_max))
+    frame, chosen, others = _one_variant(frame, variant)
+    board = leaderboard(frame, outcome, lineage, resamples, seed)[by]
+    result = cli_json(board, chosen)
+    if others:
+        result["warnings"].append(f"the table has other judge variants ({', '.join(others)}); ranked by {chosen} "
+                                  f"(--variant chooses)")
+    if as_json:
+        print(json.dumps(result))
+        return
+    console.print(f"{result['method']}\nunit: {board['unit_words'] or board['unit']}\nintervals: {result['interval']}",
+                  markup=False)
+    if not result["rows"]:
+        console.print(f"no calibrated ranking: {result['reason']}", markup=False)
+    for r in result["rows"]:
+        console.print(f"  {r['rank']}. {r['group']}: {num(r['estimate'], 3)} [{num(r['ci_low'], 3)}, {num(r['ci_high'], 3)}]"
+                      f" rank {r['rank_low']}-{r['rank_high']}, P(best) {num(r['p_best'])}", markup=False)
+    console.print("naive: " + ", ".join(f"{r['rank']}. {r['group']} {num(r['estimate'], 3)}" for r in result["naive"]),
+                  markup=False)
+    for c in result["changes"]:
+        console.print(f"  change: {c['sentence']}", markup=False)
+    for warning in result["warnings"]:
+        console.print(f"warning: {warning}", markup=False)
+
+
+def _one_variant(frame: pd.DataFrame, variant: str | None) -> tuple[pd.DataFrame, str, list[str]]:
+    """The rows of one judge variant (the reference one unless named), its name, and the other variants."""
+    from dualjudge.analysis.designs import variant_order
+
+    variants = variant_order(frame["judge_variant"])
+    chosen = variants[0] if variant is None else variant
+    if chosen not in variants:
+        raise DualjudgeError(f"no judge variant {chosen!r} in the table (it has {', '.join(variants)})")
+    rows = frame[frame["judge_variant"] == chosen].copy()
+    rows.attrs = frame.attrs
+    return rows, chosen, [v for v in variants if v != chosen]
 
 
 @human_app.command("export")

@@ -21,6 +21,7 @@ from typing import Any, TypedDict
 import pandas as pd
 
 from dualjudge.analysis.designs import variant_order
+from dualjudge.analysis.leaderboard import calibrated_scores
 from dualjudge.analysis.scale import PAPER_SCALE
 from dualjudge.analysis.self_preference import calibrated_residuals
 from dualjudge.analysis.table import ANSWER_IN_RUN, read_table
@@ -96,6 +97,7 @@ class ExplorerData(TypedDict):
     kinds: list[KindView]
     signs: dict[str, SignView]
     answers: list[AnswerView]
+    systems: dict[str, dict[str, dict[str, float]]]  # per judge variant: calibrated overall per "model" and "strategy"
 
 
 def _clean(value: Any) -> Any:
@@ -157,7 +159,22 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
             "modality": config.get("testbed", {}).get("modality", "image"),
             "judges": [JudgeView(name=j, family=judge_family[j]) for j in judges], "variants": variants,
             "kinds": [KindView(name=k.name, columns=list(k.columns), value=k.value) for k in declared()],
-            "signs": signs, "answers": answers}
+            "signs": signs, "answers": answers, "systems": _calibrated_systems(table, variants)}
+
+
+def _calibrated_systems(table: pd.DataFrame, variants: list[str]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per judge variant, each system model's and strategy's calibrated overall score (one fit, as the
+    report's leaderboard); a variant the calibration cannot rank has none."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for variant in variants:
+        try:
+            scores = calibrated_scores(table[table["judge_variant"] == variant])
+        except DualjudgeError:
+            scores = None
+        if scores:
+            out[variant] = {"model": {k: round(v, 3) for k, v in scores["system_model"].items()},
+                            "strategy": {k: round(v, 3) for k, v in scores["system"].items()}}
+    return out
 
 
 def _testbed(out: Path) -> dict[str, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The report's figures, drawn with matplotlib's object API (no pyplot, no global backend): degradation
-by visibility, the joint distribution of the two judges, Type II rates by visibility, and the heatmap
-of calibrated residuals (judge x generator family)."""
+by visibility, the joint distribution of the two judges, Type II rates by visibility, the heatmap
+of calibrated residuals (judge x generator family), and the calibrated leaderboard."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dualjudge.analysis.results import DegradationPoint, Interaction, JointCounts, Type2AtVisibility
+from dualjudge.analysis.results import DegradationPoint, Interaction, JointCounts, Leaderboard, Type2AtVisibility
 
 DPI = 110
 
@@ -96,5 +96,34 @@ def heatmap_figure(matrices: Mapping[str, Interaction], path: Path, title: str) 
                 if np.isfinite(m[i, j]):
                     ax.text(j, i, f"{m[i, j]:+.2f}", ha="center", va="center", fontsize=8)
         fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def leaderboard_figure(boards: Mapping[str, Leaderboard], path: Path, title: str,
+                       planted: Mapping[str, Mapping[str, float]] | None = None) -> Path:
+    """One panel per grouping: each system's calibrated score with its 95% interval (dots and bars), the
+    naive mean (open circles) and, for simulated data, the planted score (crosses); best at the top."""
+    fig = Figure(figsize=(5.4 * len(boards), 0.9 + 0.42 * max(len(b.rows) for b in boards.values())))
+    axes = fig.subplots(1, len(boards), squeeze=False)
+    for ax, (name, board) in zip(axes[0], boards.items()):
+        rows = [r for r in board.rows if r.estimate is not None][::-1]
+        y = np.arange(len(rows))
+        est = np.array([r.estimate for r in rows], dtype=float)
+        low = np.array([r.ci_low if r.ci_low is not None else r.estimate for r in rows], dtype=float)
+        high = np.array([r.ci_high if r.ci_high is not None else r.estimate for r in rows], dtype=float)
+        ax.errorbar(est, y, xerr=np.vstack([est - low, high - est]), fmt="o", color="#1c7ed6", capsize=3,
+                    label="calibrated, 95% CI")
+        naive = {r.group: r.estimate for r in board.naive}
+        ax.scatter([naive.get(r.group, np.nan) for r in rows], y, facecolors="none", edgecolors="#e8590c",
+                   label="naive mean of all verdicts", zorder=3)
+        if planted and planted.get(name):
+            ax.scatter([planted[name].get(r.group, np.nan) for r in rows], y, marker="x", color="k",
+                       label="planted (simulated data)", zorder=4)
+        ax.set_yticks(y, [r.group for r in rows])
+        ax.set_xlabel("points (0-10)" if board.unit == "points" else "probability")
+        ax.set_title({"system_model": "system model", "system": "strategy"}.get(name, name))
+        ax.grid(alpha=0.3, axis="x")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.suptitle(title)
     return _save(fig, path)

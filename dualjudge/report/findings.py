@@ -33,6 +33,9 @@ def section(summary: Summary, links: bool = False) -> list[str]:
         parts.append("")
     elif overall is not None:
         parts += [f"- Self-preference: not estimable ({overall.reason}).", ""]
+    best = _best_system(summary)
+    if best:
+        parts += [f"- {best}", ""]
     warnings = _warnings(summary)
     if warnings:
         parts += [f"- **Warning:** {w}" for w in warnings] + [""]
@@ -78,6 +81,23 @@ def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
                      variant=variant)
         text += (f"; conditionally on a good score it peaks at {at}: {x.count} of {x.n_high} good scores "
                  f"({rate(x.conditional_rate)}) are not equivalent")
+    return text + "."
+
+
+def _best_system(summary: Summary) -> str | None:
+    """The calibrated leaderboard's headline: the best system model, and whether the naive panel agrees."""
+    board = (summary.systems.overall or {}).get("system_model")
+    if board is None or len(board.naive) < 2:
+        return None
+    if not board.estimable or not board.rows:
+        return f"Which system is best: no calibrated ranking ({board.reason})."
+    top = board.rows[0]
+    naive_top = board.naive[0].group if board.naive and board.naive[0].rank == 1 else None
+    text = (f"Best system model with the judges' biases taken out: {top.group}, {num(top.estimate)} "
+            f"[{num(top.ci_low)}, {num(top.ci_high)}] {board.unit}, first in {rate(top.p_best)} of the resamples")
+    text += "; the naive panel agrees" if naive_top == top.group else f"; the naive panel puts {naive_top} first"
+    if board.changes:
+        text += f"; {len(board.changes)} ranking change(s) listed under \"Which system is best\""
     return text + "."
 
 

@@ -11,10 +11,10 @@ def section(summary: Summary, links: bool = False) -> list[str]:
     """The paper's tables; with `links`, the Type I and Type II counts open the explorer on their rows."""
     s = summary
     variant = s.judge_variant
-    parts = ["## Systems (all judges pooled)", ""]
-    parts.append(table(["system", "n", "mean overall", "equivalence rate", "format compliance"],
+    parts = ["## Strategies (raw means, all judges pooled, biases included)", ""]
+    parts.append(table(["strategy", "n", "mean overall", "equivalence rate", "format compliance"],
                        [[k, str(v.n), num(v.mean_overall), num(v.equivalence_rate), num(v.format_compliance)]
-                        for k, v in s.systems.items()]))
+                        for k, v in s.strategies.items()]))
     parts += ["", "## Paired t-tests against SA (per-cell means; and on per-sign means)", ""]
     if s.paired_tests:
         parts.append(table(["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],

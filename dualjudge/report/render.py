@@ -17,6 +17,7 @@ from dualjudge.report.escape import markdown_to_html
 from dualjudge.report.findings import section as findings_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
+from dualjudge.report.systems import section as systems_section
 from dualjudge.rundir import RunDir
 
 
@@ -36,6 +37,12 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
         if s.type2_by_visibility:
             made.append((f"Type II rate by visibility: {judge}",
                          fig.type2_figure(s.type2_by_visibility, d / f"type2_{safe}.png", f"Type II ({judge})")))
+    boards = {by: b for by, b in (summary.systems.overall or {}).items()
+              if by != "both" and b.estimable and len(b.rows) > 1}
+    if boards:
+        planted = summary.simulation.truth_systems.get("overall") if summary.simulation else None
+        made.append(("Which system is best: calibrated scores with 95% intervals beside the naive means",
+                     fig.leaderboard_figure(boards, d / "systems.png", "Calibrated system scores (overall)", planted)))
     matrices = {str(name): o.interaction for name, o in summary.self_preference.outcomes().items() if o.interaction}
     if matrices:
         made.append(("Judge x generator family after calibration: mean of (verdict - leniency - scale x answer quality), "
@@ -46,7 +53,8 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
 
 def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str] | None = None,
              links: bool = False) -> str:
-    parts = ["# dualjudge report", "", *(findings or []),
+    parts = [f"# dualjudge report{SIMULATED_TITLE if summary.simulation else ''}", "", *_simulation(summary),
+             *(findings or []), *systems_section(summary.systems, summary.simulation),
              f"Rows: {summary.n_rows}; runs: {', '.join(summary.runs) or '-'}. "
              f"CIs: sign-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
              f"except self-preference (its section says how its intervals are made). Scale: 0-{summary.scale.maximum:g}, "
@@ -59,7 +67,8 @@ def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str
         parts += ["What the table lacks, and what the analysis does instead:", ""]
         parts += [f"- {note}" for note in summary.notes] + [""]
     parts += paper_section(summary, links)
-    parts += self_preference_section(summary.self_preference)
+    parts += self_preference_section(summary.self_preference,
+                                     summary.simulation.truth_self_preference if summary.simulation else None)
     parts += checks_section(summary)
     if summary.designs:
         parts += designs_section(summary.designs)
@@ -70,6 +79,20 @@ def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str
     for caption, src in images:
         parts += [f"![{caption}]({src})", ""]
     return "\n".join(parts) + "\n"
+
+
+SIMULATED_TITLE = ": SIMULATED DATA (planted values beside the estimates)"
+
+
+def _simulation(summary: Summary) -> list[str]:
+    s = summary.simulation
+    if s is None:
+        return []
+    planted = "; ".join(f"{name}: " + ", ".join(f"{k} {v:+g}" for k, v in values.items())
+                        for name, values in s.planted.items())
+    return [f"**These data are simulated**: {s.description} (scenario \"{s.scenario}\", seed {s.seed}; made by "
+            f"`{s.made_by}`). Nothing here was measured on a model. Planted: {planted}. The planted self-preference "
+            f"and system scores are shown beside the estimates, so the reader can see each estimator recover them.", ""]
 
 
 def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool = True, links: bool = False) -> None:

@@ -19,16 +19,18 @@ def _headline(j: JudgeSelfPreference) -> str:
     return "-" if j.estimate is None else f"{num(j.estimate)} {ci([j.ci_low, j.ci_high])}"
 
 
-def section(sp: SelfPreference) -> list[str]:
+def section(sp: SelfPreference, planted: dict[str, dict[str, float | None]] | None = None) -> list[str]:
+    """The section; with `planted` (a simulated table: outcome -> judge -> planted effect), a column of the
+    planted effects beside the estimates."""
     parts = [f"## Cross-family self-preference (lineage: {sp.lineage})", "",
              f"Headline: the calibrated index, {sp.method}. Intervals: {sp.interval}, "
              f"{sp.resamples} resamples. Adjusted p-values: {sp.adjustment}.", ""]
     for name, outcome in sp.outcomes().items():
-        parts += _outcome(outcome, name)
+        parts += _outcome(outcome, name, (planted or {}).get(name))
     return parts
 
 
-def _outcome(e: OutcomeSelfPreference, outcome: Outcome) -> list[str]:
+def _outcome(e: OutcomeSelfPreference, outcome: Outcome, planted: dict[str, float | None] | None = None) -> list[str]:
     parts = [f"### Self-preference on {OUTCOME_TITLES[outcome]}", ""]
     for warning in e.warnings:
         parts += [f"**Warning:** {warning}", ""]
@@ -38,8 +40,13 @@ def _outcome(e: OutcomeSelfPreference, outcome: Outcome) -> list[str]:
     if estimated:
         rows = [[j.judge, j.family, _headline(j), pvalue(j.p), pvalue(j.p_adjusted), _interval(j.self),
                  _interval(j.family_other)] for j in estimated]
-        parts += [table(["judge", "family", "own-family effect [95% CI]", "p", "adjusted p", "own model",
-                         "same family, other model"], rows), ""]
+        header = ["judge", "family", "own-family effect [95% CI]", "p", "adjusted p", "own model",
+                  "same family, other model"]
+        if planted is not None:
+            header.insert(3, "planted")
+            for row, j in zip(rows, estimated):
+                row.insert(3, num(planted.get(j.judge)))
+        parts += [table(header, rows), ""]
         parts += [f"- {sentence(j, outcome)}" for j in estimated] + [""]
         warned = [(j.judge, w) for j in estimated for w in j.warnings]
         if warned:

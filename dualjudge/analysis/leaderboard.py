@@ -1,0 +1,437 @@
+"""Which system is best, with the judges' biases taken out: the calibrated leaderboard.
+
+The judge calibration (calibration.py) gives every answer one latent quality, pinned by every judge
+that rated it, with each judge's leniency, scale and own-model / same-family effects fitted as separate
+terms. A system's calibrated score is the mean latent quality of its answers, put on the score scale
+of the panel's average judge: mean leniency + mean scale x mean quality (for `equivalent`, a
+probability: the linear probability model). A judge's preference for its own family moves its own
+effect term, not the quality of the answers, so it does not lift its family's systems.
+
+Intervals come from the sign-cluster bootstrap that refits the whole model (the self-preference index's
+bootstrap: same seed, same resamples of signs). Pairwise differences are Bonferroni-adjusted across the
+pairs; each system's rank interval is read off its Bonferroni-adjusted differences with the others
+(Mogstad, Romano, Shaikh and Wilhelm 2024, "Inference for ranks": the rank lies between 1 + the number
+of systems surely above and U - the number surely below, a marginal 95% set); p_best is the share of
+resamples in which the system comes first.
+
+Beside it, the rankings users make today: the naive mean over every verdict, each judge alone, and the
+panel without same-family judges (self-exclusion). `changes` lists every pair such a ranking puts in
+the other order from a calibrated difference whose adjusted interval excludes zero. Panel sensitivity:
+the calibrated ranking refitted without each judge and without each judge family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dualjudge.analysis import calibration
+from dualjudge.analysis.bootstrap import CI_LEVEL, MIN_RELIABLE_SIGNS, T_INTERVAL, t_interval
+from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
+from dualjudge.analysis.diagnostics import fit_problems
+from dualjudge.analysis.self_preference import OUTCOMES, Grid, build_grid, identification, lineage_columns
+from dualjudge.analysis.table import ANSWER_KEY
+
+GROUPINGS: dict[Grouping, str] = {"system_model": "system model", "system": "strategy",
+                                  "both": "system model x strategy"}
+METHOD = ("each system's mean latent answer quality from the judge calibration (leniency, scale and own-model / "
+          "same-family effects per judge are separate terms, so a judge's self-preference lifts no system), in the "
+          "score units of the panel's average judge: mean leniency + mean scale x the mean quality of its answers")
+INTERVALS = (f"{T_INTERVAL}; differences Bonferroni-adjusted across pairs (t quantile at 1 - 0.05/(2m)); rank "
+             f"intervals from each system's adjusted differences with the others (Mogstad, Romano, Shaikh and Wilhelm "
+             f"2024), marginal 95%; p_best: the share of bootstrap resamples in which the system is first")
+RANKINGS = {"naive": "the naive panel (mean of every verdict)",
+            "self_excluded": "the panel without same-family judges"}
+SEPARATOR = " / "  # between a system model and a strategy in a `both` group's name
+
+
+def judge_ranking(judge: str) -> str:
+    return f"judge:{judge}"
+
+
+def ranking_words(ranking: str) -> str:
+    if ranking.startswith("judge:"):
+        return f"{ranking.removeprefix('judge:')} alone"
+    return RANKINGS[ranking]
+
+
+# -- the groups ------------------------------------------------------------------------------------------
+def group_labels(system_model: pd.Series | np.ndarray, strategy: pd.Series | np.ndarray, by: Grouping) -> np.ndarray:
+    models, strategies = np.asarray(system_model, dtype=str), np.asarray(strategy, dtype=str)
+    if by == "system_model":
+        return models
+    if by == "system":
+        return strategies
+    return np.char.add(np.char.add(models, SEPARATOR), strategies)
+
+
+def _answer_parts(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+    """(system model, strategy) of each answer of the grid, from its key."""
+    parts = [a.split("\x1f") for a in grid.answers]
+    i_model, i_system = ANSWER_KEY.index("system_model"), ANSWER_KEY.index("system")
+    return np.array([p[i_model] for p in parts], dtype=str), np.array([p[i_system] for p in parts], dtype=str)
+
+
+@dataclass(frozen=True)
+class Units:
+    """The finest groups (system model x strategy) of the grid's answers, and each grouping's groups as
+    a 0/1 matrix over them."""
+
+    fine: list[str]
+    codes: np.ndarray  # (A,) fine unit of each answer
+    groups: dict[Grouping, list[str]]
+    maps: dict[Grouping, np.ndarray]  # (U_fine, U_by)
+
+    @classmethod
+    def of(cls, grid: Grid) -> Units:
+        models, strategies = _answer_parts(grid)
+        both = group_labels(models, strategies, "both")
+        fine, codes = np.unique(both, return_inverse=True)
+        first = {b: i for i, b in reversed(list(enumerate(both)))}
+        groups: dict[Grouping, list[str]] = {}
+        maps: dict[Grouping, np.ndarray] = {}
+        for by in GROUPINGS:
+            of_fine = group_labels(models[[first[f] for f in fine]], strategies[[first[f] for f in fine]], by)
+            names = sorted(set(of_fine.tolist()))
+            groups[by] = names
+            maps[by] = (of_fine[:, None] == np.array(names)[None, :]).astype(np.float64)
+        return cls(list(fine), codes.reshape(-1).astype(int), groups, maps)
+
+
+# -- calibrated scores and their bootstrap -----------------------------------------------------------
+@dataclass
+class Draws:
+    """Per fine unit, the sum of its answers' latent quality and their count, and the panel's mean
+    leniency and scale: the full fit's (index 0) and every bootstrap refit's (1..B)."""
+
+    total: np.ndarray  # (1+B, U)
+    count: np.ndarray  # (1+B, U)
+    leniency: np.ndarray  # (1+B,)
+    scale: np.ndarray  # (1+B,)
+
+    def scores(self, mapping: np.ndarray) -> np.ndarray:
+        """(1+B, groups) each group's score: mean leniency + mean scale x mean quality of its answers."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = (self.total @ mapping) / (self.count @ mapping)
+        return self.leniency[:, None] + self.scale[:, None] * mean
+
+
+def _unit_statistics(sums: calibration.Sums, f: calibration.Fit, n_units: int) -> Draws:
+    q1, _ = calibration.type_sums_of_quality(sums, f.a, f.b)  # (B, T) sum of quality over each type's answers
+    assert sums.types.unit is not None
+    onehot = np.eye(n_units)[sums.types.unit]  # (T, U)
+    return Draws(q1 @ onehot, sums.n @ onehot, f.leniency.mean(axis=1), f.scale.mean(axis=1))
+
+
+def calibrated_draws(grid: Grid, units: Units, scale_free: bool, n_resamples: int, seed: int
+                     ) -> tuple[Draws, calibration.Fit]:
+    design = calibration.Design(**{**grid.design.__dict__, "unit": units.codes})
+    fits = calibration.refits(calibration.Types.of(design), scale_free, n_resamples, seed)
+    full_sums, full = next(fits)
+    parts = [_unit_statistics(full_sums, full, len(units.fine))]
+    parts += [_unit_statistics(sums, refit, len(units.fine)) for sums, refit in fits]
+    return Draws(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("total", "count", "leniency", "scale"))), full
+
+
+def point_scores(grid: Grid, units: Units, scale_free: bool) -> dict[Grouping, dict[str, float]]:
+    """Each grouping's calibrated scores from one fit (no bootstrap)."""
+    draws, _ = calibrated_draws(grid, units, scale_free, 0, 0)
+    return {by: dict(zip(units.groups[by], draws.scores(units.maps[by])[0].tolist())) for by in GROUPINGS}
+
+
+def calibrated_scores(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family"
+                      ) -> dict[Grouping, dict[str, float]] | None:
+    """Each grouping's calibrated scores from one fit, or None where no calibrated ranking can be made."""
+    if frame["judge_model"].nunique() < 2:
+        return None
+    grid, units, _ = _fit_or_reason(frame, outcome, lineage)
+    if grid is None or units is None:
+        return None
+    return point_scores(grid, units, grid.design.n_judges >= 3)
+
+
+def competition_ranks(values: dict[str, float | None]) -> dict[str, int | None]:
+    """1 + the number of groups strictly ahead (ties share a rank); None without a value."""
+    known = [v for v in values.values() if v is not None and np.isfinite(v)]
+    return {g: None if v is None or not np.isfinite(v) else 1 + sum(w > v for w in known) for g, v in values.items()}
+
+
+def _bonferroni(n_signs: int, comparisons: int) -> float:
+    return float(stats.t.ppf(1 - (1 - CI_LEVEL) / (2 * max(comparisons, 1)), n_signs - 1))
+
+
+def _se(draws: np.ndarray, n_signs: int) -> float | None:
+    finite = draws[np.isfinite(draws)]
+    if len(finite) < max(10, 0.9 * len(draws)):
+        return None
+    return float(np.std(finite, ddof=1) * np.sqrt(n_signs / (n_signs - 1)))
+
+
+def _p_best(scores: np.ndarray) -> np.ndarray:
+    """(U,) the share of resamples in which each group has the highest score (ties split)."""
+    s = np.where(np.isfinite(scores), scores, -np.inf)
+    top = s == s.max(axis=1, keepdims=True)
+    return (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
+
+
+def calibrated_board(scores: np.ndarray, groups: list[str], n_signs: int) -> tuple[list[dict[str, Any]],
+                                                                                   list[dict[str, Any]]]:
+    """Rows (group, estimate, interval, rank, rank interval, p_best), best first, and every pairwise
+    difference, higher minus lower, with its Bonferroni-adjusted interval and p."""
+    n = len(groups)
+    point = scores[0]
+    diff_se: dict[tuple[int, int], float | None] = {(a, b): _se(scores[1:, a] - scores[1:, b], n_signs)
+                                                    for a in range(n) for b in range(n) if a != b}
+    crit_rank = _bonferroni(n_signs, n - 1)
+    p_best = _p_best(scores[1:]) if len(scores) > 1 else np.full(n, np.nan)
+    ranks = competition_ranks(dict(zip(groups, point.tolist())))
+    rows = []
+    for u, group in enumerate(groups):
+        iv = t_interval(float(point[u]), scores[1:, u], n_signs)
+        above = below = 0
+        for k in range(n):
+            se = diff_se.get((k, u))
+            if k == u or se is None:
+                continue
+            above += point[k] - point[u] - crit_rank * se > 0
+            below += point[u] - point[k] - crit_rank * se > 0
+        rows.append({"group": group, "estimate": _num(point[u]), "se": iv.se if iv else None,
+                     "ci_low": iv.low if iv else None, "ci_high": iv.high if iv else None, "rank": ranks[group],
+                     "rank_low": 1 + int(above), "rank_high": n - int(below), "p_best": _num(p_best[u])})
+    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"]))
+    pairs = n * (n - 1) // 2
+    crit = _bonferroni(n_signs, pairs)
+    differences: list[dict[str, Any]] = []
+    for a, b in combinations(range(n), 2):
+        hi, lo = (a, b) if point[a] >= point[b] else (b, a)
+        d, se = float(point[hi] - point[lo]), diff_se[(hi, lo)]
+        if not np.isfinite(d) or se is None:
+            continue
+        p = float(2 * stats.t.sf(abs(d) / se, n_signs - 1)) if se > 0 else (0.0 if d else 1.0)
+        differences.append({"higher": groups[hi], "lower": groups[lo], "difference": d, "se": se,
+                            "ci_low": d - crit * se, "ci_high": d + crit * se, "p": p,
+                            "p_adjusted": min(1.0, p * pairs)})
+    differences.sort(key=lambda x: -float(x["difference"]))
+    return rows, differences
+
+
+def _num(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+# -- the rankings users make today -------------------------------------------------------------------
+def _rated(frame: pd.DataFrame, outcome: Outcome) -> pd.DataFrame:
+    value, status = OUTCOMES[outcome]
+    return frame[frame[status] == "ok"].assign(_y=lambda f: f[value].astype("float64"))
+
+
+def mean_ranking(rows: pd.DataFrame, by: Grouping, groups: list[str]) -> list[dict[str, Any]]:
+    """[{group, estimate, rank}] of the mean verdict per group, best first (a group without verdicts last)."""
+    labels = group_labels(rows["system_model"], rows["system"], by)
+    means = rows["_y"].groupby(labels).mean() if len(rows) else pd.Series(dtype="float64")
+    values: dict[str, float | None] = {g: float(means[g]) if g in means.index else None for g in groups}
+    ranks = competition_ranks(values)
+    out = [{"group": g, "estimate": values[g], "rank": ranks[g]} for g in groups]
+    return sorted(out, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"]))
+
+
+def plain_rankings(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, by: Grouping,
+                   groups: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The naive ranking, the self-excluded one, and each judge's own: ranking name -> rows."""
+    rated = _rated(frame, outcome)
+    jf, gf = lineage_columns(rated, lineage)
+    out = {"naive": mean_ranking(rated, by, groups),
+           "self_excluded": mean_ranking(rated[(jf != gf).to_numpy()], by, groups)}
+    for judge, rows in rated.groupby(rated["judge_model"].astype(str), sort=True):
+        out[judge_ranking(str(judge))] = mean_ranking(rows, by, groups)
+    return out
+
+
+def ranking_changes(differences: list[dict[str, Any]], rankings: dict[str, list[dict[str, Any]]],
+                    unit: str) -> list[dict[str, Any]]:
+    """Every pair a plain ranking orders against a calibrated difference whose adjusted interval excludes 0."""
+    out = []
+    for name, rows in rankings.items():
+        value = {r["group"]: r["estimate"] for r in rows}
+        for d in differences:
+            if d["ci_low"] <= 0:
+                continue
+            hi, lo = value.get(d["higher"]), value.get(d["lower"])
+            if hi is None or lo is None or not lo > hi:
+                continue
+            change = {"higher": d["higher"], "lower": d["lower"], "ranking": name, "difference": d["difference"],
+                      "ci_low": d["ci_low"], "ci_high": d["ci_high"]}
+            change["sentence"] = change_sentence(change, unit)
+            out.append(change)
+    return out
+
+
+def change_sentence(c: dict[str, Any], unit: str) -> str:
+    points = unit == "points"
+    amount = (lambda v: f"{v:.2f}") if points else (lambda v: f"{100 * v:.1f}")
+    size = "points" if points else "percentage points"
+    return (f"{ranking_words(c['ranking'])} ranks {c['lower']} above {c['higher']}; with the judges' biases taken out "
+            f"{c['higher']} is ahead by {amount(c['difference'])} {size} (95% CI {amount(c['ci_low'])} to "
+            f"{amount(c['ci_high'])}, adjusted across pairs)")
+
+
+# -- the whole leaderboard of one outcome --------------------------------------------------------------
+def _blocking(grid: Grid) -> dict[str, str]:
+    """Judges whose own-family effect the design cannot separate from their families' systems' quality
+    (a judge without own-family answers has no such effect, so it blocks nothing)."""
+    d = grid.design
+    has_own = {grid.judges[j] for j in range(d.n_judges) if (d.terms[:, j].sum(axis=0) * d.present[j]).any()}
+    return {j: why for j, why in identification(grid).items() if j in has_own}
+
+
+def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage
+                   ) -> tuple[Grid | None, Units | None, str | None]:
+    grid = build_grid(frame, outcome, lineage)
+    if grid.design.n_answers == 0:
+        return None, None, f"no answer has {outcome} verdicts from two judges"
+    if grid.design.n_clusters < 2:
+        return None, None, "sign-cluster intervals need at least two signs"
+    blocked = _blocking(grid)
+    if blocked:
+        return None, None, ("the design cannot separate these judges' self-preference from their families' answer "
+                            "quality, so no calibrated ranking can be made: "
+                            + "; ".join(f"{j}: {why}" for j, why in blocked.items()))
+    return grid, Units.of(grid), None
+
+
+def sensitivity(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage,
+                top: dict[Grouping, str | None]) -> dict[Grouping, dict[str, Any]]:
+    """The calibrated ranking without each judge and without each judge family (point fits), and how
+    often its top group differs from the full panel's."""
+    jf, _ = lineage_columns(frame, lineage)
+    judges = sorted(set(frame["judge_model"].astype(str)))
+    families = sorted(set(jf))
+    out: dict[Grouping, dict[str, Any]] = {by: {"leave_one_judge_out": [], "leave_one_family_out": [],
+                                                "top_changes": 0, "leave_outs": 0} for by in GROUPINGS}
+    leave_outs = [("leave_one_judge_out", j, frame["judge_model"].astype(str) != j) for j in judges] + \
+        [("leave_one_family_out", f, jf != f) for f in families if len(families) > 1]
+    for kind, name, keep in leave_outs:
+        rows = frame[keep.to_numpy()]
+        n_left = rows["judge_model"].nunique()
+        grid, units, reason = _fit_or_reason(rows, outcome, lineage) if n_left >= 2 else \
+            (None, None, f"{n_left} judge left: no panel to calibrate")
+        scores = point_scores(grid, units, n_left >= 3) if grid is not None and units is not None else None
+        for by in GROUPINGS:
+            entry: dict[str, Any] = {"left_out": name, "ranking": None, "top": None, "reason": reason}
+            if scores is not None:
+                order = sorted(scores[by], key=lambda g: (-scores[by][g], g))
+                entry.update(ranking=order, top=order[0] if order else None)
+                out[by]["leave_outs"] += 1
+                out[by]["top_changes"] += int(entry["top"] != top[by])
+            out[by][kind].append(entry)
+    return out
+
+
+def _left_out(frame: pd.DataFrame, grid: Grid, outcome: Outcome, by: Grouping) -> list[str]:
+    """Groups some of whose answers have fewer than two verdicts (and so no calibrated quality)."""
+    keys = frame[ANSWER_KEY].astype(str).agg("\x1f".join, axis=1)
+    answers = frame.assign(_key=keys.to_numpy()).drop_duplicates("_key")
+    labels = group_labels(answers["system_model"], answers["system"], by)
+    out_of_grid = ~answers["_key"].isin(set(grid.answers)).to_numpy()
+    warnings = []
+    totals = pd.Series(1, index=labels).groupby(level=0).sum()
+    missing = pd.Series(out_of_grid.astype(int), index=labels).groupby(level=0).sum()
+    for group in sorted(missing.index):
+        if missing[group]:
+            warnings.append(f"{group}: {missing[group]} of {totals[group]} answers have fewer than two {outcome} "
+                            f"verdicts and are left out of its calibrated score (the plain rankings use every verdict)")
+    return warnings
+
+
+def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family",
+                n_resamples: int = N_RESAMPLES, seed: int = 0) -> dict[Grouping, dict[str, Any]]:
+    """One outcome's leaderboard for each grouping (system model, strategy, both)."""
+    unit = "points" if outcome == "overall" else "probability"
+    grid, units, reason = _fit_or_reason(frame, outcome, lineage)
+    boards: dict[Grouping, dict[str, Any]] = {}
+    for by in GROUPINGS:
+        groups = sorted(set(group_labels(frame["system_model"], frame["system"], by).tolist()))
+        plain = plain_rankings(frame, outcome, lineage, by, groups)
+        boards[by] = {"outcome": outcome, "by": by, "unit": unit, "unit_words": None, "estimable": False,
+                      "reason": reason, "n_signs": None, "rows": [], "differences": [], "naive": plain.pop("naive"),
+                      "self_excluded": plain.pop("self_excluded"),
+                      "judges": {name.removeprefix("judge:"): rows for name, rows in plain.items()},
+                      "changes": [], "sensitivity": None,
+                      "warnings": [] if reason is None else [f"no calibrated ranking: {reason}"]}
+    if grid is None or units is None:
+        return boards
+    d = grid.design
+    g, n_judges = d.n_clusters, d.n_judges
+    free_scales = n_judges >= 3
+    draws, full = calibrated_draws(grid, units, free_scales, n_resamples, seed)
+    warnings = _fit_warnings(grid, full, free_scales, g)
+    lam, scale = float(draws.leniency[0]), float(draws.scale[0])
+    if outcome == "overall":
+        words = (f"{outcome} score points of the panel's average judge (leniency {lam:.2f} and scale {scale:.2f} points "
+                 f"per unit of latent quality, averaged over {n_judges} judges: {', '.join(grid.judges)})")
+    else:
+        words = (f"probability of an equivalent verdict from the panel's average judge (linear probability model; "
+                 f"leniency {lam:.3f} and scale {scale:.3f}, averaged over {n_judges} judges: {', '.join(grid.judges)})")
+    top: dict[Grouping, str | None] = {}
+    for by in GROUPINGS:
+        b = boards[by]
+        scores = draws.scores(units.maps[by])
+        rows, differences = calibrated_board(scores, units.groups[by], g)
+        b.update(estimable=True, reason=None, unit_words=words, n_signs=g, rows=rows, differences=differences,
+                 warnings=[*warnings, *_left_out(frame, grid, outcome, by)])
+        b["changes"] = ranking_changes(differences, {"naive": b["naive"], "self_excluded": b["self_excluded"],
+                                                     **{judge_ranking(j): r for j, r in b["judges"].items()}}, unit)
+        degenerate = [r["group"] for r in rows if r["se"] is not None and r["se"] == 0]
+        if degenerate:
+            b["warnings"].append(f"{', '.join(degenerate)}: the score does not move across resamples (a degenerate fit, "
+                                 f"not a precise one)")
+        top[by] = rows[0]["group"] if rows and rows[0]["rank"] == 1 else None
+    for by, panel in sensitivity(frame, outcome, lineage, top).items():
+        boards[by]["sensitivity"] = panel
+    return boards
+
+
+def _fit_warnings(grid: Grid, full: calibration.Fit, free_scales: bool, n_signs: int) -> list[str]:
+    out = []
+    if n_signs < MIN_RELIABLE_SIGNS:
+        out.append(f"only {n_signs} signs: the sign-cluster intervals are unreliable below {MIN_RELIABLE_SIGNS} signs")
+    if not free_scales:
+        out.append("two judges cannot pin each other's use of the scale, so the scales are fixed at 1 (the "
+                   "answer-matched model): a judge that compresses or stretches the scale tilts the scores")
+    elif not full.converged:
+        out.append(f"the calibration fit did not converge in {full.sweeps} sweeps: read the scores with care")
+    if free_scales:
+        problems, _ = fit_problems(grid, full)
+        out += [f"{judge}: {why}" for judge, why in problems.items()]
+    return out
+
+
+def systems(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0, n_resamples: int = N_RESAMPLES,
+            outcomes: tuple[Outcome, ...] = ("overall", "equivalent")) -> dict[str, Any]:
+    """summary.json's `systems`: the leaderboard of each outcome and grouping (docs/summary.md)."""
+    result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": INTERVALS, "resamples": n_resamples,
+                              "seed": seed}
+    for outcome in outcomes:
+        result[outcome] = leaderboard(frame, outcome, lineage, n_resamples, seed)
+    return result
+
+
+CLI_ROW = ("group", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "p_best")
+CLI_CHANGE = ("higher", "lower", "ranking", "difference", "ci_low", "ci_high")
+
+
+def cli_json(board: dict[str, Any], variant: str) -> dict[str, Any]:
+    """The `dualjudge stats systems --json` object."""
+    return {"outcome": board["outcome"], "by": board["by"], "unit": board["unit"], "unit_words": board["unit_words"],
+            "judge_variant": variant, "estimable": board["estimable"], "reason": board["reason"],
+            "n_signs": board["n_signs"], "method": METHOD, "interval": INTERVALS,
+            "rows": [{k: r[k] for k in CLI_ROW} for r in board["rows"]],
+            "naive": board["naive"], "self_excluded": board["self_excluded"], "judges": board["judges"],
+            "differences": board["differences"], "changes": [{k: c[k] for k in CLI_CHANGE} | {"sentence": c["sentence"]}
+                                                             for c in board["changes"]],
+            "sensitivity": board["sensitivity"], "warnings": board["warnings"]}

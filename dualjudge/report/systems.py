@@ -1,0 +1,115 @@
+"""The report's "Which system is best" section, from the summary's calibrated leaderboard (`systems`)."""
+
+from __future__ import annotations
+
+from dualjudge.analysis.results import Leaderboard, LeaderRow, RankedMean, Simulation, Systems
+from dualjudge.report.tables import num, table
+
+KINDS = {"system_model": "system model", "system": "strategy"}
+PLURAL = {"system model": "system models", "strategy": "strategies"}
+MAX_SENTENCES = 12  # ranking changes shown in words; the rest are in summary.json
+
+
+def _rank(row: LeaderRow) -> str:
+    if row.rank is None:
+        return "-"
+    span = "" if row.rank_low == row.rank_high else f" [{row.rank_low}-{row.rank_high}]"
+    return f"{row.rank}{span}"
+
+
+def _calibrated(row: LeaderRow, digits: int) -> str:
+    if row.estimate is None:
+        return "-"
+    iv = "" if row.ci_low is None else f" [{num(row.ci_low, digits)}, {num(row.ci_high, digits)}]"
+    return f"{num(row.estimate, digits)}{iv}"
+
+
+def _plain(rows: list[RankedMean], group: str, digits: int) -> str:
+    r = next((x for x in rows if x.group == group), None)
+    return "-" if r is None or r.estimate is None else f"{num(r.estimate, digits)} ({r.rank})"
+
+
+def _p_best(row: LeaderRow) -> str:
+    return "-" if row.p_best is None else f"{100 * row.p_best:.0f}%"
+
+
+def section(systems: Systems, simulation: Simulation | None = None) -> list[str]:
+    parts = ["## Which system is best (the judges' biases taken out)", "",
+             f"Calibrated score: {systems.method}. Intervals: {systems.interval}; {systems.resamples} resamples.", ""]
+    overall = systems.overall or {}
+    equivalent = systems.equivalent or {}
+    first = overall.get("system_model")
+    if first is None:
+        return parts + ["Not computed: the table has no overall verdicts.", ""]
+    if not first.estimable:
+        return parts + [f"No calibrated ranking: {first.reason}.", "", *_plain_only(overall)]
+    parts += [f"Scores are in {first.unit_words}; own-family effects are removed.", ""]
+    planted = simulation.truth_systems if simulation else None
+    header = ["", "system", "calibrated overall [95% CI]", "rank [interval]", "P(best)", "naive mean (rank)",
+              "without same-family judges (rank)", "equivalent, calibrated", "equivalent rank"]
+    if planted:
+        header.insert(3, "planted overall (this sample)")
+    rows = []
+    for by, kind in KINDS.items():
+        board, eq = overall.get(by), equivalent.get(by)
+        if board is None or not board.rows:
+            continue
+        eq_rows = {r.group: r for r in eq.rows} if eq and eq.estimable else {}
+        for r in board.rows:
+            e = eq_rows.get(r.group)
+            row = [kind, r.group, _calibrated(r, 2), _rank(r), _p_best(r), _plain(board.naive, r.group, 2),
+                   _plain(board.self_excluded, r.group, 2), _calibrated(e, 3) if e else "-", _rank(e) if e else "-"]
+            if planted:
+                row.insert(3, num(planted.get("overall", {}).get(by, {}).get(r.group)))
+            rows.append(row)
+    parts += [table(header, rows), ""]
+    for by, kind in KINDS.items():
+        board = overall.get(by)
+        if board is not None and board.estimable:
+            parts += _words(board, kind)
+    for board in overall.values():
+        for w in board.warnings:
+            parts.append(f"**Warning ({KINDS.get(board.by, board.by)}):** {w}")
+        if board.warnings:
+            parts.append("")
+    return parts
+
+
+def _words(board: Leaderboard, kind: str) -> list[str]:
+    out = []
+    top = board.rows[0] if board.rows else None
+    if top is not None and len(board.rows) > 1:
+        out.append(f"- Best {kind}: {top.group}, {_calibrated(top, 2)} {board.unit}, first in "
+                   f"{_p_best(top)} of the bootstrap resamples (rank interval {top.rank_low}-{top.rank_high}).")
+    changes = board.changes
+    if changes:
+        shown = changes[:MAX_SENTENCES]
+        out += [f"- Ranking change: {c.sentence}." for c in shown]
+        if len(changes) > len(shown):
+            out.append(f"- ... and {len(changes) - len(shown)} more ranking changes (summary.json, `systems`).")
+    elif len(board.rows) > 1:
+        out.append(f"- No plain ranking (naive, without same-family judges, any judge alone) puts a pair of "
+                   f"{PLURAL[kind]} in the other order from a calibrated difference whose adjusted interval excludes zero.")
+    s = board.sensitivity
+    if s is not None and s.leave_outs:
+        moved = [f"without {x.left_out}: {x.top} first"
+                 for x in (*s.leave_one_judge_out, *s.leave_one_family_out) if x.top is not None and top and x.top != top.group]
+        text = (f"- Panel sensitivity ({kind}): leaving out one judge or one judge family at a time, the top {kind} "
+                f"changes in {s.top_changes} of {s.leave_outs} refits")
+        out.append(text + (f" ({'; '.join(moved)})." if moved else "."))
+    return out + ([""] if out else [])
+
+
+def _plain_only(boards: dict[str, Leaderboard]) -> list[str]:
+    rows = []
+    for by, kind in KINDS.items():
+        board = boards.get(by)
+        if board is None:
+            continue
+        rows += [[kind, r.group, _plain(board.naive, r.group, 2), _plain(board.self_excluded, r.group, 2)]
+                 for r in board.naive]
+    if not rows:
+        return []
+    return ["The plain rankings, for reference (they keep every judge's biases):", "",
+            table(["", "system", "naive mean (rank)", "without same-family judges (rank)"], rows), ""]
+
