@@ -222,3 +222,21 @@ def test_a_damaged_planted_file_is_a_one_line_error(cli, tmp_path):
     (tmp_path / "planted.json").write_text("{not json")
     code, _, err = cli("analyze", str(path), "--out", str(tmp_path / "a"), "--resamples", "100")
     assert code == 2 and "planted.json: unreadable planted truth" in err and len(err.strip().splitlines()) == 1
+
+
+def test_each_judge_variant_has_its_own_leaderboard_in_the_summary_and_report(cli, tmp_path):
+    sim = quick_table(n_signs=6, items_per_sign=4, repeats=1, seed=4)
+    rubric = sim.assign(judge_variant="rubric",
+                        overall=np.where(sim["system_model"] == "meta-j", (sim["overall"] + 3).clip(upper=10),
+                                         sim["overall"]))
+    path = tmp_path / "variants.csv"
+    pd.concat([sim.assign(judge_variant="holistic"), rubric]).to_csv(path, index=False)
+    code, out, err = cli("analyze", str(path), "--out", str(tmp_path / "a"), "--resamples", "100")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    holistic = summary["systems"]["overall"]["system_model"]["rows"]
+    other = summary["variants"]["rubric"]["systems"]["overall"]["system_model"]["rows"]
+    assert other[0]["group"] == "meta-j" != holistic[0]["group"]  # every rubric judge lifts meta-j: its quality
+    assert f"best system model with the judges' biases taken out: {holistic[0]['group']} " in out  # the reference
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert md.index("## Judge variant: rubric") < md.index("### Which system is best", md.index("## Judge variant: rubric"))

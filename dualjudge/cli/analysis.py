@@ -61,6 +61,12 @@ def analyze(
     console.print(f"analysed {summary.n_rows} rows in {summary.analysis_seconds} s; self-preference (overall) "
                   f"estimated for {len(estimated)} of {len(judges)} judges"
                   + ("" if len(estimated) == len(judges) else " (report.md says why not for the others)"))
+    board = (summary.systems.overall or {}).get("system_model")
+    if board is not None and board.estimable and len(board.rows) > 1:
+        top = board.rows[0]
+        console.print(f"best system model with the judges' biases taken out: {top.group} (first in "
+                      f"{100 * (top.p_best or 0):.0f}% of resamples; {len(board.changes)} ranking change(s) in report.md)",
+                      markup=False)
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
 
 

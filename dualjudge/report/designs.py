@@ -7,6 +7,7 @@ from dualjudge.analysis.results import DesignComparison, Paired, Rate, Summary
 from dualjudge.report.checks import section as checks_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
+from dualjudge.report.systems import section as systems_section
 from dualjudge.report.tables import ci, num, rate, table
 
 
@@ -78,6 +79,7 @@ def variant_sections(summary: Summary) -> list[str]:
     for name, s in summary.variants.items():
         parts += [f"## Judge variant: {name}", "",
                   f"Rows: {s.n_rows}. The same analyses as above, on the {name} judges' verdicts.", ""]
-        for line in paper_section(s) + self_preference_section(s.self_preference) + checks_section(s):
+        for line in systems_section(s.systems) + paper_section(s) + self_preference_section(s.self_preference) + \
+                checks_section(s):
             parts.append("#" + line if line.startswith("#") else line)
     return parts
