@@ -11,7 +11,8 @@ Faults: "500", "503", "429" (Retry-After: 0), "reset" (the connection closed wit
 "html" (200 with an HTML page), "not_json" (200, application/json, not JSON), "empty_choices",
 "length" (finish_reason "length", the text cut in half), "off_schema" (valid JSON outside the schema),
 "markup" (an answer full of HTML and script markup), "404" (as a base URL without /v1 gets).
-GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`.
+GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`. `delay_s` slows every good
+answer; `max_in_flight` counts the most requests it held at once.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Provider(ThreadingHTTPServer):
         self.keys: set[str] = set()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.delay_s = 0.0  # seconds before each good answer
         self.lock = threading.Lock()
         self._script: list[str] = []
         self._released = threading.Event()
@@ -180,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "markup":
             self._json(200, self._completion(body, self._content(body, markup=True)))
         else:
+            if self.server.delay_s:
+                time.sleep(self.server.delay_s)  # a busy server: requests pile up in flight
             self._json(200, self._completion(body, self._content(body)))
 
     @staticmethod

@@ -93,6 +93,7 @@ class ModelCard(_Strict):
     # completion tokens per second a run reaches with this model (batched, on the GPU it is sized for):
     # what `dualjudge plan` times a model by until a run has measured it
     throughput_hint: float | None = Field(default=None, gt=0)
+    concurrency: int | None = Field(default=None, ge=1, le=4096)  # requests in flight per endpoint of this model
     weights: Weights
     vllm: VllmArgs = VllmArgs()
 

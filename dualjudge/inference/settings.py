@@ -58,7 +58,9 @@ class EngineSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     backend: Backend = setting("vllm")
-    concurrency: Int = setting(32, affects_results=False, ge=1, le=1024)  # per endpoint, or batch size
+    # requests in flight per endpoint (replicas multiply it), or the in-process batch size; unset: what suits
+    # the device (inference/engines.py endpoint_concurrency); a card's own `concurrency` wins over both
+    concurrency: Int | None = setting(None, affects_results=False, ge=1, le=4096)
     structured_backend: StructuredBackend = setting("xgrammar", affects_results="vllm")  # vLLM's grammar backend
     grammar_backend: GrammarBackend = setting("xgrammar", affects_results="transformers")  # in-process Outlines
     startup_timeout_s: Float = setting(900.0, affects_results=False, gt=0)

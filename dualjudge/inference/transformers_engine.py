@@ -48,6 +48,7 @@ class TransformersEngine:
         self.model_identity = identity or weights.identity
         self.grammar_backend = grammar_backend
         self.max_batch = max_batch
+        self.capacity = max_batch  # requests worth keeping in flight: one batch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.float32 if self.device == "cpu" else torch.bfloat16
         self.multimodal = "image" in card.modalities

@@ -127,3 +127,12 @@ class Engine(Protocol):
     async def generate(self, request: GenerationRequest) -> GenerationResult: ...
 
     async def close(self) -> None: ...
+
+
+DEFAULT_CAPACITY = 32
+
+
+def capacity(engine: Engine) -> int:
+    """Requests worth keeping in flight on an engine: its own `capacity` (every endpoint's slots, or one
+    batch), else 32 (an engine that does not say)."""
+    return int(getattr(engine, "capacity", DEFAULT_CAPACITY))

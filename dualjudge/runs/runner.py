@@ -34,7 +34,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
 from dualjudge.inference.engines import EngineFactory, Engines, runs_on_devices
-from dualjudge.inference.types import EngineDown
+from dualjudge.inference.types import EngineDown, capacity
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
@@ -199,7 +199,8 @@ class Lease:
 
         line = self.runner.progress.stage(name, len(tasks))
         try:
-            await run_in_order(tasks, one, self.runner.config.engine.concurrency, line)
+            assert caller.engine is not None
+            await run_in_order(tasks, one, capacity(caller.engine), line)
         finally:
             line.end()
 
