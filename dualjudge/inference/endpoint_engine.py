@@ -21,20 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
-
 from dualjudge.inference import vllm_api
+from dualjudge.inference.chat_http import ChatClient, MalformedReply, RateLimited, RequestTimeout, StatusError, Transient
 from dualjudge.inference.dialects import DialectName, dialect
 from dualjudge.inference.types import EngineDown, GenerationRequest, GenerationResult
 
-
-class MalformedReply(Exception):
-    """A reply that is not a chat completion (an HTML page, a body that is not JSON, no choices): a
-    failure of that request, retried like a transient one, never of the run."""
-
-
-TRANSIENT = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError,
-             MalformedReply)
+TRANSIENT = (Transient,)  # connection lost or refused, timeouts, 5xx, 429, replies that are not chat completions
 
 
 @dataclass(frozen=True)
@@ -103,16 +95,6 @@ def response_format(request: GenerationRequest) -> dict[str, Any]:
     return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}}
 
 
-def retry_after(error: Exception) -> float | None:
-    """Seconds a 429 asks the client to wait (its Retry-After header), when it says."""
-    response = getattr(error, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return min(float(value), 120.0) if value is not None else None
-    except ValueError:
-        return None
-
-
 class EndpointEngine:
     """Requests to the endpoints of one model, with their health watched: an endpoint that keeps failing
     rests for a cooldown, and when none is left (or `fail()` is called: the server died or hangs) every
@@ -132,8 +114,7 @@ class EndpointEngine:
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
         self.policy = policy
-        self._clients = {e.base_url: openai.AsyncOpenAI(base_url=e.base_url, api_key=e.api_key, max_retries=0,
-                                                        timeout=timeout_s) for e in endpoints}
+        self._clients = {e.base_url: ChatClient(e.base_url, e.api_key, timeout_s) for e in endpoints}
         self._slots = {e.base_url: asyncio.Semaphore(concurrency) for e in endpoints}
         self.capacity = concurrency * len(endpoints)  # requests worth keeping in flight: every endpoint's slots
         self._rng = random.Random(0)
@@ -207,22 +188,22 @@ class EndpointEngine:
             kwargs.update(response_format(request))
         else:
             extra = structured_outputs(request)
-            if extra:
-                kwargs["extra_body"] = extra
+            kwargs.update(extra)
         started = time.perf_counter()
-        try:
-            resp = await self._clients[endpoint.base_url].chat.completions.create(**kwargs)
-        except (ValueError, TypeError, KeyError, openai.APIResponseValidationError) as e:  # a body that is not JSON
-            raise MalformedReply(f"the reply is not a chat completion ({type(e).__name__}: {str(e)[:80]})") from None
-        choices = getattr(resp, "choices", None)
-        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
-            shown = " ".join(str(resp).split())[:80] if isinstance(resp, str) else f"{len(choices or [])} choices"
-            raise MalformedReply(f"the reply is not a chat completion ({shown})")
-        choice = choices[0]
-        usage = getattr(resp, "usage", None)
-        return GenerationResult(choice.message.content, finish_reason=choice.finish_reason,
-                                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        resp = await self._clients[endpoint.base_url].create(kwargs)
+        choices = resp.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        message = first.get("message") if isinstance(first, dict) else None
+        if not isinstance(first, dict) or not isinstance(message, dict):
+            raise MalformedReply(f"the reply is not a chat completion ({len(choices) if isinstance(choices, list) else 0} "
+                                 f"choices)")
+        content = message.get("content")
+        found = resp.get("usage")
+        usage: dict[str, Any] = found if isinstance(found, dict) else {}
+        return GenerationResult(content if isinstance(content, str) or content is None else str(content),
+                                finish_reason=first.get("finish_reason"),
+                                prompt_tokens=_count(usage.get("prompt_tokens")),
+                                completion_tokens=_count(usage.get("completion_tokens")),
                                 latency_s=time.perf_counter() - started,
                                 constraint_kind=request.constraint.kind if request.constraint else None)
 
@@ -247,18 +228,18 @@ class EndpointEngine:
                 return dataclasses.replace(result, tries=attempt)
             except TRANSIENT as e:
                 last = f"{type(e).__name__}: {e}"
-                if isinstance(e, openai.APITimeoutError):
+                if isinstance(e, RequestTimeout):
                     last = (f"no answer within engine.request_timeout_s = {self.timeout_s:g} s (raise it for slow "
                             f"models)")
                 wait = None
-                if isinstance(e, openai.RateLimitError):
+                if isinstance(e, RateLimited):
                     self.rate_limited += 1
-                    wait = retry_after(e)
+                    wait = e.retry_after
                 elif endpoint.failed(self.policy) and len(self.endpoints) > 1:
                     wait = 0.0  # that endpoint rests: try another one now
-            except openai.APIStatusError as e:  # 4xx other than 429: the request itself is wrong
+            except StatusError as e:  # 4xx other than 429: the request itself is wrong
                 endpoint.succeeded()  # the endpoint answered
-                return GenerationResult(None, error=f"HTTP {e.status_code}: {e.message}", tries=attempt)
+                return GenerationResult(None, error=str(e), tries=attempt)
             finally:
                 endpoint.outstanding -= 1
             if attempt <= self.retries:
@@ -269,3 +250,7 @@ class EndpointEngine:
     async def close(self) -> None:
         for client in self._clients.values():
             await client.close()
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -1,0 +1,124 @@
+"""The lean HTTP path to an OpenAI-compatible chat endpoint: one aiohttp session per endpoint, the body
+sent as JSON bytes, the reply parsed once.
+
+The OpenAI client costs about 2.5 ms of CPU per request (request transforms, httpx's connection pool,
+response models), which caps one event loop at a few hundred requests a second: less than eight GPU
+servers answer. This path does what the engine needs and no more, and names every failure in the
+engine's terms: `Transient` (connection lost or refused, a timeout, a 5xx, a 429 with its Retry-After,
+a reply that is not a chat completion) is retried; `StatusError` (another 4xx: the request itself is
+wrong) is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+
+
+class Transient(Exception):
+    """A failure worth retrying: the endpoint, not the request."""
+
+
+class ConnectionFailed(Transient):
+    pass
+
+
+class RequestTimeout(Transient):
+    pass
+
+
+class ServerError(Transient):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+class RateLimited(Transient):
+    def __init__(self, retry_after: float | None, message: str) -> None:
+        super().__init__(f"HTTP 429: {message}")
+        self.retry_after = retry_after
+
+
+class MalformedReply(Transient):
+    """A reply that is not a chat completion (an HTML page, a body that is not JSON, no choices): a
+    failure of that request, retried like a transient one, never of the run."""
+
+
+class StatusError(Exception):
+    """A 4xx other than 429: the endpoint answered that the request is wrong."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a 429 asks the client to wait (its Retry-After header, in seconds), capped at 120."""
+    try:
+        return min(float(value), 120.0) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _message(data: bytes) -> str:
+    """The error message of a reply body: the OpenAI-style error.message, else the text itself, short."""
+    try:
+        payload = json.loads(data)
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:300]
+        if isinstance(payload, dict) and payload.get("message"):
+            return str(payload["message"])[:300]
+    except ValueError:
+        pass
+    return " ".join(data.decode("utf-8", "replace").split())[:300] or "no body"
+
+
+class ChatClient:
+    """POST /chat/completions to one endpoint. The session opens on first use (inside the event loop)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout_s: float) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # no connection limit here: the engine's per-endpoint slots bound what is in flight
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=self.timeout, trust_env=True,
+                                                  skip_auto_headers=("User-Agent",))
+        return self._session
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The reply as a dict, or one of this module's errors."""
+        data = json.dumps(body, separators=(",", ":")).encode()
+        try:
+            async with self._open().post(self.url, data=data, headers=self.headers) as resp:
+                status, raw, after = resp.status, await resp.read(), resp.headers.get("Retry-After")
+        except asyncio.TimeoutError:
+            raise RequestTimeout("no answer in time") from None
+        except (aiohttp.ClientError, OSError) as e:  # refused, reset, truncated, closed mid-reply
+            raise ConnectionFailed(f"{type(e).__name__}: {str(e)[:160]}") from None
+        if status == 429:
+            raise RateLimited(retry_after(after), _message(raw))
+        if status >= 500:
+            raise ServerError(status, _message(raw))
+        if status >= 400:
+            raise StatusError(status, _message(raw))
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            shown = " ".join(raw[:80].decode("utf-8", "replace").split())
+            raise MalformedReply(f"the reply is not a chat completion (not JSON: {shown})") from None
+        if not isinstance(payload, dict):
+            raise MalformedReply(f"the reply is not a chat completion ({type(payload).__name__})")
+        return payload
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
