@@ -74,6 +74,8 @@ class Provider(ThreadingHTTPServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.delay_s = 0.0  # seconds before each good answer
+        self.vary = False  # number each free-text answer, so no two answers (and no two judge requests) are alike
+        self.answered = 0
         self.lock = threading.Lock()
         self._script: list[str] = []
         self._released = threading.Event()
@@ -208,7 +210,12 @@ class _Handler(BaseHTTPRequestHandler):
         category = found.group(1) if found else "no_entry"
         if markup:
             return MARKUP.replace("no_entry", category)
-        return f"A red ring and a white bar: no entry.\nSIGN_TYPE: {category}"
+        numbered = ""
+        if self.server.vary:
+            with self.server.lock:
+                self.server.answered += 1
+                numbered = f" (answer {self.server.answered})"
+        return f"A red ring and a white bar: no entry{numbered}.\nSIGN_TYPE: {category}"
 
     @staticmethod
     def _completion(body: dict[str, Any], text: str, finish: str = "stop") -> dict[str, Any]:

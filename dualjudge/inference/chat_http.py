@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
+import urllib.request
 from typing import Any
 
 import aiohttp
@@ -78,6 +80,15 @@ def _message(data: bytes) -> str:
     return " ".join(data.decode("utf-8", "replace").split())[:300] or "no body"
 
 
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for `url` (HTTP(S)_PROXY, minus NO_PROXY), looked up once per
+    endpoint rather than per request."""
+    parts = urllib.parse.urlsplit(url)
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):  # type: ignore[attr-defined]
+        return None
+    return urllib.request.getproxies_environment().get(parts.scheme)
+
+
 class ChatClient:
     """POST /chat/completions to one endpoint. The session opens on first use (inside the event loop)."""
 
@@ -85,12 +96,13 @@ class ChatClient:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.proxy = proxy_for(self.url)
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             # no connection limit here: the engine's per-endpoint slots bound what is in flight
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=self.timeout, trust_env=True,
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=self.timeout,
                                                   skip_auto_headers=("User-Agent",))
         return self._session
 
@@ -98,7 +110,7 @@ class ChatClient:
         """The reply as a dict, or one of this module's errors."""
         data = json.dumps(body, separators=(",", ":")).encode()
         try:
-            async with self._open().post(self.url, data=data, headers=self.headers) as resp:
+            async with self._open().post(self.url, data=data, headers=self.headers, proxy=self.proxy) as resp:
                 status, raw, after = resp.status, await resp.read(), resp.headers.get("Retry-After")
         except asyncio.TimeoutError:
             raise RequestTimeout("no answer in time") from None

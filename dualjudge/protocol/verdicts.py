@@ -58,11 +58,18 @@ class _Verdict(BaseModel):
 
     @classmethod
     def constraint(cls, max_tokens: int = JUDGE_DEFAULT_MAX_TOKENS) -> Constraint:
-        schema = cls.model_json_schema()
-        reasoning = schema["properties"]["reasoning"]
-        reasoning.pop("maxLength", None)
-        reasoning["pattern"] = bounded_text_pattern(cls.reasoning_chars(max_tokens))
-        return Constraint.json_schema(schema)
+        return _constraint(cls, max_tokens)
+
+
+@lru_cache(maxsize=256)
+def _constraint(cls: type[_Verdict], max_tokens: int) -> Constraint:
+    """A verdict schema's constraint, made once per (schema, max_tokens): every judge request carries it,
+    and generating a JSON schema costs more than the rest of a request's client work."""
+    schema = cls.model_json_schema()
+    reasoning = schema["properties"]["reasoning"]
+    reasoning.pop("maxLength", None)
+    reasoning["pattern"] = bounded_text_pattern(cls.reasoning_chars(max_tokens))
+    return Constraint.json_schema(schema)
 
 
 Verdict = _Verdict  # the base of every verdict schema: a judge kind declared elsewhere subclasses it

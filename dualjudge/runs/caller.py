@@ -73,7 +73,5 @@ class CachingCaller:
         sent.set_result(result)
         self.usage.requests += 1
         self.usage.completion_tokens += result.completion_tokens
-        self.store.log_request(self.session, key, self.model, result)
-        if result.ok and cacheable:
-            self.store.cache_put(key, self.model, result)
+        self.store.sent(self.session, key, self.model, result, cacheable)
         return result

@@ -44,7 +44,7 @@ from dualjudge.runs.steps import Step
 from dualjudge.runs.study import job_tokens, stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer, AnswerKey, AnswerRow, JobRecord
-from dualjudge.storage.store import WORK_TABLES, Store
+from dualjudge.storage.store import BATCH_S, WORK_TABLES, Store
 from dualjudge.testbed.catalogue import default_catalogue
 
 JOBS_META = "jobs"  # store meta key: every job of every session, as manifest.json["jobs"] lists them
@@ -106,6 +106,9 @@ def device_groups(config: RunConfig) -> list[DeviceGroup]:
     return groups
 
 
+YIELD_EVERY = 32  # cache-only answers between two yields to the event loop
+
+
 class ServerFailed(DualjudgeError):
     """A model's engine went down more often than `engine.server_restarts` allows: the run stops, and a
     rerun does the missing work."""
@@ -143,7 +146,9 @@ class Lease:
                 continue
             remaining = []
             line = r.progress.stage(f"{step.name}{suffix} (from cache)", len(tasks), from_cache=True)
-            for t in tasks:
+            for i, t in enumerate(tasks):
+                if i % YIELD_EVERY == YIELD_EVERY - 1:
+                    await asyncio.sleep(0)  # answers from the cache never wait: let the other jobs' traffic run
                 try:
                     await step.work(t, self.cached)
                     line.advance()
@@ -278,6 +283,7 @@ class Runner:
         schedule = self.schedule(len(items))
         lanes: dict[asyncio.Task[None], DeviceGroup | None] = {}
         free = list(self.groups)
+        flusher = asyncio.create_task(self._flush_batches())
         try:
             while not schedule.complete():
                 for job, group in schedule.assign(free):
@@ -295,12 +301,21 @@ class Runner:
             for lane in lanes:
                 lane.cancel()
             await asyncio.gather(*lanes, return_exceptions=True)  # every engine closed, every server stopped
+            flusher.cancel()
+            await asyncio.gather(flusher, return_exceptions=True)
+            self.store.flush()
         for table in WORK_TABLES:
             kinds = self.store.error_kinds(table)
             if kinds:
                 self.report.failures[table] = kinds
         self.report.verdict_failures = self.store.error_kinds_by("verdicts", "judge_model")
         return self.report
+
+    async def _flush_batches(self) -> None:
+        """Commit the store's open batch whenever it is older than BATCH_S, while the run goes on."""
+        while True:
+            await asyncio.sleep(BATCH_S)
+            self.store.flush_if_due()
 
     async def _lane(self, schedule: Schedule, ctx: steps.Context, items: list[Any], job: Job,
                     group: DeviceGroup | None) -> None:

@@ -8,7 +8,10 @@ Tables:
 - `order_probe`, `padding_probe`: the judge probes.
 Every work row keeps its outcome state (ok / parse_failure / error), attempt count and error text.
 A row in a final state (ok, parse_failure) is never overwritten; an error row is retried and its
-attempt count grows. Each result is committed as it arrives, so a kill loses only requests in flight.
+attempt count grows. Results are committed in batches (one transaction per BATCH_ROWS writes, or
+older than BATCH_S seconds; the runner also flushes every BATCH_S and at every stage's end), so a
+commit costs little per row; a row is final only once committed, so a kill loses at most the last
+uncommitted batch (and the requests in flight), which a rerun does again.
 
 Opening checks the file before anything is written: a folder, an empty file, a file that is not
 SQLite, a truncated database or one with another schema is refused with one line, and left as it
@@ -82,6 +85,8 @@ WORK_TABLES = tuple(TABLE_KEYS)  # the tables of work rows, in the order a run f
 
 
 R = TypeVar("R", bound=Row)
+BATCH_ROWS = 256  # writes per transaction at most
+BATCH_S = 0.25  # seconds a write may wait uncommitted (checked at each write and by the runner's flusher)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 UNUSABLE_HINT = "use another --out, or delete it (responses can be restored from a shared engine.cache)"
 
@@ -240,9 +245,38 @@ class Store:
         except BaseException:
             self.db.close()
             raise
+        self._pending = 0  # writes in the open transaction
+        self._since = 0.0  # when it began (monotonic)
 
     def close(self) -> None:
+        if not self.readonly:
+            self.flush()
         self.db.close()
+
+    # -- batched writes ------------------------------------------------------------------------
+    def _write(self, sql: str, params: Iterable[Any], last: bool = True) -> None:
+        """One write, in the open batch (begun by the first write after a commit). The batch may be
+        committed after it only when it is the `last` of the writes that belong together."""
+        if not self._pending:
+            self.db.execute("BEGIN")
+            self._since = time.monotonic()
+        try:
+            self.db.execute(sql, tuple(params))
+        finally:
+            self._pending += 1
+        if last and (self._pending >= BATCH_ROWS or time.monotonic() - self._since >= BATCH_S):
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the open batch: its rows are final from now on."""
+        if self._pending:
+            self._pending = 0
+            self.db.execute("COMMIT")
+
+    def flush_if_due(self) -> None:
+        """Commit the open batch when it is older than BATCH_S (the runner's flusher calls it)."""
+        if self._pending and time.monotonic() - self._since >= BATCH_S:
+            self.flush()
 
     # -- meta ----------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -250,6 +284,7 @@ class Store:
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
+        self.flush()
         self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                         (key, value))
 
@@ -262,11 +297,11 @@ class Store:
         return GenerationResult(row[0], finish_reason=row[1], prompt_tokens=row[2], completion_tokens=row[3],
                                 latency_s=row[4], constraint_kind=row[5], tries=0)
 
-    def cache_put(self, key: str, model: str, result: GenerationResult) -> None:
+    def cache_put(self, key: str, model: str, result: GenerationResult, last: bool = True) -> None:
         assert result.ok
-        self.db.execute(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
-                        (key, model, result.text, result.finish_reason, result.prompt_tokens,
-                         result.completion_tokens, result.latency_s, result.constraint_kind, time.time()))
+        self._write(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
+                    (key, model, result.text, result.finish_reason, result.prompt_tokens,
+                     result.completion_tokens, result.latency_s, result.constraint_kind, time.time()), last)
 
     def cache_put_many(self, rows: Iterable[tuple[str, str, GenerationResult]]) -> int:
         """Bulk insert in one transaction (imports and benchmarks)."""
@@ -279,11 +314,19 @@ class Store:
                 n += 1
         return n
 
-    def log_request(self, session: str, key: str, model: str, result: GenerationResult) -> None:
+    def log_request(self, session: str, key: str, model: str, result: GenerationResult, last: bool = True) -> None:
         """Audit log of every request actually sent to an engine (cache hits are not)."""
-        self.db.execute("INSERT INTO request_log VALUES (?,?,?,?,?,?,?,?)",
-                        (session, key, model, int(result.ok), result.tries, result.latency_s,
-                         result.completion_tokens, time.time()))
+        self._write("INSERT INTO request_log VALUES (?,?,?,?,?,?,?,?)",
+                    (session, key, model, int(result.ok), result.tries, result.latency_s,
+                     result.completion_tokens, time.time()), last)
+
+    def sent(self, session: str, key: str, model: str, result: GenerationResult, cacheable: bool) -> None:
+        """A request's log row and (a deterministic success) its cache row, committed together: a rerun
+        never finds one without the other."""
+        cache = result.ok and cacheable
+        self.log_request(session, key, model, result, last=not cache)
+        if cache:
+            self.cache_put(key, model, result)
 
     def requests(self) -> dict[str, int]:
         """Requests this run sent to engines, over all its sessions (cache hits are not requests)."""
@@ -303,6 +346,7 @@ class Store:
         return int(self.db.execute(f"SELECT COUNT(*) FROM {self.cache_schema}.cache").fetchone()[0])
 
     def transaction(self) -> _Transaction:
+        self.flush()
         return _Transaction(self.db)
 
     # -- work rows -----------------------------------------------------------------------------
@@ -320,7 +364,7 @@ class Store:
         sql = (f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
                f"ON CONFLICT({', '.join(keys)}) DO UPDATE SET {updates}, attempts = {table}.attempts + excluded.attempts "
                f"WHERE {table}.status NOT IN ({_FINAL_SQL})")
-        self.db.execute(sql, [row[c] for c in cols])
+        self._write(sql, [row[c] for c in cols])
 
     def read(self, row_type: type[R], **equal: Any) -> list[R]:
         """Rows of a table as their type, optionally only those whose columns equal the given values."""
