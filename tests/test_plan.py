@@ -107,10 +107,44 @@ def test_time_comes_from_measured_sessions_then_card_hints(tmp_path, monkeypatch
     monkeypatch.setenv("DUALJUDGE_MODELS", str(cards))
     hinted = {m.model: m for m in estimate(config, tmp_path / "new", engines=Recorder()).models}
     gemma = hinted["gemma-3-270m"]
-    completion = sum(r.completion_tokens for r in plan.rows if r.model == "gemma-3-270m")
+    bound = sum(r.completion_tokens for r in plan.rows if r.model == "gemma-3-270m")
     assert gemma.time_basis.startswith("card hint: 100 completion tokens/s")
-    assert gemma.seconds == pytest.approx(completion / 100)
-    assert hinted["smollm2-135m-instruct"].seconds is None  # neither measured nor hinted: said, not guessed
+    assert 0 < gemma.expected_completion_tokens <= bound  # never more than max_tokens allows
+    assert gemma.seconds == pytest.approx(gemma.expected_completion_tokens / 100)
+    smol = hinted["smollm2-135m-instruct"]  # neither measured nor hinted: the roofline of its card, said so
+    assert smol.time_basis.startswith("roofline on an H100 (no GPU is visible): 0.135 B parameters")
+    assert smol.seconds is not None and smol.seconds > 0
+
+
+def test_expected_completion_tokens_come_from_the_caches_means_else_stated_defaults(tmp_path):
+    config = config_with()
+    measured = tmp_path / "earlier"
+    run_job(config, measured, engines=Recorder())
+    with sqlite3.connect(measured / "results.sqlite") as con:
+        con.execute("UPDATE cache SET completion_tokens = 7")
+        judged = con.execute("SELECT COUNT(*) FROM cache WHERE constraint_kind = 'json' AND model = 'gemma-3-270m'").fetchone()[0]
+    fresh = {m.model: m for m in estimate(config, tmp_path / "new", engines=Recorder()).models}
+    learnt = {m.model: m for m in estimate(config, tmp_path / "new", measured=(measured,), engines=Recorder()).models}
+    gemma = fresh["gemma-3-270m"]
+    assert "judge: default 110 tokens" in gemma.completion_basis
+    assert f"judge: measured mean 7 tokens over {judged} cached responses" in learnt["gemma-3-270m"].completion_basis
+    to_send = sum(r.to_send for r in estimate(config, tmp_path / "new", engines=Recorder()).rows
+                  if r.model == "gemma-3-270m")
+    assert learnt["gemma-3-270m"].expected_completion_tokens == 7 * to_send
+
+
+def test_image_tokens_are_counted_from_the_card_and_their_source_is_said():
+    from dualjudge.inference.cards import get_card
+    from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
+    from dualjudge.runs.estimate import DEFAULT_IMAGE_TOKENS, TokenCounter
+
+    idefics = TokenCounter(get_card("idefics3-8b-llama3"))
+    text = GenerationRequest((Message("user", "what sign is this?"),), Sampling())
+    image = GenerationRequest((Message("user", "what sign is this?", Image.from_png(b"png")),), Sampling())
+    assert idefics.count(image) - idefics.count(text) == 2873
+    assert "Idefics3 processor" in idefics.image_method
+    tiny = TokenCounter(get_card("tiny-llava"))
+    assert tiny.count(image) - tiny.count(text) == DEFAULT_IMAGE_TOKENS and "has no image_tokens" in tiny.image_method
 
 
 def test_busy_time_is_the_union_of_request_intervals():

@@ -1,18 +1,20 @@
 """The schedule of the cross-family study on 1, 2, 4 and 8 GPUs (simulated; no model loads).
 
-    python benchmarks/perf/placement.py [--config benchmarks/cross-family.toml] [--gpu-gb 80]
+    python benchmarks/perf/placement.py [--config benchmarks/cross-family.toml] [--gpu-gb 80] [--json]
 
-Each (model, stage) job's length comes from `dualjudge plan`'s counts for the configuration: the
-completion tokens still to send (at max_tokens: an upper bound), over a decoding rate that falls with
-the model's size (decoding is memory-bound: `--rate` tokens/s for an 8B model, scaled by 8 / billions of
-parameters; the rate sets the hours, not the ratios), plus `--load-s` seconds per model load. The
-runner's own schedule (dualjudge/runs/schedule.py) then places the jobs on the simulated GPUs:
-reported per inventory: each group's jobs in order, the makespan, the loads, and the speedup over one GPU.
+Each (model, stage) job's length comes from `dualjudge plan`'s own estimate for the configuration: the
+model's time (measured, a card hint, or the roofline of the card on the GPU, with image tokens and
+expected completion tokens; the plan says which), split over its stages by their share of the model's
+tokens (prompt and expected completion), plus `--load-s` seconds per model load. The runner's own
+schedule (dualjudge/runs/schedule.py) then places the jobs on the simulated GPUs: reported per
+inventory: each group's jobs in order, the makespan, the loads, and the speedup over one GPU. With
+--json: {"gpus": {"1": {"makespan_h": H, "speedup": 1.0}, "2": {...}, "4": {...}, "8": {...}}}.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,26 +32,38 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", type=Path, default=Path("benchmarks/cross-family.toml"))
     ap.add_argument("--gpu-gb", type=float, default=80.0, help="memory of each simulated GPU")
-    ap.add_argument("--rate", type=float, default=2000.0, help="completion tokens/s of an 8B model on one GPU")
     ap.add_argument("--load-s", type=float, default=90.0, help="seconds to load a model")
+    ap.add_argument("--json", action="store_true", help="print the makespans and speedups as JSON only")
     args = ap.parse_args()
     config = load_config(args.config)
     config = config.model_copy(update={"engine": config.engine.model_copy(update={"cache": None})})
     plan = estimate(config, Path("/nonexistent/placement-sim"))
     tokens: dict[tuple[str, Stage], float] = defaultdict(float)
     probe_tokens = judge_tokens = 0.0
+    expected = {m.model: m for m in plan.models}
     for row in plan.rows:
         stage = STAGE_OF.get(row.stage, "judges")
-        tokens[(row.model, stage)] += row.completion_tokens
+        bound = row.completion_tokens or 1
+        share = expected[row.model].expected_completion_tokens / max(1, sum(
+            r.completion_tokens for r in plan.rows if r.model == row.model))
+        work = row.prompt_tokens + bound * share  # prompt and expected completion tokens
+        tokens[(row.model, stage)] += work
         if stage == "judges":
-            judge_tokens += row.completion_tokens
-            probe_tokens += row.completion_tokens if row.stage in PROBES else 0.0
+            judge_tokens += work
+            probe_tokens += work if row.stage in PROBES else 0.0
+    per_model = defaultdict(float)
+    for (m, _), t in tokens.items():
+        per_model[m] += t
     cards = {m: config.card(m) for m in config.all_models()}
-    seconds = {(m, s): t / (args.rate * 8.0 / (cards[m].parameters_b or 8.0)) for (m, s), t in tokens.items()}
+    seconds = {(m, s): (expected[m].seconds or 0.0) * t / per_model[m] for (m, s), t in tokens.items() if per_model[m]}
     jobs, last = study_jobs(config, 1)  # the runner's own jobs and ranking (the item count scales all alike)
-    print(f"{args.config}: {len(config.systems.models)} system models, {len(config.judges.models)} judges, "
-          f"{plan.total_requests:,} requests, {sum(tokens.values()) / 1e6:.1f} M completion tokens at most; "
-          f"GPUs of {args.gpu_gb:g} GB; {args.rate:g} tok/s for 8B; {args.load_s:g} s a load\n")
+    say = (lambda *a, **k: None) if args.json else print
+    say(f"{args.config}: {len(config.systems.models)} system models, {len(config.judges.models)} judges, "
+        f"{plan.total_requests:,} requests, {sum(m.expected_completion_tokens for m in plan.models) / 1e6:.1f} M "
+        f"completion tokens expected; GPUs of {args.gpu_gb:g} GB; {args.load_s:g} s a load; job times from the plan:")
+    for m in plan.models:
+        say(f"  {m.model}: {m.seconds or 0:.0f} s ({m.time_basis.split(';')[0]})")
+    say()
     base = None
     rows = []
     for n in (1, 2, 4, 8):
@@ -60,13 +74,17 @@ def main() -> None:
                        last_system=last)
         base = base or run.makespan
         rows.append((n, run.makespan, run.loads, base / run.makespan))
-        print(f"{n} GPU(s): makespan {run.makespan / 3600:.2f} h, {run.loads} loads, speedup {base / run.makespan:.2f}")
+        say(f"{n} GPU(s): makespan {run.makespan / 3600:.2f} h, {run.loads} loads, speedup {base / run.makespan:.2f}")
         for g in groups:
             spans = [s for s in run.spans if s.group == g]
             line = "; ".join(f"{s.job.model} {s.job.stage} {s.start / 3600:.2f}-{s.end / 3600:.2f} h"
                              f"{'' if s.loaded else ' (same load)'}" for s in spans)
-            print(f"  {g.label}: {line}")
-        print()
+            say(f"  {g.label}: {line}")
+        say()
+    if args.json:
+        print(json.dumps({"gpus": {str(n): {"makespan_h": round(makespan / 3600, 3), "speedup": round(speedup, 3),
+                                            "loads": loads} for n, makespan, loads, speedup in rows}}))
+        return
     print("| GPUs | makespan (h) | loads | speedup over 1 GPU |\n|---|---|---|---|")
     for n, makespan, loads, speedup in rows:
         print(f"| {n} | {makespan / 3600:.2f} | {loads} | {speedup:.2f} |")

@@ -3,6 +3,13 @@ against a plain asyncio loop of OpenAI-client calls, same server, same kind of r
 concurrency. Reports the throughput ratio (target >= 0.95).
 
     python benchmarks/perf/runner_overhead.py [--requests 96] [--concurrency 32]
+    python benchmarks/perf/runner_overhead.py --json [--requests 4000] [--concurrency 64]
+
+With --json, no model runs: the whole runner path (requests built as a judges step builds them, the
+engine's HTTP path, the caching caller, the store's batched commits, the ordered workers) sends
+--requests judge requests to an endpoint that answers at once (instant_endpoint.py, in another
+process), and prints {"requests_per_s": R, "cpu_ms_per_request": C} (C: this process's CPU time per
+request). Goal R >= 1,500 on the 2-core CPU machine: the runner then never caps eight GPU servers.
 
 Both sides send the same requests: each request set is run by both, once with the plain loop first
 and once with the runner first (so vLLM's prefix cache, which favours whoever comes second, is
@@ -15,10 +22,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import httpx
 import openai
 
 from dualjudge.inference.cards import get_card
@@ -95,7 +107,8 @@ async def runner_cost(db: Path, n: int) -> float:
     async def work(r) -> int:  # type: ignore[no-untyped-def]
         res = await caller(r)
         store.record(VerdictRow(variant_id=r.messages[1].text[:40], repeat=0, system_model="m", strategy="sa",
-                                judge_model="m", kind="quality", status="ok", completion_tokens=res.completion_tokens))
+                                judge_model="m", judge_variant="holistic", kind="quality", status="ok",
+                                completion_tokens=res.completion_tokens))
         return 0
 
     reqs = requests("cost", n)
@@ -105,12 +118,65 @@ async def runner_cost(db: Path, n: int) -> float:
     return (time.perf_counter() - t0) / n
 
 
+async def instant_path(url: str, n: int, concurrency: int, db: Path) -> tuple[float, float]:
+    """Wall and CPU seconds for `n` judge requests through the runner's path to an instant endpoint."""
+    engine = EndpointEngine("instant", [Endpoint(url)], "instant", concurrency=concurrency)
+    store = Store(db)
+    caller = CachingCaller(store, "instant", "instant", "bench", engine)
+    signs = default_catalogue().signs
+
+    async def work(i: int) -> int:
+        request = build_judge_request("quality", signs[i % len(signs)], f"Answer {i}: {signs[(i * 7) % 30].caption}.")
+        res = await caller(request)
+        store.record(VerdictRow(variant_id=f"v{i}", repeat=0, system_model="m", strategy="sa", judge_model="instant",
+                                judge_variant="holistic", kind="quality", status="ok",
+                                completion_tokens=res.completion_tokens))
+        return res.completion_tokens
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    await run_in_order(list(range(n)), work, engine.capacity, QuietProgress().stage("bench", n))
+    store.flush()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    await engine.close()
+    store.close()
+    return wall, cpu
+
+
+def instant(n: int, concurrency: int) -> dict[str, float]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("instant_endpoint.py")), str(port)])
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(f"{url}/models", timeout=1.0)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        with tempfile.TemporaryDirectory() as d:
+            asyncio.run(instant_path(url, 200, concurrency, Path(d) / "warm.sqlite"))  # imports, connections
+            wall, cpu = asyncio.run(instant_path(url, n, concurrency, Path(d) / "store.sqlite"))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return {"requests_per_s": round(n / wall, 1), "cpu_ms_per_request": round(1000 * cpu / n, 3), "requests": n,
+            "concurrency": concurrency}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--requests", type=int, default=96)
-    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--requests", type=int, default=None)
+    ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", action="store_true", help="the whole runner against an instant endpoint; prints JSON")
     args = ap.parse_args()
+    if args.json:
+        print(json.dumps(instant(args.requests or 4000, args.concurrency or 64)))
+        return
+    args.requests = args.requests or 96
+    args.concurrency = args.concurrency or 32
     card = get_card("smollm2-135m-instruct")
     weights = fetch(card, log=lambda _: None)
     with tempfile.TemporaryDirectory() as d:

@@ -264,12 +264,15 @@ def plan(
                   f"{r.prompt_tokens:,}", f"{r.completion_tokens:,}")
     console.print(t)
     m = Table(title="per model")
-    for col in ("model", "roles", "GPU memory", "tokens counted by", "time", "time from"):
-        m.add_column(col, no_wrap=col not in ("time from",))
+    for col in ("model", "roles", "GPU memory", "completion tokens (expected)", "time"):
+        m.add_column(col, no_wrap=True, justify="left" if col in ("model", "roles") else "right")
     for c in est.models:
         m.add_row(c.model, "+".join(c.roles), "elsewhere" if c.gpu_memory_gb is None else f"{c.gpu_memory_gb:g} GB",
-                  c.tokens, _duration(c.seconds), c.time_basis)
+                  f"{c.expected_completion_tokens:,}", _duration(c.seconds))
     console.print(m)
+    for c in est.models:
+        console.print(f"{c.model}: time from {c.time_basis}; expected completion tokens from {c.completion_basis}; "
+                      f"tokens counted by {c.tokens}", highlight=False, markup=False)
     total = est.seconds
     console.print(f"total: {est.total_requests} requests, {est.cached} answered from the cache, "
                   f"{est.total_requests - est.cached} to send; time {_duration(total)}"

@@ -94,6 +94,9 @@ class ModelCard(_Strict):
     # what `dualjudge plan` times a model by until a run has measured it
     throughput_hint: float | None = Field(default=None, gt=0)
     concurrency: int | None = Field(default=None, ge=1, le=4096)  # requests in flight per endpoint of this model
+    # prompt tokens one 512 px testbed image becomes, and where that number comes from (`dualjudge plan`)
+    image_tokens: int | None = Field(default=None, ge=1)
+    image_tokens_source: str | None = None
     weights: Weights
     vllm: VllmArgs = VllmArgs()
 

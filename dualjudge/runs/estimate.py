@@ -9,10 +9,13 @@ the padding probe restates only losing answers, which are known only once the an
 
 Assumed: every system call returns an answer (a failed one is not judged, so a failing run sends
 fewer judge requests). Tokens: the model's own tokenizer when its weights are present, otherwise
-about four characters a token; an answer not yet generated counts at its max_tokens; image tokens
-are not counted. Time: seconds per request measured in earlier sessions of this run directory (or of
-`--measured` ones) for the same model, else the card's throughput_hint over the completion tokens,
-else unknown; each row says which.
+about four characters a token, plus the card's `image_tokens` per image (its source stated; 576 when
+the card has none); an answer not yet generated counts at its max_tokens in the bounds. Expected
+completion tokens: the mean the caches hold for the model and kind of request (answers, JSON
+verdicts), else a stated per-kind default, never more than max_tokens. Time: seconds per request
+measured in earlier sessions of this run directory (or of `--measured` ones) for the same model, else
+the card's throughput_hint over the expected completion tokens, else a roofline of the card on the
+visible GPU (roofline.py); each model says which.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from typing import Any, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import ModelCard
-from dualjudge.inference.engines import EngineFactory, Engines, runs_on_devices
-from dualjudge.inference.preflight import needed_gb
+from dualjudge.inference.engines import EngineFactory, Engines, endpoint_concurrency, placement, runs_on_devices
+from dualjudge.inference.preflight import needed_gb, visible_gpus
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import locate
 from dualjudge.protocol.judges import build_judge_request, run_judge
@@ -40,6 +43,7 @@ from dualjudge.protocol.variants import variant_rubric
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss
+from dualjudge.runs.roofline import GpuSpec, gpu_spec, serving_seconds
 from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer, AnswerKey
@@ -49,6 +53,12 @@ from dualjudge.testbed.variants import MANIFEST_CSV, Variant, load_manifest, var
 
 T = TypeVar("T")
 CHARS_PER_TOKEN = 4
+DEFAULT_IMAGE_TOKENS = 576  # a 24 x 24 LLaVA-style grid, for a card that does not say
+# completion tokens a request is expected to take when no cache has measured the model: a description and
+# a SIGN_TYPE line (CoT and MA steps run longer, answers average out near this); a JSON verdict whose
+# reasoning is bounded; a padding restatement
+KIND_DEFAULTS = {"answers": 160, "padding": 120, "judge": 110}
+FREE_TEXT_STAGES = ("answers", "padding")
 MESSAGE_OVERHEAD = 4  # chat-template tokens around each message
 MIN_MEASURED = 5  # requests a session must have sent before its pace counts
 
@@ -79,6 +89,8 @@ class ModelCost:
     tokens: str  # how tokens were counted
     seconds: float | None
     time_basis: str
+    expected_completion_tokens: int = 0  # of the requests still to send
+    completion_basis: str = ""
 
 
 @dataclass
@@ -142,12 +154,19 @@ class TokenCounter:
             except (OSError, ValueError, ImportError):
                 self.encode = None
         self.method = "tokenizer" if self.encode else f"about {CHARS_PER_TOKEN} characters a token"
+        self.image_tokens = card.image_tokens or DEFAULT_IMAGE_TOKENS
+        self.images = 0  # images counted so far
+        images = (f"{card.image_tokens} a image ({card.image_tokens_source or 'the card'})" if card.image_tokens else
+                  f"{DEFAULT_IMAGE_TOKENS} a image (the card has no image_tokens)")
+        self.image_method = images
 
     def count(self, request: GenerationRequest, pending: int = 0) -> int:
-        """Prompt tokens of a request, plus `pending` tokens of earlier outputs not yet known."""
+        """Prompt tokens of a request (its images included), plus `pending` tokens of earlier outputs not yet known."""
         texts = [m.text for m in request.messages]
         n = sum(self.encode(t) for t in texts) if self.encode else math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
-        return n + MESSAGE_OVERHEAD * len(texts) + pending
+        images = sum(m.image is not None for m in request.messages)
+        self.images += images
+        return n + MESSAGE_OVERHEAD * len(texts) + pending + images * self.image_tokens
 
 
 async def _probe(work: Callable[[CacheProbe], Awaitable[T]], caches: list[Store], identity: str) -> tuple[T | None, int]:
@@ -375,11 +394,49 @@ def measured_pace(stores: list[Store], model: str) -> tuple[float, int, int] | N
     return (seconds / requests, requests, sessions) if requests else None
 
 
+def measured_completion(stores: list[Store], model: str) -> dict[str, tuple[float, int]]:
+    """Mean completion tokens of the model's cached responses, per kind ("answers": free text and
+    regex-constrained; "judge": JSON), with how many responses each rests on."""
+    out: dict[str, tuple[float, int]] = {}
+    for kind, where in (("judge", "constraint_kind = 'json'"),
+                        ("answers", "(constraint_kind IS NULL OR constraint_kind != 'json')")):
+        total, n = 0.0, 0
+        for store in stores:
+            if not store.has_table("cache", store.cache_schema):
+                continue
+            got = store.db.execute(f"SELECT SUM(completion_tokens), COUNT(*) FROM {store.cache_schema}.cache "
+                                   f"WHERE model = ? AND {where}", (model,)).fetchone()
+            total, n = total + float(got[0] or 0), n + int(got[1] or 0)
+        if n >= MIN_MEASURED:
+            out[kind] = (total / n, n)
+    return out
+
+
+def expected_completion(rows: list[StageCount], measured: dict[str, tuple[float, int]]) -> tuple[int, str]:
+    """Completion tokens the rows' requests still to send are expected to take, and from what."""
+    total, bases = 0.0, set()
+    for r in rows:
+        if r.to_send <= 0:
+            continue
+        kind = "answers" if r.stage == "answers" else "padding" if r.stage == "padding" else "judge"
+        mean_of = "answers" if kind in FREE_TEXT_STAGES else "judge"
+        if mean_of in measured:
+            mean, n = measured[mean_of]
+            bases.add(f"{mean_of}: measured mean {mean:.0f} tokens over {n} cached responses")
+        else:
+            mean = KIND_DEFAULTS[kind]
+            bases.add(f"{kind}: default {mean} tokens")
+        bound = r.completion_tokens / r.to_send if r.completion_tokens else mean
+        total += r.to_send * min(mean, bound)
+    return round(total), "; ".join(sorted(bases)) or "nothing to send"
+
+
 def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: TokenCounter,
-          logs: list[Store]) -> ModelCost:
+          logs: list[Store], caches: list[Store], gpu: GpuSpec, gpu_basis: str) -> ModelCost:
     to_send = sum(r.to_send for r in rows)
-    completion = sum(r.completion_tokens for r in rows)
+    completion, completion_basis = expected_completion(rows, measured_completion(caches + logs, card.name))
     pace = measured_pace(logs, card.name)
+    where = placement(card, config.engine)
     if to_send == 0:
         seconds, basis = 0.0, "nothing to send"
     elif pace is not None:
@@ -387,12 +444,19 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
                                              f"{pace[2]} earlier session(s)")
     elif card.throughput_hint:
         seconds, basis = completion / card.throughput_hint, (f"card hint: {card.throughput_hint:g} completion "
-                                                             f"tokens/s, at max_tokens (an upper bound)")
+                                                             f"tokens/s over the expected completion tokens")
+    elif card.parameters_b is not None and where != "hosted":
+        batch = endpoint_concurrency(card, config.engine, "attached")  # a GPU server's batch
+        prompt = sum(r.prompt_tokens for r in rows)
+        seconds = serving_seconds(card, gpu, prompt, completion, to_send, batch)
+        basis = (f"roofline on {gpu_basis}: {card.parameters_b:g} B parameters, {gpu.bandwidth_gbs:g} GB/s, "
+                 f"{gpu.tflops:g} TFLOPs, batch {batch}; {prompt:,} prompt tokens (images included)")
     else:
-        seconds, basis = None, "unknown: no run has measured this model and its card has no throughput_hint"
+        seconds, basis = None, "unknown: a hosted model whose card states neither its size nor a throughput_hint"
     elsewhere = not runs_on_devices(card, config.engine)  # memory is someone else's
+    method = counter.method + (f"; images: {counter.image_method}" if counter.images else "")
     return ModelCost(card.name, config.roles()[card.name], None if elsewhere else round(needed_gb(card), 1),
-                     counter.method, seconds, basis)
+                     method, seconds, basis, completion, completion_basis)
 
 
 async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches: list[Store],
@@ -411,7 +475,9 @@ async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches
     for judge in config.judges.models:
         rows[judge] += await study.judges_job(judge, seen)
     flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
-    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs) for m in cards]
+    gpus = visible_gpus()
+    gpu, gpu_basis = gpu_spec(gpus[0].name if gpus else None)
+    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis) for m in cards]
 
 
 def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tuple[Path, ...] = (),
@@ -432,7 +498,8 @@ def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tupl
         for store in {id(s): s for s in opened + logs}.values():
             store.close()
     notes = ["counts assume every system call returns an answer; a failed answer is not judged",
-             "tokens of outputs not yet generated count at max_tokens; image tokens are not counted"]
+             "completion tokens are bounds at max_tokens; each model's expected completion tokens and time say "
+             "what they rest on"]
     if config.probes.padding:
         notes.append("padding counts are upper bounds until the answers are known: only losing answers are restated, "
                      "and a restatement is judged only where the judge's verdict on the original is ok")
