@@ -334,7 +334,9 @@ def sensitivity(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage,
 
 def _left_out(frame: pd.DataFrame, grid: Grid, outcome: Outcome, by: Grouping) -> list[str]:
     """Groups some of whose answers have fewer than two verdicts (and so no calibrated quality)."""
-    keys = frame[ANSWER_KEY].astype(str).agg("\x1f".join, axis=1)
+    keys = frame[ANSWER_KEY[0]].astype(str)
+    for col in ANSWER_KEY[1:]:
+        keys = keys + "\x1f" + frame[col].astype(str)  # the grid's answer key (build_grid)
     answers = frame.assign(_key=keys.to_numpy()).drop_duplicates("_key")
     labels = group_labels(answers["system_model"], answers["system"], by)
     out_of_grid = ~answers["_key"].isin(set(grid.answers)).to_numpy()
