@@ -146,14 +146,17 @@ class EndpointEngine:
         """Seconds requests have been outstanding with none completing (0 when none is outstanding)."""
         return time.monotonic() - self.last_progress if self.outstanding else 0.0
 
-    def _pick(self) -> Endpoint:
+    def _pick(self, avoid: Endpoint | None = None) -> Endpoint:
+        """The available endpoint with the fewest outstanding requests; a retry avoids the endpoint that
+        just failed it when another is available."""
         now = time.monotonic()
         available = [e for e in self.endpoints if e.available(now)]
         if not available:
             self.fail(f"every endpoint of {self.served_name} kept failing "
                       f"({', '.join(e.base_url for e in self.endpoints)})")
             raise EngineDown(self.down)
-        return min(available, key=lambda e: e.outstanding)
+        others = [e for e in available if e is not avoid]
+        return min(others or available, key=lambda e: e.outstanding)
 
     async def _or_down(self, work: Any) -> Any:
         """Await `work` unless the engine goes down first (then `work` is cancelled and EngineDown raised)."""
@@ -215,8 +218,9 @@ class EndpointEngine:
                                                 "systems.sign_type = \"parsed\" with hosted models", tries=0)
         last = "no attempt"
         wait: float | None = None
+        failed_at: Endpoint | None = None
         for attempt in range(1, self.retries + 2):
-            endpoint = self._pick()
+            endpoint = self._pick(avoid=failed_at)
             if not self.outstanding:
                 self.last_progress = time.monotonic()
             endpoint.outstanding += 1
@@ -227,6 +231,7 @@ class EndpointEngine:
                 self.last_progress = time.monotonic()
                 return dataclasses.replace(result, tries=attempt)
             except TRANSIENT as e:
+                failed_at = endpoint
                 last = f"{type(e).__name__}: {e}"
                 if isinstance(e, RequestTimeout):
                     last = (f"no answer within engine.request_timeout_s = {self.timeout_s:g} s (raise it for slow "
