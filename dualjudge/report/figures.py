@@ -124,6 +124,6 @@ def leaderboard_figure(boards: Mapping[str, Leaderboard], path: Path, title: str
         ax.set_xlabel("points (0-10)" if board.unit == "points" else "probability")
         ax.set_title({"system_model": "system model", "system": "strategy"}.get(name, name))
         ax.grid(alpha=0.3, axis="x")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    axes[0][-1].legend(fontsize=8, loc="best")
     fig.suptitle(title)
     return _save(fig, path)
