@@ -86,6 +86,7 @@ class Units:
     codes: np.ndarray  # (A,) fine unit of each answer
     groups: dict[Grouping, list[str]]
     maps: dict[Grouping, np.ndarray]  # (U_fine, U_by)
+    code_of: dict[str, int]  # each answer key's fine unit
 
     @classmethod
     def of(cls, grid: Grid) -> Units:
@@ -100,7 +101,13 @@ class Units:
             names = sorted(set(of_fine.tolist()))
             groups[by] = names
             maps[by] = (of_fine[:, None] == np.array(names)[None, :]).astype(np.float64)
-        return cls(list(fine), codes.reshape(-1).astype(int), groups, maps)
+        codes = codes.reshape(-1).astype(int)
+        return cls(list(fine), codes, groups, maps, dict(zip(grid.answers, codes.tolist())))
+
+    def of_answers(self, answers: list[str]) -> Units:
+        """The same groups for a subset of the answers (a grid without some judges' verdicts)."""
+        codes = np.array([self.code_of[a] for a in answers], dtype=int)
+        return Units(self.fine, codes, self.groups, self.maps, self.code_of)
 
 
 # -- calibrated scores and their bootstrap -----------------------------------------------------------
@@ -289,42 +296,46 @@ def _blocking(grid: Grid) -> dict[str, str]:
     return {j: why for j, why in identification(grid).items() if j in has_own}
 
 
+def _reason(grid: Grid, outcome: Outcome) -> str | None:
+    """Why no calibrated ranking can be made from the grid, or None."""
+    if grid.design.n_answers == 0:
+        return f"no answer has {outcome} verdicts from two judges"
+    if grid.design.n_clusters < 2:
+        return "sign-cluster intervals need at least two signs"
+    blocked = _blocking(grid)
+    if blocked:
+        return ("the design cannot separate these judges' self-preference from their families' answer quality, so no "
+                "calibrated ranking can be made: " + "; ".join(f"{j}: {why}" for j, why in blocked.items()))
+    return None
+
+
 def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage
                    ) -> tuple[Grid | None, Units | None, str | None]:
     grid = build_grid(frame, outcome, lineage)
-    if grid.design.n_answers == 0:
-        return None, None, f"no answer has {outcome} verdicts from two judges"
-    if grid.design.n_clusters < 2:
-        return None, None, "sign-cluster intervals need at least two signs"
-    blocked = _blocking(grid)
-    if blocked:
-        return None, None, ("the design cannot separate these judges' self-preference from their families' answer "
-                            "quality, so no calibrated ranking can be made: "
-                            + "; ".join(f"{j}: {why}" for j, why in blocked.items()))
-    return grid, Units.of(grid), None
+    reason = _reason(grid, outcome)
+    return (None, None, reason) if reason else (grid, Units.of(grid), None)
 
 
-def sensitivity(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage,
-                top: dict[Grouping, str | None]) -> dict[Grouping, dict[str, Any]]:
-    """The calibrated ranking without each judge and without each judge family (point fits), and how
-    often its top group differs from the full panel's."""
-    jf, _ = lineage_columns(frame, lineage)
-    judges = sorted(set(frame["judge_model"].astype(str)))
-    families = sorted(set(jf))
+def sensitivity(grid: Grid, units: Units, outcome: Outcome, top: dict[Grouping, str | None]
+                ) -> dict[Grouping, dict[str, Any]]:
+    """The calibrated ranking without each judge and without each judge family (point fits on the full
+    grid less their verdicts), and how often its top group differs from the full panel's."""
+    families = sorted(set(grid.judge_family.values()))
     out: dict[Grouping, dict[str, Any]] = {by: {"leave_one_judge_out": [], "leave_one_family_out": [],
                                                 "top_changes": 0, "leave_outs": 0} for by in GROUPINGS}
-    leave_outs = [("leave_one_judge_out", j, frame["judge_model"].astype(str) != j) for j in judges] + \
-        [("leave_one_family_out", f, jf != f) for f in families if len(families) > 1]
-    for kind, name, keep in leave_outs:
-        rows = frame[keep.to_numpy()]
-        n_left = rows["judge_model"].nunique()
-        grid, units, reason = _fit_or_reason(rows, outcome, lineage) if n_left >= 2 else \
-            (None, None, f"{n_left} judge left: no panel to calibrate")
-        scores = point_scores(grid, units, n_left >= 3) if grid is not None and units is not None else None
+    leave_outs = [("leave_one_judge_out", j, {j}) for j in grid.judges] + \
+        [("leave_one_family_out", f, {j for j, g in grid.judge_family.items() if g == f})
+         for f in families if len(families) > 1]
+    for kind, name, gone in leave_outs:
+        sub = grid.without(gone)
+        n_left = sub.design.n_judges
+        reason = _reason(sub, outcome) if n_left >= 2 else f"{n_left} judge left: no panel to calibrate"
+        scores = point_scores(sub, units.of_answers(sub.answers), n_left >= 3) if reason is None else None
         for by in GROUPINGS:
             entry: dict[str, Any] = {"left_out": name, "ranking": None, "top": None, "reason": reason}
             if scores is not None:
-                order = sorted(scores[by], key=lambda g: (-scores[by][g], g))
+                ranked = {g: v for g, v in scores[by].items() if np.isfinite(v)}  # a group left without answers: none
+                order = sorted(ranked, key=lambda g: (-ranked[g], g))
                 entry.update(ranking=order, top=order[0] if order else None)
                 out[by]["leave_outs"] += 1
                 out[by]["top_changes"] += int(entry["top"] != top[by])
@@ -332,22 +343,24 @@ def sensitivity(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage,
     return out
 
 
-def _left_out(frame: pd.DataFrame, grid: Grid, outcome: Outcome, by: Grouping) -> list[str]:
-    """Groups some of whose answers have fewer than two verdicts (and so no calibrated quality)."""
+def answers_of(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per answer of the table: its key (the grid's, build_grid), system model and strategy."""
     keys = frame[ANSWER_KEY[0]].astype(str)
     for col in ANSWER_KEY[1:]:
-        keys = keys + "\x1f" + frame[col].astype(str)  # the grid's answer key (build_grid)
-    answers = frame.assign(_key=keys.to_numpy()).drop_duplicates("_key")
+        keys = keys + "\x1f" + frame[col].astype(str)
+    out = pd.DataFrame({"key": keys.to_numpy(dtype=object), "system_model": frame["system_model"].to_numpy(),
+                        "system": frame["system"].to_numpy()})
+    return out.drop_duplicates("key")
+
+
+def _left_out(answers: pd.DataFrame, out_of_grid: np.ndarray, outcome: Outcome, by: Grouping) -> list[str]:
+    """Groups some of whose answers have fewer than two verdicts (and so no calibrated quality)."""
     labels = group_labels(answers["system_model"], answers["system"], by)
-    out_of_grid = ~answers["_key"].isin(set(grid.answers)).to_numpy()
-    warnings = []
     totals = pd.Series(1, index=labels).groupby(level=0).sum()
     missing = pd.Series(out_of_grid.astype(int), index=labels).groupby(level=0).sum()
-    for group in sorted(missing.index):
-        if missing[group]:
-            warnings.append(f"{group}: {missing[group]} of {totals[group]} answers have fewer than two {outcome} "
-                            f"verdicts and are left out of its calibrated score (the plain rankings use every verdict)")
-    return warnings
+    return [f"{group}: {missing[group]} of {totals[group]} answers have fewer than two {outcome} verdicts and are left "
+            f"out of its calibrated score (the plain rankings use every verdict)"
+            for group in sorted(missing.index) if missing[group]]
 
 
 def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family",
@@ -371,6 +384,9 @@ def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Line
     g, n_judges = d.n_clusters, d.n_judges
     free_scales = n_judges >= 3
     draws, full = calibrated_draws(grid, units, free_scales, n_resamples, seed)
+    answers = answers_of(frame)
+    in_grid = set(grid.answers)
+    out_of_grid = np.array([k not in in_grid for k in answers["key"]], dtype=bool)
     warnings = _fit_warnings(grid, full, free_scales, g)
     lam, scale = float(draws.leniency[0]), float(draws.scale[0])
     if outcome == "overall":
@@ -385,7 +401,7 @@ def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Line
         scores = draws.scores(units.maps[by])
         rows, differences = calibrated_board(scores, units.groups[by], g)
         b.update(estimable=True, reason=None, unit_words=words, n_signs=g, rows=rows, differences=differences,
-                 warnings=[*warnings, *_left_out(frame, grid, outcome, by)])
+                 warnings=[*warnings, *_left_out(answers, out_of_grid, outcome, by)])
         b["changes"] = ranking_changes(differences, {"naive": b["naive"], "self_excluded": b["self_excluded"],
                                                      **{judge_ranking(j): r for j, r in b["judges"].items()}}, unit)
         degenerate = [r["group"] for r in rows if r["se"] is not None and r["se"] == 0]
@@ -393,7 +409,7 @@ def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Line
             b["warnings"].append(f"{', '.join(degenerate)}: the score does not move across resamples (a degenerate fit, "
                                  f"not a precise one)")
         top[by] = rows[0]["group"] if rows and rows[0]["rank"] == 1 else None
-    for by, panel in sensitivity(frame, outcome, lineage, top).items():
+    for by, panel in sensitivity(grid, units, outcome, top).items():
         boards[by]["sensitivity"] = panel
     return boards
 

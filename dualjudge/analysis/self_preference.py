@@ -75,6 +75,23 @@ class Grid:
     long: pd.DataFrame  # y, judge, generator, jfam, gfam, sign: the rows the alternatives use
     answers: list[str]  # (A,) each answer's key: its ANSWER columns joined by \x1f
 
+    def without(self, gone: set[str]) -> Grid:
+        """The grid of the other judges' verdicts (as build_grid would make it from their rows, without
+        going back to the table): answers fewer than two of them rated are dropped."""
+        keep_j = np.array([j not in gone for j in self.judges])
+        d = self.design
+        present = d.present[keep_j]
+        keep_a = present.sum(axis=0) >= 2
+        judges = [j for j in self.judges if j not in gone]
+        signs_used, cluster = np.unique(d.cluster[keep_a], return_inverse=True)
+        design = calibration.Design(d.y[keep_j][:, keep_a], present[:, keep_a], d.terms[:, keep_j][:, :, keep_a],
+                                    cluster.reshape(-1).astype(int), len(signs_used), d.group[keep_a],
+                                    None if d.unit is None else d.unit[keep_a])
+        return Grid(design, judges, {j: self.judge_family[j] for j in judges}, self.families,
+                    self.answer_family[keep_a], [self.signs[i] for i in signs_used],
+                    self.long[~np.isin(self.long["judge"].to_numpy(dtype=object), sorted(gone))],
+                    [a for a, k in zip(self.answers, keep_a) if k])
+
 
 def lineage_columns(frame: pd.DataFrame, lineage: Lineage) -> tuple[pd.Series, pd.Series]:
     if lineage == "family":
