@@ -47,9 +47,15 @@ class Endpoint:
     failures: int = 0  # transient failures since its last success
     last_ok: float = field(default_factory=time.monotonic)
     resting_until: float = 0.0  # out of rotation until then (monotonic seconds)
+    last_failed: float = 0.0  # its last transient failure (monotonic seconds)
 
     def available(self, now: float) -> bool:
         return now >= self.resting_until
+
+    def suspect(self, now: float, policy: EndpointPolicy) -> bool:
+        """A streak of `policy.failures` failures, the last within the cooldown: still in rotation (it may not
+        have failed long enough to rest), but sent work only when no other endpoint is available."""
+        return self.failures >= policy.failures and now - self.last_failed < policy.cooldown_s
 
     def succeeded(self) -> None:
         self.failures = 0
@@ -59,6 +65,7 @@ class Endpoint:
         """Count a transient failure; True when it takes the endpoint out of rotation for a cooldown."""
         self.failures += 1
         now = time.monotonic()
+        self.last_failed = now
         if self.failures >= policy.failures and now - self.last_ok >= policy.quiet_s:
             self.resting_until = now + policy.cooldown_s
             self.failures = 0
@@ -147,8 +154,8 @@ class EndpointEngine:
         return time.monotonic() - self.last_progress if self.outstanding else 0.0
 
     def _pick(self, avoid: Endpoint | None = None) -> Endpoint:
-        """The available endpoint with the fewest outstanding requests; a retry avoids the endpoint that
-        just failed it when another is available."""
+        """The available endpoint with the fewest outstanding requests, endpoints on a streak of failures
+        last; a retry avoids the endpoint that just failed it when another is available."""
         now = time.monotonic()
         available = [e for e in self.endpoints if e.available(now)]
         if not available:
@@ -156,7 +163,7 @@ class EndpointEngine:
                       f"({', '.join(e.base_url for e in self.endpoints)})")
             raise EngineDown(self.down)
         others = [e for e in available if e is not avoid]
-        return min(others or available, key=lambda e: e.outstanding)
+        return min(others or available, key=lambda e: (e.suspect(now, self.policy), e.outstanding))
 
     async def _or_down(self, work: Any) -> Any:
         """Await `work` unless the engine goes down first (then `work` is cancelled and EngineDown raised)."""
