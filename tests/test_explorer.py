@@ -90,12 +90,16 @@ def error_rows(table: pd.DataFrame, judge: str, kind: str = "type2", variant: st
     return t[(t["overall"] > GOOD) & ~eq] if kind == "type2" else t[(t["overall"] < POOR) & eq]
 
 
-def test_the_explorer_data_hold_every_answer_once_with_every_verdict(run):
+def _data(run):  # type: ignore[no-untyped-def]
     store = load_run_store(run)
     try:
-        data = explorer_data(run, store)
+        return explorer_data(run, store)
     finally:
         store.close()
+
+
+def test_the_explorer_data_hold_every_answer_once_with_every_verdict(run):
+    data = _data(run)
     table = pd.read_parquet(run / "verdicts.parquet")
     keys = [(a["variant"], a["model"], a["strategy"], str(a["repeat"])) for a in data["answers"]]
     assert len(keys) == len(set(keys)) == len(answer_keys(table)) == 48
@@ -212,11 +216,7 @@ def test_the_explorer_carries_the_leaderboards_calibrated_scores():
 
 
 def test_the_system_filter_lists_and_sorts_systems_by_calibrated_score(run):
-    store = load_run_store(run)
-    try:
-        data = explorer_data(run, store)
-    finally:
-        store.close()
+    data = _data(run)
     assert data["systems"] == {}  # two judges of two families: no calibrated ranking, nothing to sort by
     low, high = sorted({a["model"] for a in data["answers"]})
     data["systems"] = {"holistic": {"model": {low: 5.25, high: 6.5}, "strategy": {}}}

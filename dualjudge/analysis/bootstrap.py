@@ -53,6 +53,15 @@ class Interval:
         return {"estimate": self.estimate, "se": self.se, "ci_low": self.low, "ci_high": self.high, "p": self.p}
 
 
+def cluster_se(draws: np.ndarray, n_clusters: int) -> float | None:
+    """The bootstrap standard error of a statistic over G clusters, scaled by G/(G-1) (see t_interval);
+    None with fewer than two clusters or when more than a tenth of the draws (or all but 10) are not finite."""
+    finite = draws[np.isfinite(draws)]
+    if n_clusters < 2 or len(finite) < max(10, 0.9 * len(draws)):
+        return None
+    return float(np.std(finite, ddof=1) * np.sqrt(n_clusters / (n_clusters - 1)))
+
+
 def t_interval(point: float, draws: np.ndarray, n_clusters: int, level: float = CI_LEVEL) -> Interval | None:
     """A t interval from cluster-bootstrap draws of a statistic.
 
@@ -61,10 +70,9 @@ def t_interval(point: float, draws: np.ndarray, n_clusters: int, level: float = 
     variance of a mean of G cluster totals is (G-1)/G of the unbiased one), and the interval uses the t
     distribution on G-1 degrees of freedom, as cluster-robust (CR1) inference does.
     """
-    finite = draws[np.isfinite(draws)]
-    if n_clusters < 2 or not np.isfinite(point) or len(finite) < max(10, 0.9 * len(draws)):
+    se = cluster_se(draws, n_clusters)
+    if se is None or not np.isfinite(point):
         return None
-    se = float(np.std(finite, ddof=1) * np.sqrt(n_clusters / (n_clusters - 1)))
     crit = float(stats.t.ppf((1 + level) / 2, n_clusters - 1))
     p = float(2 * stats.t.sf(abs(point) / se, n_clusters - 1)) if se > 0 else (0.0 if point else 1.0)
     return Interval(float(point), se, float(point - crit * se), float(point + crit * se), p)

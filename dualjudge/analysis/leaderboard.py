@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from dualjudge.analysis import calibration
-from dualjudge.analysis.bootstrap import CI_LEVEL, MIN_RELIABLE_SIGNS, T_INTERVAL, t_interval
+from dualjudge.analysis.bootstrap import CI_LEVEL, MIN_RELIABLE_SIGNS, T_INTERVAL, cluster_se, t_interval
 from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
 from dualjudge.analysis.diagnostics import fit_problems
 from dualjudge.analysis.self_preference import OUTCOMES, Grid, build_grid, identification, lineage_columns
@@ -172,13 +172,6 @@ def _bonferroni(n_signs: int, comparisons: int) -> float:
     return float(stats.t.ppf(1 - (1 - CI_LEVEL) / (2 * max(comparisons, 1)), n_signs - 1))
 
 
-def _se(draws: np.ndarray, n_signs: int) -> float | None:
-    finite = draws[np.isfinite(draws)]
-    if len(finite) < max(10, 0.9 * len(draws)):
-        return None
-    return float(np.std(finite, ddof=1) * np.sqrt(n_signs / (n_signs - 1)))
-
-
 def _p_best(scores: np.ndarray) -> np.ndarray:
     """(U,) the share of resamples in which each group has the highest score (ties split)."""
     s = np.where(np.isfinite(scores), scores, -np.inf)
@@ -192,7 +185,7 @@ def calibrated_board(scores: np.ndarray, groups: list[str], n_signs: int) -> tup
     difference, higher minus lower, with its Bonferroni-adjusted interval and p."""
     n = len(groups)
     point = scores[0]
-    diff_se: dict[tuple[int, int], float | None] = {(a, b): _se(scores[1:, a] - scores[1:, b], n_signs)
+    diff_se: dict[tuple[int, int], float | None] = {(a, b): cluster_se(scores[1:, a] - scores[1:, b], n_signs)
                                                     for a in range(n) for b in range(n) if a != b}
     crit_rank = _bonferroni(n_signs, n - 1)
     p_best = _p_best(scores[1:]) if len(scores) > 1 else np.full(n, np.nan)
