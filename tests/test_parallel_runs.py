@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference.types import EngineDown
 from dualjudge.runs.progress import QuietProgress
 from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder, config
@@ -104,8 +105,9 @@ def test_a_judge_judges_the_first_answers_while_a_slower_model_still_answers(tmp
     engines = Slow()
     progress = Active()
     run_job(config(tmp_path, text), tmp_path / "run", engines=engines, progress=progress)
-    recorded = {(j["model"], j["stage"]): j for j in jobs(tmp_path / "run")}
-    assert recorded[("gemma-3-4b-it", "judges")]["group"] == "cpu:2"
+    recorded = {(j["model"], j["stage"]): j for j in jobs(tmp_path / "run") if not j["replica"]}
+    # the judge starts once there are answers to judge, on a group the slow model does not hold
+    assert recorded[("gemma-3-4b-it", "judges")]["group"] != recorded[("gemma-3-270m", "systems")]["group"]
     # the judge's first verdicts came before the slow system model's last answer
     assert min(engines.answered["gemma-3-4b-it"]) < max(engines.answered["gemma-3-270m"])
     assert progress.most >= 2  # the judge's stage and the slow model's on show at once
@@ -243,3 +245,139 @@ def test_status_lists_the_latest_sessions_jobs_with_their_groups(cli, tmp_path):
     assert len(rows) == 4
     assert any("smollm2-135m-instruct" in r and "systems" in r and "cpu:0" in r and "yes" in r for r in rows)
     assert any("gemma-3-270m" in r and "judges" in r and "cpu:1" in r and " no " in r for r in rows)
+
+
+class Paced(Recorder):
+    """Every request takes `delay_s`, each engine serves `capacity` at once, and each request's key is
+    recorded with the device group that answered it."""
+
+    def __init__(self, delay_s: float = 0.01, capacity: int = 2, slow: dict[str, float] | None = None) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+        self.slow = slow or {}  # per model: the delay of its answers (requests without a JSON constraint)
+        self.capacity = capacity
+        self.served: list[tuple[str, str, str]] = []  # (model, group, prompt) of every request answered
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
+        async with super().open(card, on_event, group) as engine:
+            generate = engine.generate
+            slots = asyncio.Semaphore(self.capacity)
+
+            async def paced(request):  # type: ignore[no-untyped-def]
+                answer = request.constraint is None or request.constraint.kind != "json"
+                async with slots:
+                    await asyncio.sleep(self.slow.get(card.name, self.delay_s) if answer else self.delay_s)
+                    result = await generate(request)
+                self.served.append((card.name, group.label, request.key(f"{card.name}@test")))
+                return result
+
+            engine.generate = paced
+            engine.capacity = self.capacity
+            yield engine
+
+
+THREE_GROUPS_ONE_JUDGE = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\nreplica_min_s = 0\ndevices = [[0], [1], [2]]'
+                                        ).replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]',
+                                                  '[judges]\nmodels = ["gemma-3-4b-it"]')
+
+
+def test_replicas_on_idle_groups_share_a_job_and_change_nothing_recorded(tmp_path, monkeypatch):
+    monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1, 2])
+    monkeypatch.setattr("dualjudge.runs.runner.SPARE_CHECK_S", 0.02)
+    assert "replica_min_s = 0" in THREE_GROUPS_ONE_JUDGE and '["gemma-3-4b-it"]' in THREE_GROUPS_ONE_JUDGE
+    split, alone = Paced(), Paced()
+    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE), tmp_path / "split", engines=split)
+    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("devices = [[0], [1], [2]]", "devices = [[0]]")),
+            tmp_path / "alone", engines=alone)
+    # the same work, every request key sent once, whichever server answered it
+    assert work(tmp_path / "split") == work(tmp_path / "alone")
+    keys = [k for _, _, k in split.served]
+    assert len(keys) == len(set(keys)) == split.calls == alone.calls
+    assert sorted(keys) == sorted(k for _, _, k in alone.served)
+    # the judge's requests were shared between its first server and a replica on another group
+    judged = {g for m, g, _ in split.served if m == "gemma-3-4b-it"}
+    assert len(judged) >= 2, split.served
+    recorded = jobs(tmp_path / "split")
+    replicas = [j for j in recorded if j["replica"]]
+    assert replicas and all(j["requests"] is not None for j in replicas)
+    first = {(j["model"], j["stage"]): j["group"] for j in recorded if not j["replica"]}
+    for j in replicas:  # a replica runs on another group than its job's first server, within the job's time
+        assert j["group"] != first[(j["model"], j["stage"])]
+    served = {(m, g): 0 for m, g, _ in split.served}
+    for m, g, _ in split.served:
+        served[(m, g)] += 1
+    judge_replicas = [j for j in replicas if j["model"] == "gemma-3-4b-it"]
+    assert sum(j["requests"] for j in judge_replicas) == sum(
+        n for (m, g), n in served.items() if m == "gemma-3-4b-it" and g != first[("gemma-3-4b-it", "judges")])
+    assert not [j for j in jobs(tmp_path / "alone") if j["replica"]]  # one group: never a replica
+
+
+def test_no_replicas_when_the_settings_say_so(tmp_path, monkeypatch):
+    monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1, 2])
+    monkeypatch.setattr("dualjudge.runs.runner.SPARE_CHECK_S", 0.02)
+    engines = Paced()
+    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("replica_min_s = 0", "replicas = false")),
+            tmp_path / "run", engines=engines)
+    assert not [j for j in jobs(tmp_path / "run") if j["replica"]]
+    assert len({g for m, g, _ in engines.served if m == "gemma-3-4b-it"}) == 1
+    assert sorted(engines.loaded) == ["gemma-3-270m", "gemma-3-4b-it", "smollm2-135m-instruct"]
+
+
+def test_an_early_judge_judges_other_answers_and_its_systems_load_joins_it(tmp_path, monkeypatch):
+    monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1, 2])
+    text = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\nreplica_min_s = 1e9\ndevices = [[0], [1], [2]]'
+                          ).replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]',
+                                    '[judges]\nmodels = ["smollm2-135m-instruct"]')
+    assert "replica_min_s" in text
+    engines = Paced(slow={"smollm2-135m-instruct": 0.1})  # smollm answers slowly, gemma quickly
+    run_job(config(tmp_path, text), tmp_path / "run", engines=engines)
+    recorded = jobs(tmp_path / "run")
+    by = {(j["model"], j["stage"], j["replica"]): j for j in recorded}
+    systems, judges = by[("smollm2-135m-instruct", "systems", False)], by[("smollm2-135m-instruct", "judges", False)]
+    # smollm's judging started on another group while smollm still answered (gemma's answers first) ...
+    assert judges["group"] != systems["group"] and judges["started_at"] < systems["ended_at"] and judges["loaded"]
+    early = [m for m, g, _ in engines.served if m == "smollm2-135m-instruct" and g == judges["group"]]
+    assert early
+    # ... and smollm's systems group joined it in the same load when its answers were done
+    joined = by[("smollm2-135m-instruct", "judges", True)]
+    assert joined["group"] == systems["group"] and joined["loaded"] is False and joined["requests"] > 0
+    assert joined["started_at"] == systems["ended_at"]
+    assert engines.loaded.count("smollm2-135m-instruct") == 2  # the spare group's load, and the first one
+    alone = Paced()
+    run_job(config(tmp_path, text.replace("devices = [[0], [1], [2]]", "devices = [[0]]")), tmp_path / "alone",
+            engines=alone)
+    assert work(tmp_path / "run") == work(tmp_path / "alone")
+    assert engines.calls == alone.calls
+
+
+class ReplicaDies(Paced):
+    """The second engine opened for gemma-3-4b-it goes down after answering two requests."""
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
+        async with super().open(card, on_event, group) as engine:
+            if card.name == "gemma-3-4b-it" and self.loaded.count(card.name) == 2:
+                generate, answered = engine.generate, []
+
+                async def dies(request):  # type: ignore[no-untyped-def]
+                    if len(answered) >= 2:
+                        raise EngineDown("the replica's server exited")
+                    answered.append(request)
+                    return await generate(request)
+
+                engine.generate = dies
+            yield engine
+
+
+def test_a_replica_that_goes_down_leaves_and_the_job_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1, 2])
+    monkeypatch.setattr("dualjudge.runs.runner.SPARE_CHECK_S", 0.02)
+    engines, progress = ReplicaDies(), QuietProgress()
+    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE), tmp_path / "run", engines=engines, progress=progress)
+    assert engines.loaded.count("gemma-3-4b-it") >= 2
+    assert any("went down; the job goes on without it" in n for n in progress.notes), progress.notes
+    alone = Paced()
+    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("devices = [[0], [1], [2]]", "devices = [[0]]")),
+            tmp_path / "alone", engines=alone)
+    assert work(tmp_path / "run") == work(tmp_path / "alone")  # nothing lost, nothing recorded twice

@@ -143,8 +143,27 @@ def test_image_tokens_are_counted_from_the_card_and_their_source_is_said():
     image = GenerationRequest((Message("user", "what sign is this?", Image.from_png(b"png")),), Sampling())
     assert idefics.count(image) - idefics.count(text) == 2873
     assert "Idefics3 processor" in idefics.image_method
-    tiny = TokenCounter(get_card("tiny-llava"))
-    assert tiny.count(image) - tiny.count(text) == DEFAULT_IMAGE_TOKENS and "has no image_tokens" in tiny.image_method
+    with pytest.MonkeyPatch.context() as mp:  # a card without image_tokens whose files are not here
+        mp.setattr("dualjudge.runs.estimate.locate", lambda card: None)
+        tiny = TokenCounter(get_card("tiny-llava"))
+        assert tiny.count(image) - tiny.count(text) == DEFAULT_IMAGE_TOKENS and "has no image_tokens" in tiny.image_method
+
+
+def test_image_tokens_come_from_the_models_own_processor_when_its_files_are_here():
+    from dualjudge.inference.cards import get_card
+    from dualjudge.inference.tiny import IMAGE_SIZE, PATCH
+    from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
+    from dualjudge.inference.weights import fetch
+    from dualjudge.runs.estimate import TokenCounter
+
+    fetch(get_card("tiny-llava"), log=lambda _: None)  # built locally
+    tiny = TokenCounter(get_card("tiny-llava"), image_px=512)
+    text = GenerationRequest((Message("user", "what sign is this?"),), Sampling())
+    assert tiny.image_method.endswith("(the card has no image_tokens)")  # nothing asked before an image comes
+    image = GenerationRequest((Message("user", "what sign is this?", Image.from_png(b"png")),), Sampling())
+    # LLaVA resizes to its vision tower's input and gives one token a patch (its CLS feature dropped)
+    assert tiny.count(image) - tiny.count(text) == (IMAGE_SIZE // PATCH) ** 2 == 16
+    assert "the model's own processor, 512 px" in tiny.image_method
 
 
 def test_busy_time_is_the_union_of_request_intervals():

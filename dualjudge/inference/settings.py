@@ -77,6 +77,12 @@ class EngineSettings(BaseModel):
     # where models run side by side: "auto" or groups of GPU ids (CPU core ids without a GPU), e.g.
     # [[0], [1], [2, 3]]; inference/devices.py. Placement changes batching, never what is asked.
     devices: DeviceGroups = setting("auto", affects_results=False)
+    # a group no waiting job could use serves a running job as one more server (a replica), and a judge may
+    # start early on one (runs/schedule.py); never more servers than groups, never a changed result
+    replicas: bool = setting(True, affects_results=False)
+    # a replica is started only when each server would still have this much work (seconds, as measured so
+    # far): its load must pay off
+    replica_min_s: Float = setting(180.0, affects_results=False, ge=0)
 
     def result_fields(self) -> dict[str, object]:
         """The settings that can change this backend's results (part of every request's identity)."""

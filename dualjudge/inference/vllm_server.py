@@ -100,6 +100,18 @@ def _own_session_dying_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
 
 
+_WRITING: set[Path] = set()  # the logs of the servers this process runs: a replica of a model gets its own
+
+
+def _log_path(log_dir: Path, name: str) -> Path:
+    """vllm-NAME.log, or vllm-NAME.2.log (3, ...) while another server of the same model writes the first."""
+    path, n = log_dir / f"vllm-{name}.log", 1
+    while path in _WRITING:
+        n += 1
+        path = log_dir / f"vllm-{name}.{n}.log"
+    return path
+
+
 class VllmServer:
     def __init__(self, card: ModelCard, weights: LocalWeights, *, log_dir: Path, port: int | None = None,
                  seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0,
@@ -120,7 +132,7 @@ class VllmServer:
         self.startup_timeout = startup_timeout
         self.placement = dict(placement or {})  # the device group's variables (CUDA_VISIBLE_DEVICES, CPU binding)
         log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / f"vllm-{card.name}.log"
+        self.log_path = _log_path(log_dir, card.name)
         self.process: subprocess.Popen[bytes] | None = None
         self.started_s: float | None = None
         self._launched = 0.0
@@ -141,6 +153,8 @@ class VllmServer:
     def launch(self) -> None:
         """Start the server process. Call from a long-lived thread (the main one): the server gets
         SIGTERM when the thread that started it ends, so a killed dualjudge never leaves it behind."""
+        self.log_path = _log_path(self.log_path.parent, self.card.name)
+        _WRITING.add(self.log_path)
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(),
                                         preexec_fn=_own_session_dying_with_parent)
@@ -180,6 +194,7 @@ class VllmServer:
         """SIGTERM the server's process group and wait until none of it is left (SIGKILL after
         `timeout`). The group is signalled even when the API server has died already: its engine
         and worker processes keep the group alive and would otherwise run on, orphaned."""
+        _WRITING.discard(self.log_path)
         if self.process is None:
             return
         pgid = self.process.pid  # setsid() in the child: the group id is the server's pid

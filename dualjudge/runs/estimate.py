@@ -9,7 +9,8 @@ the padding probe restates only losing answers, which are known only once the an
 
 Assumed: every system call returns an answer (a failed one is not judged, so a failing run sends
 fewer judge requests). Tokens: the model's own tokenizer when its weights are present, otherwise
-about four characters a token, plus the card's `image_tokens` per image (its source stated; 576 when
+about four characters a token, plus per image what the model's own processor makes of one image of the
+testbed's size when its files are here, else the card's `image_tokens` (its source stated; 576 when
 the card has none); an answer not yet generated counts at its max_tokens in the bounds. Expected
 completion tokens: the mean the caches hold for the model and kind of request (answers, JSON
 verdicts), else a stated per-kind default, never more than max_tokens. Time: seconds per request
@@ -30,7 +31,7 @@ from typing import Any, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import ModelCard
-from dualjudge.inference.engines import EngineFactory, Engines, endpoint_concurrency, placement, runs_on_devices
+from dualjudge.inference.engines import EngineFactory, Engines, gpu_server_concurrency, placement, runs_on_devices
 from dualjudge.inference.preflight import needed_gb, visible_gpus
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import locate
@@ -139,12 +140,41 @@ class CacheProbe:
         raise CacheMiss(request.key(self.identity))
 
 
-class TokenCounter:
-    """The model's tokenizer when its weights are here; otherwise about four characters a token."""
+def processor_image_tokens(path: Path, px: int) -> int | None:
+    """The prompt tokens one px x px image adds for the model whose files are at `path`, as its own
+    processor expands it (a one-line prompt with and without the image); None when the processor cannot
+    say (no processor, no image token, no chat template)."""
+    try:
+        from PIL import Image as PILImage
+        from transformers import AutoProcessor
 
-    def __init__(self, card: ModelCard) -> None:
+        processor = AutoProcessor.from_pretrained(str(path))
+        if not hasattr(processor, "image_processor"):
+            return None
+        image = PILImage.new("RGB", (px, px), (255, 255, 255))
+
+        def prompt(with_image: bool) -> str:
+            content = [{"type": "image"}] if with_image else []
+            messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What sign is this?"}]}]
+            return str(processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+
+        with_image = processor(text=[prompt(True)], images=[image], return_tensors="np")["input_ids"].shape[-1]
+        without = processor(text=[prompt(False)], return_tensors="np")["input_ids"].shape[-1]
+    except Exception:  # any processor's own failure means "cannot say": the card's figure is used
+        return None
+    return int(with_image - without) if with_image > without else None
+
+
+class TokenCounter:
+    """The model's tokenizer when its weights are here; otherwise about four characters a token. Image
+    tokens: the model's own processor on a `image_px` image when its files are here, else the card's
+    `image_tokens` (its source stated), else a default."""
+
+    def __init__(self, card: ModelCard, image_px: int = 512) -> None:
         self.encode: Callable[[str], int] | None = None
         found = locate(card)
+        self._path = found.path if found is not None else None
+        self._px = image_px
         if found is not None:
             try:
                 from transformers import AutoTokenizer
@@ -159,12 +189,22 @@ class TokenCounter:
         images = (f"{card.image_tokens} a image ({card.image_tokens_source or 'the card'})" if card.image_tokens else
                   f"{DEFAULT_IMAGE_TOKENS} a image (the card has no image_tokens)")
         self.image_method = images
+        self._asked = False  # the processor is asked at the first image (text-only runs never load it)
+
+    def _ask_processor(self) -> None:
+        self._asked = True
+        counted = processor_image_tokens(self._path, self._px) if self._path is not None else None
+        if counted is not None:
+            self.image_tokens = counted
+            self.image_method = f"{counted} a image (the model's own processor, {self._px} px)"
 
     def count(self, request: GenerationRequest, pending: int = 0) -> int:
         """Prompt tokens of a request (its images included), plus `pending` tokens of earlier outputs not yet known."""
         texts = [m.text for m in request.messages]
         n = sum(self.encode(t) for t in texts) if self.encode else math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
         images = sum(m.image is not None for m in request.messages)
+        if images and not self._asked:
+            self._ask_processor()
         self.images += images
         return n + MESSAGE_OVERHEAD * len(texts) + pending + images * self.image_tokens
 
@@ -446,7 +486,7 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
         seconds, basis = completion / card.throughput_hint, (f"card hint: {card.throughput_hint:g} completion "
                                                              f"tokens/s over the expected completion tokens")
     elif card.parameters_b is not None and where != "hosted":
-        batch = endpoint_concurrency(card, config.engine, "attached")  # a GPU server's batch
+        batch = gpu_server_concurrency(card, config.engine)
         prompt = sum(r.prompt_tokens for r in rows)
         seconds = serving_seconds(card, gpu, prompt, completion, to_send, batch)
         basis = (f"roofline on {gpu_basis}: {card.parameters_b:g} B parameters, {gpu.bandwidth_gbs:g} GB/s, "
@@ -463,7 +503,7 @@ async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches
                     logs: list[Store], variants: list[Variant], items: list[Item]) -> list[StageCount | ModelCost]:
     cards = {m: config.card(m) for m in config.all_models()}
     study = _Study(config, caches, default_catalogue(), {m: await engines.identity(cards[m]) for m in cards},
-                   {m: TokenCounter(cards[m]) for m in cards})
+                   {m: TokenCounter(cards[m], config.testbed.size) for m in cards})
     rows: dict[str, list[StageCount]] = {m: [] for m in cards}
     by_id = {v.variant_id: v for v in variants}
     every = [Answer(t.answer, "", None, by_id[t.item.variant_id].sign_code, by_id[t.item.variant_id].category)

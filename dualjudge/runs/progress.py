@@ -50,10 +50,11 @@ class QuietProgress:
         self.notes.append(message)
 
 
-async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int | None]], concurrency: int,
-                       progress: StageProgress) -> float:
+async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int | None]],
+                       concurrency: int | Callable[[], int], progress: StageProgress) -> float:
     """Start tasks in list order with at most `concurrency` in flight; `work` returns the stage's token
-    count so far (for the tokens/s display) or None.
+    count so far (for the tokens/s display) or None. A callable `concurrency` is asked again after each
+    task: more tasks go in flight when it grows (a replica joined), fewer when it shrinks.
 
     Returns the elapsed seconds. An exception in one task cancels the others and propagates.
     """
@@ -61,21 +62,46 @@ async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int | N
     queue: asyncio.Queue[T] = asyncio.Queue()
     for t in tasks:
         queue.put_nowait(t)
+    limit = concurrency if callable(concurrency) else (lambda: concurrency)
+    workers: set[asyncio.Task[None]] = set()
+    failed: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+
+    def spawn() -> None:
+        while len(workers) < max(1, limit()) and len(workers) < queue.qsize():
+            w = asyncio.create_task(worker())
+            workers.add(w)
+            w.add_done_callback(finished)
+
+    def finished(w: asyncio.Task[None]) -> None:
+        workers.discard(w)
+        if not w.cancelled() and w.exception() is not None and not failed.done():
+            failed.set_result(w.exception())
+        elif not workers and not failed.done():
+            failed.set_result(None)
 
     async def worker() -> None:
-        while True:
+        while len(workers) <= max(1, limit()):
             try:
                 task = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
             progress.advance(await work(task))
+            spawn()
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(tasks))))]
+    if not tasks:
+        return 0.0
+    spawn()
     try:
-        await asyncio.gather(*workers)
+        error = await failed
     except BaseException:
-        for w in workers:
+        error = None
+        for w in list(workers):
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         raise
+    if error is not None:
+        for w in list(workers):
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise error
     return time.perf_counter() - started

@@ -8,7 +8,10 @@
 
 Which job runs when and where is schedule.py's policy: jobs run at once on free device groups
 (inference/devices.py), and a model that is both system and judge stays loaded on its group from its
-systems job into its judges job when that keeps no systems job waiting.
+systems job into its judges job when that keeps no systems job waiting. A group no waiting job can use
+serves a running job as a replica: one more server of its model, joined to the job's servers
+(inference/replicas.py), which share the job's remaining requests (each request key is still sent once,
+by the job's one caching caller); it leaves when the job ends, or serves the model's next job.
 
 Before a model is loaded, a cache-only pass answers whatever the response cache already holds; the
 model is loaded only if work remains. Rerunning on the same directory does only the missing work.
@@ -34,7 +37,8 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
 from dualjudge.inference.engines import EngineFactory, Engines, runs_on_devices
-from dualjudge.inference.types import EngineDown, capacity
+from dualjudge.inference.replicas import Server, Servers
+from dualjudge.inference.types import Engine, EngineDown, capacity
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss, CachingCaller
@@ -107,6 +111,7 @@ def device_groups(config: RunConfig) -> list[DeviceGroup]:
 
 
 YIELD_EVERY = 32  # cache-only answers between two yields to the event loop
+SPARE_CHECK_S = 5.0  # how often a run with an idle group looks again for a job worth a replica
 
 
 class ServerFailed(DualjudgeError):
@@ -130,6 +135,11 @@ class Lease:
         self.cached: CachingCaller | None = None
         self.loads = 0  # times the engine was opened
         self.restarts_left = runner.config.engine.server_restarts
+        self.servers = Servers("")  # its own engine and the replicas that joined it
+        self.engine: Engine | None = None  # its own engine, while open
+        self.backlog = 0  # tasks of the step being sent not yet started
+        self._answered = 0  # tasks of that step answered so far, since `_sending`
+        self._sending = 0.0
         self._callers: list[CachingCaller] = []
         self._engine: AsyncExitStack | None = None
 
@@ -137,6 +147,7 @@ class Lease:
         r = self.runner
         card = r.config.card(self.model)
         identity = await r.engines.identity(card)
+        self.servers.model_identity = identity
         if self.cached is None:
             self.cached = CachingCaller(r.store, self.model, identity, r.session)
         suffix = f" [{self.group.label}]" if len(r.groups) > 1 and self.group is not None else ""
@@ -172,16 +183,37 @@ class Lease:
         engine = await engine_stack.enter_async_context(r.engines.open(card, r.progress.note, self.group))
         if self.loads == 0:
             self.stack.push_async_callback(self._close_engine)
-        self._engine = engine_stack
+        self._engine, self.engine = engine_stack, engine
         self.loads += 1
         r.report.models_loaded.append(self.model)
-        self.caller = CachingCaller(r.store, self.model, identity, r.session, engine)
+        self.servers.add(engine, self.group.label if self.group is not None else "elsewhere", first=True)
+        self.caller = CachingCaller(r.store, self.model, identity, r.session, self.servers)
         self._callers.append(self.caller)
 
     async def _close_engine(self) -> None:
-        engine, self._engine, self.caller = self._engine, None, None
-        if engine is not None:
-            await engine.aclose()
+        stack, self._engine, self.caller = self._engine, None, None
+        if self.engine is not None:
+            self.servers.remove(self.engine)
+            self.engine = None
+        if stack is not None:
+            await stack.aclose()
+
+    # -- replicas ------------------------------------------------------------------------------
+    def join(self, engine: Engine, group: DeviceGroup) -> Server:
+        """A replica on another group joins this lease's servers (its requests are shared at once)."""
+        return self.servers.add(engine, group.label)
+
+    def leave(self, server: Server) -> None:
+        self.servers.remove(server.engine)
+
+    def work_left(self) -> float:
+        """Seconds of work left in the step being sent, per server at the pace measured so far in it
+        (0 before its first answer: unknown)."""
+        elapsed = time.monotonic() - self._sending
+        if not self.backlog or not self._answered or elapsed <= 0:
+            return 0.0
+        per_server = self._answered / elapsed / max(1, len(self.servers.servers))
+        return self.backlog / per_server
 
     async def _engine_down(self, reason: str) -> None:
         """Close the engine that went down; open it again when a restart is left, else stop the run."""
@@ -197,16 +229,19 @@ class Lease:
 
     async def _send(self, step: Step[Any], name: str, tasks: list[Any], caller: CachingCaller) -> None:
         start = caller.usage.completion_tokens
+        self.backlog, self._answered, self._sending = len(tasks), 0, time.monotonic()
 
         async def one(t: Any) -> int:
+            self.backlog -= 1
             await step.work(t, caller)
+            self._answered += 1
             return caller.usage.completion_tokens - start
 
         line = self.runner.progress.stage(name, len(tasks))
         try:
-            assert caller.engine is not None
-            await run_in_order(tasks, one, capacity(caller.engine), line)
+            await run_in_order(tasks, one, lambda: capacity(self.servers), line)  # grows as replicas join
         finally:
+            self.backlog = 0
             line.end()
 
     def close(self) -> None:
@@ -236,6 +271,8 @@ class Runner:
         self._check_fingerprint()
         self._earlier_jobs = recorded_jobs(self.store)  # other sessions' jobs, kept as they are
         self._answers_ready = asyncio.Event()
+        self._leases: dict[Job, Lease] = {}  # each running job's lease (its servers)
+        self._ended: dict[Job, asyncio.Event] = {}  # set when the job has ended
 
     def _check_fingerprint(self) -> None:
         fp = self.config.fingerprint()
@@ -275,7 +312,7 @@ class Runner:
 
     def schedule(self, items: int) -> Schedule:
         jobs, last = study_jobs(self.config, items, self.local)
-        return Schedule(jobs, self.groups, self.holds, last_system=last)
+        return Schedule(jobs, self.groups, self.holds, last_system=last, spare=self.config.engine.replicas)
 
     async def run(self) -> RunReport:
         items = self.prepare()
@@ -290,13 +327,19 @@ class Runner:
                     if group is not None:
                         free.remove(group)
                     lanes[asyncio.create_task(self._lane(schedule, ctx, items, job, group))] = group
+                for job, group in schedule.replicate(free, self._work_left, self.config.engine.replica_min_s):
+                    free.remove(group)
+                    lanes[asyncio.create_task(self._replica(schedule, job, group))] = group
                 assert lanes, "the schedule is stuck"
-                done, _ = await asyncio.wait(lanes, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(lanes, timeout=SPARE_CHECK_S if free and schedule.spare else None,
+                                             return_when=asyncio.FIRST_COMPLETED)
                 for lane in done:
                     group = lanes.pop(lane)
                     lane.result()  # a failed job stops the run (the others are cancelled below)
                     if group is not None:
                         free.append(group)
+            await asyncio.gather(*lanes)  # replicas of the last jobs, leaving now that their jobs have ended
+            lanes.clear()
         finally:
             for lane in lanes:
                 lane.cancel()
@@ -327,10 +370,13 @@ class Runner:
                 current: Job | None = job
                 ended: float | None = None  # a following job starts the moment its systems job ends
                 while current is not None:
+                    self._leases[current] = lease
                     record, loads_before = self._job_started(current, group, at=ended), lease.loads
                     if current.stage == "systems":
                         await lease.run([s.step(ctx, current.model, items, None) for s in stages("systems")])
                         following = schedule.keep(current)
+                        if following is not None and schedule.running[following] == group:
+                            self._leases[following] = lease  # its judges job runs on in this load
                         self._answers_ready.set()
                         self._answers_ready = asyncio.Event()
                     else:
@@ -338,9 +384,97 @@ class Runner:
                         schedule.end(current)
                         following = None
                     ended = self._job_ended(record, lease.loads > loads_before)
+                    self._ended_event(current).set()
+                    if following is not None and group is not None and schedule.running[following] != group:
+                        # its judges job started early elsewhere: this group and load join it as a replica
+                        if lease.engine is None:
+                            schedule.release(following, group)  # nothing loaded here (all from the cache)
+                        else:
+                            await self._serve(schedule, following, group, lease.engine, self._job_started(
+                                following, group, at=ended, replica=True), loaded=False)
+                        following = None
                     current = following
             finally:
                 lease.close()
+
+    def _ended_event(self, job: Job) -> asyncio.Event:
+        return self._ended.setdefault(job, asyncio.Event())
+
+    def _work_left(self, job: Job) -> float:
+        lease = self._leases.get(job)
+        return lease.work_left() if lease is not None else 0.0
+
+    async def _replica(self, schedule: Schedule, job: Job, group: DeviceGroup) -> None:
+        """One more server of a running job's model on an idle group: loaded (unless the job ends first
+        and the schedule has no next job of the model for the group), joined to the job's servers until
+        the job ends, then to the model's next job when the schedule moves the group there. A replica
+        that fails to start or goes down stops alone: the job goes on."""
+        card = self.config.card(job.model)
+        record = self._job_started(job, group, replica=True)
+        self.progress.note(f"starting a replica of {job.model} on {group.label} for its {job.stage} job "
+                           f"(about {self._work_left(job):.0f} s of work left per server)")
+        async with AsyncExitStack() as stack:
+            opening = asyncio.ensure_future(stack.enter_async_context(self.engines.open(card, self.progress.note, group)))
+            current: Job | None = job
+            while current is not None and not opening.done():
+                ended = asyncio.ensure_future(self._ended_event(current).wait())
+                try:
+                    await asyncio.wait((opening, ended), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    ended.cancel()
+                if not opening.done():  # the job ended first: load on for the model's next job, if any
+                    at = self._job_ended(record, False)
+                    current = self._next_served(schedule, current, group)
+                    if current is not None:
+                        record = self._job_started(current, group, at=at, replica=True)
+            if current is None:
+                opening.cancel()
+                await asyncio.gather(opening, return_exceptions=True)
+                return
+            try:
+                engine = await opening
+            except (DualjudgeError, EngineDown, OSError) as e:
+                self.progress.note(f"the replica of {job.model} on {group.label} did not start ({e}); "
+                                   f"the job goes on without it")
+                schedule.release(current, group)
+                self._job_ended(record, False)
+                return
+            self.report.models_loaded.append(job.model)
+            await self._serve(schedule, current, group, engine, record, loaded=True)
+
+    @staticmethod
+    def _next_served(schedule: Schedule, job: Job, group: DeviceGroup) -> Job | None:
+        """The job of the same model the schedule gave `group` to when `job` ended (same load), if any."""
+        return next((j for j, groups in schedule.replicas.items() if group in groups and j.model == job.model), None)
+
+    async def _serve(self, schedule: Schedule, job: Job, group: DeviceGroup, engine: Engine, record: JobRecord,
+                     loaded: bool) -> None:
+        """Serve `job` as a replica with an open engine until it ends (or the replica goes down), then the
+        next job of the same model the schedule gave this group to, in the same load."""
+        current: Job | None = job
+        while current is not None:
+            ended = self._ended_event(current)
+            lost = False
+            if not ended.is_set():
+                server = self._leases[current].join(engine, group)
+                waits = (asyncio.ensure_future(ended.wait()), asyncio.ensure_future(server.lost.wait()))
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waits:
+                        w.cancel()
+                    self._leases[current].leave(server)
+                    record.requests = server.served
+                lost = server.lost.is_set() and not ended.is_set()
+            at = self._job_ended(record, loaded)
+            if lost:
+                self.progress.note(f"the replica of {current.model} on {group.label} went down; the job goes on "
+                                   f"without it")
+                schedule.release(current, group)
+                return
+            current = self._next_served(schedule, current, group)
+            if current is not None:
+                record, loaded = self._job_started(current, group, at=at, replica=True), False
 
     async def _judges(self, lease: Lease, ctx: steps.Context, items: list[Any], schedule: Schedule,
                       judge: str) -> None:
@@ -360,10 +494,11 @@ class Runner:
                 await self._answers_ready.wait()
         await lease.run([s.step(ctx, judge, items, None) for s in stages("judges") if not s.as_answers_arrive])
 
-    def _job_started(self, job: Job, group: DeviceGroup | None, at: float | None = None) -> JobRecord:
+    def _job_started(self, job: Job, group: DeviceGroup | None, at: float | None = None,
+                     replica: bool = False) -> JobRecord:
         started = at if at is not None else round(time.time(), 3)
         record = JobRecord(model=job.model, stage=job.stage, group=group.label if group is not None else None,
-                           started_at=started, session=self.session)
+                           started_at=started, session=self.session, replica=replica)
         self.report.jobs.append(record)
         self._save_jobs()
         return record

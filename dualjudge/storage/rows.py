@@ -199,3 +199,5 @@ class JobRecord(BaseModel):
     ended_at: float | None = None
     session: str
     loaded: bool | None = None  # False: answered from the cache, or ran on in its systems job's load
+    replica: bool = False  # one more server of a job whose first server runs on another group
+    requests: int | None = None  # a replica's: the requests it answered for the job
