@@ -455,6 +455,7 @@ class Runner:
         while current is not None:
             ended = self._ended_event(current)
             lost = False
+            record.requests = 0
             if not ended.is_set():
                 server = self._leases[current].join(engine, group)
                 waits = (asyncio.ensure_future(ended.wait()), asyncio.ensure_future(server.lost.wait()))
