@@ -118,8 +118,8 @@ class Schedule:
         out: list[tuple[Job, DeviceGroup | None]] = []
         for early in (False, True) if self.spare else (False,):
             for job in list(self.pending):
-                if job.stage == "judges" and self.systems_models and not self.systems_done:
-                    continue  # nothing to judge yet: the group may serve a systems job meanwhile
+                if self.spare and job.stage == "judges" and self.systems_models and not self.systems_done:
+                    continue  # nothing to judge yet: the group may serve a systems job as a replica meanwhile
                 if job.stage == "judges" and self._own_systems_open(job.model):
                     if not (early and job.local and self._own_systems_running(job.model)):
                         continue
