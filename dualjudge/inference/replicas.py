@@ -33,16 +33,11 @@ class Servers:
     def __init__(self, model_identity: str) -> None:
         self.model_identity = model_identity
         self.servers: list[Server] = []
-        self.lost: list[str] = []  # each replica that went down: label and why
 
     @property
     def capacity(self) -> int:
         """Requests worth keeping in flight: every server's capacity (0 while none is open)."""
         return sum(s.capacity for s in self.servers)
-
-    @property
-    def replicas(self) -> int:
-        return sum(not s.first for s in self.servers)
 
     def add(self, engine: Engine, label: str, first: bool = False) -> Server:
         server = Server(engine, label, first, capacity(engine))
@@ -62,12 +57,11 @@ class Servers:
                 result = await server.engine.generate(request)
                 server.served += 1
                 return result
-            except EngineDown as e:
+            except EngineDown:
                 if server.first:
                     raise
                 if server in self.servers:
                     self.remove(server.engine)
-                    self.lost.append(f"{server.label}: {e}")
                     server.lost.set()
             finally:
                 server.outstanding -= 1
