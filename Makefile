@@ -42,9 +42,10 @@ demo: $(STAMP)
 	$(VENV)/bin/dualjudge analyze benchmarks/simulated/cross-family.parquet --out $(DEMO_DIR)/simulated
 
 # Every vLLM module, name, flag, field and route dualjudge uses, in the installed build and in the
-# GPU wheel the `gpu` extra pins (downloaded without dependencies, read as source, never imported).
+# GPU wheel the `gpu` extra pins (downloaded without dependencies, read as source, never imported);
+# the newest vllm on PyPI too, where a missing use is a warning line (what the next pin bump must change).
 check-vllm: $(STAMP)
-	$(PY) -m dualjudge.inference.vllm_check --pinned
+	$(PY) -m dualjudge.inference.vllm_check --pinned --newest
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

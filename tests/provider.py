@@ -11,8 +11,9 @@ Faults: "500", "503", "429" (Retry-After: 0), "reset" (the connection closed wit
 "html" (200 with an HTML page), "not_json" (200, application/json, not JSON), "empty_choices",
 "length" (finish_reason "length", the text cut in half), "off_schema" (valid JSON outside the schema),
 "markup" (an answer full of HTML and script markup), "404" (as a base URL without /v1 gets).
-GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`. `delay_s` slows every good
-answer; `max_in_flight` counts the most requests it held at once.
+GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`; GET /metrics answers `metrics`
+(Prometheus text; with `count_tokens`, token counters that grow at every poll, as a busy vLLM's do).
+`delay_s` slows every good answer; `max_in_flight` counts the most requests it held at once.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ class Provider(ThreadingHTTPServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.delay_s = 0.0  # seconds before each good answer
+        self.metrics: str | None = None  # GET /metrics (None: 404)
+        self.count_tokens = False  # GET /metrics: generation counters that grow at each poll
+        self.polls = 0
         self.vary = False  # number each free-text answer, so no two answers (and no two judge requests) are alike
         self.answered = 0
         self.lock = threading.Lock()
@@ -123,6 +127,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found"}})  # the API lives under /v1, as real ones do
         elif self.path.endswith("/health"):
             self._json(500 if self.server.unhealthy else 200, {})
+        elif self.path.endswith("/metrics") and (self.server.metrics is not None or self.server.count_tokens):
+            self.server.polls += 1
+            text = self.server.metrics or f'vllm:generation_tokens_total{{engine="0"}} {self.server.polls * 7.0}\n'
+            self._raw(200, text.encode(), "text/plain; version=0.0.4")
         elif self.path.endswith("/version"):
             self._json(200, {"version": "fake"})
         elif self.path.endswith("/models"):

@@ -45,6 +45,15 @@ def test_the_image_does_not_forbid_fetching_weights():
     assert not any("HF_HUB_OFFLINE" in line for line in env_lines)
 
 
+def test_the_image_runs_unprivileged_under_an_init_and_keeps_vllms_compile_cache():
+    assert re.search(r"^USER 1000:1000$", DOCKERFILE, re.M)  # never root
+    assert re.search(r'^ENTRYPOINT \["tini", "--", "dualjudge"\]$', DOCKERFILE, re.M)
+    cache_root = re.search(r"VLLM_CACHE_ROOT=(\S+)", DOCKERFILE)
+    assert cache_root and f":{cache_root.group(1)}" in DOCKERFILE  # the documented run mounts it
+    readme = (ROOT / "README.md").read_text()
+    assert '--user "$(id -u):$(id -g)"' in readme and "--init" in readme
+
+
 def test_the_image_is_the_vllm_the_gpu_extra_pins():
     pinned = re.search(r'gpu\s*=\s*\["vllm==([^"]+)"\]', (ROOT / "pyproject.toml").read_text())
     image = re.search(r"^FROM vllm/vllm-openai:v(\S+)$", DOCKERFILE, re.M)
@@ -55,7 +64,7 @@ def test_the_documented_volumes_hold_the_shared_response_cache():
     cache = re.search(r'^cache = "([^"]+)"', (ROOT / "benchmarks" / "cross-family.toml").read_text(), re.M)
     assert cache is not None
     mounted = re.findall(r"-v \S+:(\S+)", DOCKERFILE)
-    home = cache.group(1).replace("~", "/root")
+    home = cache.group(1).replace("~", "/home/dualjudge")
     assert any(home.startswith(m.rstrip("/") + "/") for m in mounted), (home, mounted)
     readme = (ROOT / "README.md").read_text()
     assert all(m in readme for m in mounted)

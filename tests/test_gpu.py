@@ -9,7 +9,8 @@ import pytest
 
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.devices import resolve
-from dualjudge.inference.preflight import check_models, visible_gpus
+from dualjudge.inference.gpus import visible_gpus
+from dualjudge.inference.preflight import check_models
 from dualjudge.inference.types import GenerationRequest, Message, Sampling
 from dualjudge.inference.weights import locate
 from dualjudge.protocol import QualityVerdict
@@ -21,7 +22,7 @@ def test_the_gpus_are_seen_with_their_free_memory_and_auto_gives_one_group_each(
     gpus = visible_gpus()
     assert gpus and all(g.free_gb > 0 for g in gpus)
     groups = resolve("auto", 3)
-    assert [g.kind for g in groups] == ["gpu"] * len(gpus) and all(g.memory_gb for g in groups)
+    assert [g.kind for g in groups] == ["gpu"] * len(gpus) and all(g.gpus for g in groups)
 
 
 def test_the_memory_check_runs_against_the_real_gpus():

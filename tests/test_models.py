@@ -29,7 +29,7 @@ def test_vllm_arguments_come_from_the_card():
     template = Path(args[args.index("--chat-template") + 1])
     assert template.is_file() and "<start_of_turn>" in template.read_text()
     qwen = get_card("qwen2.5-vl-7b-instruct").vllm_cli_args()
-    assert json.loads(qwen[qwen.index("--limit-mm-per-prompt") + 1]) == {"image": 1}
+    assert json.loads(qwen[qwen.index("--limit-mm-per-prompt") + 1]) == {"image": 1, "video": 0}
     assert "--trust-remote-code" in get_card("internvl3-8b").vllm_cli_args()
 
 

@@ -9,9 +9,7 @@ import sqlite3
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import pytest
-
-from dualjudge.errors import DualjudgeError
+from dualjudge.errors import ServerStartFailed
 from dualjudge.inference.types import EngineDown
 from dualjudge.runs.progress import QuietProgress
 from dualjudge.studies.job import run_job
@@ -143,19 +141,23 @@ class FailsToLoad(Recorder):
     async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
         if card.name == "gemma-3-270m":
             await asyncio.sleep(0.01)
-            raise DualjudgeError("vLLM server for gemma-3-270m exited with status 1 while starting")
+            raise ServerStartFailed("vLLM server for gemma-3-270m exited with status 1 while starting")
         async with super().open(card, on_event, group) as engine:
             yield engine
 
 
-def test_a_job_that_fails_stops_the_run_and_closes_every_engine(tmp_path):
+def test_a_model_that_cannot_load_stops_its_own_jobs_only_and_every_engine_is_closed(tmp_path):
     engines = FailsToLoad()
-    with pytest.raises(DualjudgeError, match="gemma-3-270m exited"):
-        run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=engines)
-    assert engines.loaded == ["smollm2-135m-instruct"] and engines.closed == ["smollm2-135m-instruct"]
-    # what smollm answered is kept; a rerun with a working engine finishes the rest and sends nothing twice
+    report = run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=engines).report
+    assert engines.loaded == engines.closed == ["smollm2-135m-instruct"]  # every started engine closed
+    assert report.failed_jobs and all("gemma-3-270m" in line for line in report.failed_jobs)
+    assert any("exited with status 1 while starting" in line for line in report.failed_jobs)
+    with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:  # smollm's own answers all finished
+        assert dict(con.execute("SELECT status, COUNT(*) FROM answers WHERE system_model = 'smollm2-135m-instruct' "
+                                "GROUP BY status")) == {"ok": 24}
+    # a rerun with a working engine does only gemma's work and sends nothing twice
     resumed = Recorder()
-    run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=resumed)
+    assert not run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=resumed).report.failed_jobs
     with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
         assert con.execute("SELECT COUNT(*) - COUNT(DISTINCT key) FROM request_log WHERE ok = 1").fetchone()[0] == 0
         assert dict(con.execute("SELECT status, COUNT(*) FROM answers GROUP BY status")) == {"ok": 48}

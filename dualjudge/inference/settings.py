@@ -67,7 +67,10 @@ class EngineSettings(BaseModel):
     retries: Int = setting(4, affects_results=False, ge=0, le=20)
     # seconds one request may take before it counts as failed (and, for a local server, as a hang)
     request_timeout_s: Float = setting(600.0, affects_results=False, gt=0)
-    # how often a model's server that died or hangs is started again before the run stops
+    # a local server holding requests while producing no token this long is hung, and is restarted
+    # (inference/watch.py: its /metrics token counters, read every 5 s)
+    stall_s: Float = setting(60.0, affects_results=False, gt=0, le=86400)
+    # how often a model's server that died, hangs or does not start is started again before its job stops
     server_restarts: Int = setting(1, affects_results=False, ge=0, le=10)
     # for attached endpoints; never written to the store or the manifest
     api_key: SecretStr = setting(SecretStr("EMPTY"), affects_results=False)

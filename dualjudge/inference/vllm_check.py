@@ -9,7 +9,11 @@ The installed build is also checked live: every flag through its own argument pa
 
     python -m dualjudge.inference.vllm_check                 # the installed build
     python -m dualjudge.inference.vllm_check --pinned        # and the GPU wheel the `gpu` extra pins
+    python -m dualjudge.inference.vllm_check --newest        # and the newest vllm on PyPI (warnings only)
     python -m dualjudge.inference.vllm_check --wheel FILE    # any wheel
+
+A use missing in the installed build or the pinned wheel fails the check; one missing only in the newest
+release is a warning line: it names what the next pin bump has to change, before anyone bumps it.
 """
 
 from __future__ import annotations
@@ -120,13 +124,17 @@ def _frontend_fields(tree: ast.Module) -> set[str]:
     return out
 
 
-ROUTE_METHODS = {"get", "post", "api_route", "add_api_route", "route"}
+ROUTE_METHODS = {"get", "post", "api_route", "add_api_route", "route", "Mount"}
 
 
 def _routes(tree: ast.Module) -> set[str]:
-    """Paths routed by `@router.get("/health")`, `app.add_api_route("/x", ...)` and the like."""
+    """Paths routed by `@router.get("/health")`, `app.add_api_route("/x", ...)`, `Mount("/metrics", ...)`
+    and the like."""
+    def called(f: ast.expr) -> str | None:
+        return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+
     return {n.args[0].value for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ROUTE_METHODS
+            if isinstance(n, ast.Call) and called(n.func) in ROUTE_METHODS
             and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)}
 
 
@@ -152,7 +160,7 @@ def found_in(sources: Sources, use: Use, where: str) -> bool:
         return members is not None and member in members
     if use.kind == "flag":
         return use.what in _strings(tree) or use.what.removeprefix("--").replace("-", "_") in _frontend_fields(tree)
-    return use.what in _strings(tree)  # env
+    return use.what in _strings(tree)  # env, metric
 
 
 @dataclass
@@ -161,14 +169,18 @@ class Report:
     missing: list[Use] = field(default_factory=list)
     live: list[str] = field(default_factory=list)  # flags the installed parser itself refuses
     checked: int = 0
+    advisory: bool = False  # the newest release: what it lacks is a warning, not a failure
 
     @property
     def ok(self) -> bool:
-        return not self.missing and not self.live
+        return self.advisory or (not self.missing and not self.live)
 
     def lines(self) -> list[str]:
-        out = [f"{self.build}: {self.checked} uses checked, " + ("all present" if self.ok else "MISSING:")]
-        out += [f"  {u.kind} {u.what} (looked in {' or '.join(u.where)}): {u.why}" for u in self.missing]
+        clean = not self.missing and not self.live
+        verdict = "all present" if clean else ("WARNING, missing (not yet pinned):" if self.advisory else "MISSING:")
+        out = [f"{self.build}: {self.checked} uses checked, {verdict}"]
+        tag = "warning: " if self.advisory else ""
+        out += [f"  {tag}{u.kind} {u.what} (looked in {' or '.join(u.where)}): {u.why}" for u in self.missing]
         out += [f"  flag {f}: refused by the installed server's own argument parser" for f in self.live]
         return out
 
@@ -213,8 +225,19 @@ def pinned_gpu_version() -> str:
     return m.group(1)
 
 
+def newest_version() -> str:
+    """The newest vllm release on the package index pip is configured with."""
+    done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "vllm", "--disable-pip-version-check"],
+                          capture_output=True, text=True)
+    m = re.search(r"^vllm \(([^)]+)\)", done.stdout, re.M)
+    if done.returncode != 0 or m is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise SystemExit(f"could not ask the package index for vllm's newest release: {tail[0]}")
+    return m.group(1)
+
+
 def download_wheel(version: str, cache: Path) -> Path:
-    """The pinned GPU wheel, downloaded once (without its dependencies) into `cache`."""
+    """A GPU wheel of vllm, downloaded once (without its dependencies) into `cache`."""
     cache.mkdir(parents=True, exist_ok=True)
     found = sorted(cache.glob(f"vllm-{version}-*.whl"))
     if found:
@@ -233,6 +256,8 @@ def download_wheel(version: str, cache: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--pinned", action="store_true", help="also check the GPU wheel the gpu extra pins")
+    ap.add_argument("--newest", action="store_true",
+                    help="also check the newest vllm on PyPI; what it lacks is a warning, not a failure")
     ap.add_argument("--wheel", type=Path, action="append", default=[], help="also check this wheel")
     ap.add_argument("--no-installed", action="store_true", help="skip the installed build")
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("DUALJUDGE_CACHE", "~/.cache/dualjudge")).expanduser()
@@ -254,8 +279,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.pinned:
         wheels.append(download_wheel(pinned_gpu_version(), args.cache))
     reports += [check_sources(Sources(w)) for w in wheels]
+    if args.newest:
+        newest = newest_version()
+        if not args.pinned or newest != pinned_gpu_version():
+            report = check_sources(Sources(download_wheel(newest, args.cache)), f"newest on PyPI, vllm {newest}")
+            report.advisory = True
+            reports.append(report)
     if args.json:
-        print(json.dumps([{"build": r.build, "ok": r.ok, "checked": r.checked,
+        print(json.dumps([{"build": r.build, "ok": r.ok, "advisory": r.advisory, "checked": r.checked,
                            "missing": [f"{u.kind} {u.what}" for u in r.missing], "refused_flags": r.live}
                           for r in reports], indent=2))
     else:

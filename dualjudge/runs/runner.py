@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dualjudge.config import RunConfig
-from dualjudge.errors import DualjudgeError
+from dualjudge.errors import DualjudgeError, ServerStartFailed
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.devices import DeviceGroup, check_placement, resolve
 from dualjudge.inference.engines import EngineFactory, Engines, runs_on_devices
@@ -70,6 +70,7 @@ class RunReport:
     verdict_failures: dict[str, dict[str, int]] = field(default_factory=dict)  # per judge model, by kind
     jobs: list[JobRecord] = field(default_factory=list)  # this session's jobs (manifest.json["jobs"])
     restarts: list[str] = field(default_factory=list)  # each engine that went down and was started again, and why
+    failed_jobs: list[str] = field(default_factory=list)  # each job that stopped (its model could not serve), and why
 
 
 def expected_costs(config: RunConfig, items: int) -> dict[tuple[str, str], float]:
@@ -102,11 +103,16 @@ def runs_here(config: RunConfig, model: str) -> bool:
     return runs_on_devices(config.card(model), config.engine)
 
 
+def all_groups(config: RunConfig) -> list[DeviceGroup]:
+    """The run's device groups, as `engine.devices` names them on this machine."""
+    local = [m for m in config.all_models() if runs_here(config, m)]
+    return resolve(config.engine.devices, len(local), in_process=config.engine.backend == "transformers")
+
+
 def device_groups(config: RunConfig) -> list[DeviceGroup]:
     """The run's device groups, checked to hold every model that runs here (a one-line error if not)."""
-    local = [m for m in config.all_models() if runs_here(config, m)]
-    groups = resolve(config.engine.devices, len(local), in_process=config.engine.backend == "transformers")
-    check_placement(groups, [config.card(m) for m in local])
+    groups = all_groups(config)
+    check_placement(groups, [config.card(m) for m in config.all_models() if runs_here(config, m)])
     return groups
 
 
@@ -115,16 +121,17 @@ SPARE_CHECK_S = 5.0  # how often a run with an idle group looks again for a job 
 
 
 class ServerFailed(DualjudgeError):
-    """A model's engine went down more often than `engine.server_restarts` allows: the run stops, and a
-    rerun does the missing work."""
+    """A model's engine did not start, or went down, more often than `engine.server_restarts` allows: its
+    job stops (the other jobs go on), and a rerun does its missing work."""
 
 
 class Lease:
     """A model on a device group for one or more jobs: its steps, each answered from the cache first;
     the engine is opened (at the first step with work left) only if the cache cannot answer all. When
-    the engine goes down (its server died or hangs, or every endpoint keeps failing), the step's work in
-    flight is dropped unrecorded, the engine is closed and opened again (`engine.server_restarts`
-    times), and the step goes on with what is left; past that, the run stops with one line."""
+    the engine does not start (its server exits or times out while loading) or goes down (its server died
+    or hangs, or every endpoint keeps failing), the step's work in flight is dropped unrecorded, the engine
+    is closed (its group freed) and opened again (`engine.server_restarts` times), and the step goes on
+    with what is left; past that, ServerFailed: the job stops with one line."""
 
     def __init__(self, runner: Runner, model: str, group: DeviceGroup | None, stack: AsyncExitStack) -> None:
         self.runner = runner
@@ -168,7 +175,11 @@ class Lease:
             line.end()
             while remaining:
                 if self.caller is None:
-                    await self._open(card, identity)
+                    try:
+                        await self._open(card, identity)
+                    except (ServerStartFailed, EngineDown) as e:  # the server exited or timed out while loading
+                        await self._engine_down(f"it did not start: {' '.join(str(e).split())}")
+                        continue
                 assert self.caller is not None
                 try:
                     await self._send(step, f"{step.name}{suffix}", remaining, self.caller)
@@ -220,8 +231,7 @@ class Lease:
         where = f" on {self.group.label}" if self.group is not None else ""
         await self._close_engine()
         if self.restarts_left <= 0:
-            raise ServerFailed(f"{self.model}{where} stopped: {reason}. The run stopped; run the same command again "
-                               f"to do only the missing work")
+            raise ServerFailed(f"{self.model}{where} stopped: {reason}")
         self.restarts_left -= 1
         self.runner.report.restarts.append(f"{self.model}{where}: {reason}")
         self.runner.progress.note(f"{self.model}{where} stopped: {reason}; starting it again "
@@ -273,6 +283,7 @@ class Runner:
         self._answers_ready = asyncio.Event()
         self._leases: dict[Job, Lease] = {}  # each running job's lease (its servers)
         self._ended: dict[Job, asyncio.Event] = {}  # set when the job has ended
+        self._failed: dict[str, str] = {}  # models whose job stopped in this session, and why
 
     def _check_fingerprint(self) -> None:
         fp = self.config.fingerprint()
@@ -363,7 +374,9 @@ class Runner:
     async def _lane(self, schedule: Schedule, ctx: steps.Context, items: list[Any], job: Job,
                     group: DeviceGroup | None) -> None:
         """One model on one group: its job, and its judges job after its systems job when the schedule
-        keeps it there (same load)."""
+        keeps it there (same load). A job whose model cannot serve (ServerFailed) stops alone: it is
+        recorded as failed, the jobs waiting on it go on, and the model's later jobs in this session stop
+        at once (what failed to load once fails again)."""
         async with AsyncExitStack() as stack:
             lease = Lease(self, job.model, group, stack)
             try:
@@ -372,17 +385,13 @@ class Runner:
                 while current is not None:
                     self._leases[current] = lease
                     record, loads_before = self._job_started(current, group, at=ended), lease.loads
-                    if current.stage == "systems":
-                        await lease.run([s.step(ctx, current.model, items, None) for s in stages("systems")])
-                        following = schedule.keep(current)
-                        if following is not None and schedule.running[following] == group:
-                            self._leases[following] = lease  # its judges job runs on in this load
-                        self._answers_ready.set()
-                        self._answers_ready = asyncio.Event()
-                    else:
-                        await self._judges(lease, ctx, items, schedule, current.model)
-                        schedule.end(current)
-                        following = None
+                    try:
+                        if current.model in self._failed:
+                            raise ServerFailed(f"{current.model}: not started ({self._failed[current.model]})")
+                        following = await self._job(schedule, ctx, items, current, group, lease)
+                    except ServerFailed as e:
+                        self._job_failed(schedule, current, record, str(e))
+                        return
                     ended = self._job_ended(record, lease.loads > loads_before)
                     self._ended_event(current).set()
                     if following is not None and group is not None and schedule.running[following] != group:
@@ -396,6 +405,40 @@ class Runner:
                     current = following
             finally:
                 lease.close()
+
+    async def _job(self, schedule: Schedule, ctx: steps.Context, items: list[Any], current: Job,
+                   group: DeviceGroup | None, lease: Lease) -> Job | None:
+        """Run one job's stages; returns the model's judges job when it runs on in this load."""
+        if current.stage == "judges":
+            await self._judges(lease, ctx, items, schedule, current.model)
+            schedule.end(current)
+            return None
+        await lease.run([s.step(ctx, current.model, items, None) for s in stages("systems")])
+        following = schedule.keep(current)
+        if following is not None and schedule.running[following] == group:
+            self._leases[following] = lease  # its judges job runs on in this load
+        self._answers_arrived()
+        return following
+
+    def _answers_arrived(self) -> None:
+        """Wake the judges waiting for answers: a systems job has ended."""
+        self._answers_ready.set()
+        self._answers_ready = asyncio.Event()
+
+    def _job_failed(self, schedule: Schedule, job: Job, record: JobRecord, reason: str) -> None:
+        """A job stopped: recorded with its reason, ended in the schedule (its replicas leave, the judges
+        waiting for its answers go on with what there is), and its model's later jobs will not start."""
+        self._failed.setdefault(job.model, reason)
+        record.failed = reason
+        self._job_ended(record, False)
+        if job in schedule.running:
+            schedule.end(job)
+        self._ended_event(job).set()
+        if job.stage == "systems":
+            self._answers_arrived()
+        line = f"the {job.stage} job of {reason}"
+        self.report.failed_jobs.append(line)
+        self.progress.note(f"{line}; the other jobs go on, and the same command run again redoes its work")
 
     def _ended_event(self, job: Job) -> asyncio.Event:
         return self._ended.setdefault(job, asyncio.Event())

@@ -33,7 +33,7 @@ with one group neither ever applies, so `devices = [[0]]` keeps the order above 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -244,17 +244,23 @@ class Simulation:
 
 def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable[[str, DeviceGroup], bool],
              seconds: dict[tuple[str, Stage], float], *, shares: dict[str, float] | None = None,
-             probe_share: float = 0.0, load_s: float = 0.0, last_system: str | None = None,
+             probe_share: float = 0.0, load_s: float | Mapping[str, float] = 0.0, last_system: str | None = None,
              replicas: bool = True) -> Simulation:
     """The runner's schedule with each job taking `seconds[(model, stage)]` on one server (plus `load_s` to
-    load); k servers of a job work k times as fast. Replicas are started when a server's share of the work
-    left would be at least twice a load; `replicas=False`: no replicas and no early judges.
+    load: seconds for every model, or per model, as the plan's roofline.load_seconds gives them); k servers
+    of a job work k times as fast. Replicas are started when a server's share of the work left would be at
+    least twice the longest load; `replicas=False`: no replicas and no early judges.
 
     A judges job's work is fluid: `shares[system model]` of its verdicts (shares of the answers, equal by
     default; summing to 1 - probe_share) become available when that system model's systems job ends, and
     `probe_share` (the probes) once all have ended; it idles when nothing is available.
     """
     schedule = Schedule(jobs, groups, holds, last_system, spare=replicas)
+
+    def loading(model: str) -> float:
+        return load_s if isinstance(load_s, (int, float)) else load_s.get(model, 0.0)
+
+    max_load = max((loading(j.model) for j in jobs), default=0.0)
     systems = sorted(schedule.systems_models)
     shares = shares or {m: (1.0 - probe_share) / max(1, len(systems)) for m in systems}
     now = 0.0
@@ -266,7 +272,8 @@ def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable
     def begin(job: Job, group: DeviceGroup | None, loaded: bool, replica: bool = False, load: float = 0.0) -> None:
         """A server of `job` starts on `group`: loading (`loaded`), or in a load already there (`load`: what
         is left of it, for a replica still loading when its job ended)."""
-        state.setdefault(job, _Running()).servers[group] = _Server(now, loaded, replica, load_s if loaded else load)
+        state.setdefault(job, _Running()).servers[group] = _Server(now, loaded, replica,
+                                                                   loading(job.model) if loaded else load)
 
     def available(job: Job) -> float:
         total = seconds[(job.model, job.stage)]
@@ -285,7 +292,7 @@ def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable
             if group is not None:
                 free.remove(group)
         if replicas:
-            for job, group in schedule.replicate(free, work_left, minimum=2 * load_s):
+            for job, group in schedule.replicate(free, work_left, minimum=2 * max_load):
                 begin(job, group, True, replica=True)
                 free.remove(group)
 

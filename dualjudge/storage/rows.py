@@ -201,3 +201,4 @@ class JobRecord(BaseModel):
     loaded: bool | None = None  # False: answered from the cache, or ran on in its systems job's load
     replica: bool = False  # one more server of a job whose first server runs on another group
     requests: int | None = None  # a replica's: the requests it answered for the job
+    failed: str | None = None  # why the job stopped before its work was done (its model could not serve)

@@ -14,14 +14,15 @@ from pydantic import SecretStr
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir
-from dualjudge.inference.engines import EngineFactory
-from dualjudge.inference.preflight import ModelCheck, check_models, failures
+from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency
+from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
+from dualjudge.runs.estimate import DEFAULT_IMAGE_TOKENS
 from dualjudge.runs.progress import Progress
-from dualjudge.runs.runner import Runner, RunReport, device_groups, recorded_jobs
+from dualjudge.runs.runner import Runner, RunReport, all_groups, device_groups, recorded_jobs
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
 from dualjudge.studies.export import RUN_FILES, verdict_table, write_probe_tables, write_table
@@ -40,11 +41,30 @@ def caveats(config: RunConfig) -> list[str]:
     return [SMALL_MODELS_NOTE] if all(b is not None and b < 1 for b in sizes) else []
 
 
+PROMPT_TOKENS = {"system": 350, "judge": 550}  # a request's own text: instructions, item, reference, rubric
+
+
+def study_loads(config: RunConfig) -> dict[str, Load]:
+    """What the study asks of one GPU server of each model at once: its requests in flight, and the tokens
+    its larger kind of request holds (a system: prompt, image and answer; a judge: prompt, the answer it
+    judges and its verdict)."""
+    out = {}
+    for model, roles in config.roles().items():
+        card = config.card(model)
+        image = (card.image_tokens or DEFAULT_IMAGE_TOKENS) if config.testbed.modality == "image" else 0
+        tokens = max(PROMPT_TOKENS["system"] + image + config.systems.max_tokens if "system" in roles else 0,
+                     PROMPT_TOKENS["judge"] + config.systems.max_tokens + config.judges.max_tokens
+                     if "judge" in roles else 0)
+        out[model] = Load(gpu_server_concurrency(card, config.engine), tokens)
+    return out
+
+
 def preflight(config: RunConfig, for_run: bool = True) -> list[ModelCheck]:
-    """Every model of the study checked against this machine, loading nothing."""
+    """Every model of the study checked against this machine, on the run's device groups, loading nothing."""
     return check_models(config.roles(), config.cards(), config.engine.backend, config.testbed.modality,
                         frozenset(config.engine.endpoints), for_run=for_run,
-                        regex=config.systems.sign_type == "constrained")
+                        regex=config.systems.sign_type == "constrained", groups=all_groups(config),
+                        loads=study_loads(config))
 
 
 def require_preflight(config: RunConfig) -> list[ModelCheck]:
@@ -73,10 +93,14 @@ EXIT_NOTHING = 3  # no answer, or no verdict, came back usable: the study measur
 EXIT_ERRORS = 4  # some requests ended in errors (transport or engine): a rerun would redo them
 
 
-def exit_status(c: dict[str, dict[str, int]]) -> tuple[int, str | None]:
+def exit_status(c: dict[str, dict[str, int]], failed_jobs: list[str] | None = None) -> tuple[int, str | None]:
     """The run's exit code and why: 0 when the work is done (parse failures of weak models are results,
-    not failures of the run), EXIT_ERRORS when requests ended in errors that a rerun would redo,
-    EXIT_NOTHING when no answer or no verdict could be made at all."""
+    not failures of the run), EXIT_ERRORS when requests ended in errors or jobs stopped (a model that
+    could not start or kept failing) that a rerun would redo, EXIT_NOTHING when no answer or no verdict
+    could be made at all."""
+    if failed_jobs:
+        return EXIT_ERRORS, (f"{len(failed_jobs)} job(s) stopped: {'; '.join(failed_jobs)}. Every other job finished; "
+                             f"rerun the same command to redo only their work")
     answers, verdicts = c.get("answers", {}), c.get("verdicts", {})
     for what, table in (("answer", answers), ("verdict", verdicts)):
         if sum(table.values()) and not table.get("ok"):

@@ -1,5 +1,6 @@
 """Smoke before the study: each model of a configuration started as the run would start it and asked one
-constrained system request and one verdict request, one model at a time.
+constrained system request and one verdict request, on the device groups the run would use, side by
+side: each group takes the next model it can hold (models served elsewhere need no group).
 
 What the static preflight cannot see shows up here in minutes, per model: a missing chat template (HTTP
 400 on every request), an image processor that fails under the installed transformers, a gated hub
@@ -19,10 +20,12 @@ from typing import Literal
 
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import EngineDown, Sampling
 from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.systems import Item, run_system
+from dualjudge.runs.runner import device_groups, runs_here
 from dualjudge.runs.testbed import testbed_items
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import build_variants, variant_rows
@@ -36,6 +39,7 @@ class SmokeResult:
     roles: list[str]
     status: Literal["ok", "fail"] = "ok"
     load_s: float | None = None
+    group: str = "-"  # the device group it was started on ("-": served elsewhere)
     system: str = "-"  # "ok", or what went wrong; "-" for a model that only judges
     verdict: str = "-"  # "ok", or what went wrong; "-" for a model that only answers
     detail: str = ""
@@ -58,13 +62,13 @@ def _outcome(status: str, detail: str | None) -> str:
 
 
 async def smoke_model(config: RunConfig, engines: EngineFactory, model: str, roles: list[str], item: Item,
-                      on_event: Callable[[str], None]) -> SmokeResult:
-    result = SmokeResult(model, roles)
+                      on_event: Callable[[str], None], group: DeviceGroup | None = None) -> SmokeResult:
+    result = SmokeResult(model, roles, group=group.label if group else "-")
     card = config.card(model)
     sign = default_catalogue().sign(item.sign_code)
     started = time.perf_counter()
     try:
-        async with engines.open(card, on_event) as engine:
+        async with engines.open(card, on_event, group) as engine:
             result.load_s = round(time.perf_counter() - started, 1)
             answer_text = SMOKE_ANSWER
             if "system" in roles:
@@ -89,15 +93,34 @@ async def smoke_model(config: RunConfig, engines: EngineFactory, model: str, rol
 
 def smoke(config: RunConfig, log_dir: Path, on_event: Callable[[str], None] = lambda _: None,
           engines: EngineFactory | None = None) -> list[SmokeResult]:
-    """Every model of the study, one at a time (each server stopped before the next starts)."""
+    """Every model of the study, on the run's device groups side by side (each group starts the next model
+    it holds once its last one stopped); models served elsewhere all at once. Results in the study's order."""
     engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=log_dir)
+    roles = config.roles()
+    here = [m for m in roles if runs_here(config, m)]
+    groups = device_groups(config) if here else []
     with tempfile.TemporaryDirectory(prefix="dualjudge-smoke-") as tmp:
         item = smoke_item(config, Path(tmp))
+        results: dict[str, SmokeResult] = {}
 
-        async def all_models() -> list[SmokeResult]:
-            return [await smoke_model(config, engines, m, roles, item, on_event) for m, roles in config.roles().items()]
+        async def on(group: DeviceGroup, queue: list[str]) -> None:
+            while True:
+                model = next((m for m in queue if group.holds(config.card(m))), None)
+                if model is None:
+                    return
+                queue.remove(model)
+                results[model] = await smoke_model(config, engines, model, roles[model], item, on_event, group)
 
-        return asyncio.run(all_models())
+        async def elsewhere(model: str) -> None:
+            results[model] = await smoke_model(config, engines, model, roles[model], item, on_event)
+
+        async def all_models() -> None:
+            queue = list(here)
+            await asyncio.gather(*(on(g, queue) for g in groups),
+                                 *(elsewhere(m) for m in roles if m not in here))
+
+        asyncio.run(all_models())
+        return [results[m] for m in roles if m in results]
 
 
 def smoke_failures(results: list[SmokeResult]) -> str:
