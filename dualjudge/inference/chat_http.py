@@ -19,6 +19,8 @@ from typing import Any
 
 import aiohttp
 
+from dualjudge.inference.urls import scrub
+
 
 class Transient(Exception):
     """A failure worth retrying: the endpoint, not the request."""
@@ -66,18 +68,19 @@ def retry_after(value: str | None) -> float | None:
         return None
 
 
-def _message(data: bytes) -> str:
-    """The error message of a reply body: the OpenAI-style error.message, else the text itself, short."""
+def _message(data: bytes, key: str = "") -> str:
+    """The error message of a reply body: the OpenAI-style error.message, else the text itself, short, with
+    the API key scrubbed before it is cut (a provider may echo the Authorization header)."""
     try:
         payload = json.loads(data)
         error = payload.get("error") if isinstance(payload, dict) else None
         if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])[:300]
+            return scrub(str(error["message"]), key)[:300]
         if isinstance(payload, dict) and payload.get("message"):
-            return str(payload["message"])[:300]
-    except ValueError:
+            return scrub(str(payload["message"]), key)[:300]
+    except (ValueError, RecursionError):
         pass
-    return " ".join(data.decode("utf-8", "replace").split())[:300] or "no body"
+    return scrub(" ".join(data.decode("utf-8", "replace").split()), key)[:300] or "no body"
 
 
 def proxy_for(url: str) -> str | None:
@@ -95,6 +98,7 @@ class ChatClient:
     def __init__(self, base_url: str, api_key: str, timeout_s: float) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self._key = api_key  # scrubbed from every message this client raises (a provider may echo it)
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.proxy = proxy_for(self.url)
         self._session: aiohttp.ClientSession | None = None
@@ -115,18 +119,18 @@ class ChatClient:
         except asyncio.TimeoutError:
             raise RequestTimeout("no answer in time") from None
         except (aiohttp.ClientError, OSError) as e:  # refused, reset, truncated, closed mid-reply
-            raise ConnectionFailed(f"{type(e).__name__}: {str(e)[:160]}") from None
+            raise ConnectionFailed(scrub(f"{type(e).__name__}: {str(e)[:160]}", self._key)) from None
         if status == 429:
-            raise RateLimited(retry_after(after), _message(raw))
+            raise RateLimited(retry_after(after), _message(raw, self._key))
         if status >= 500:
-            raise ServerError(status, _message(raw))
+            raise ServerError(status, _message(raw, self._key))
         if status >= 400:
-            raise StatusError(status, _message(raw))
+            raise StatusError(status, _message(raw, self._key))
         try:
             payload = json.loads(raw)
-        except ValueError:
-            shown = " ".join(raw[:80].decode("utf-8", "replace").split())
-            raise MalformedReply(f"the reply is not a chat completion (not JSON: {shown})") from None
+        except (ValueError, RecursionError):  # RecursionError: JSON nested past Python's stack
+            shown = scrub(" ".join(raw[:80].decode("utf-8", "replace").split()), self._key)
+            raise MalformedReply(f"the reply is not a chat completion (not JSON within bounds: {shown})") from None
         if not isinstance(payload, dict):
             raise MalformedReply(f"the reply is not a chat completion ({type(payload).__name__})")
         return payload

@@ -24,6 +24,7 @@ from typing import Any
 from dualjudge.inference import vllm_api
 from dualjudge.inference.chat_http import ChatClient, MalformedReply, RateLimited, RequestTimeout, StatusError, Transient
 from dualjudge.inference.dialects import DialectName, dialect
+from dualjudge.inference.reply_bounds import content_text, count_problem, text_problem
 from dualjudge.inference.types import EngineDown, GenerationRequest, GenerationResult
 
 TRANSIENT = (Transient,)  # connection lost or refused, timeouts, 5xx, 429, replies that are not chat completions
@@ -213,11 +214,15 @@ class EndpointEngine:
         if not isinstance(first, dict) or not isinstance(message, dict):
             raise MalformedReply(f"the reply is not a chat completion ({len(choices) if isinstance(choices, list) else 0} "
                                  f"choices)")
-        content = message.get("content")
+        content = content_text(message.get("content"))
         found = resp.get("usage")
         usage: dict[str, Any] = found if isinstance(found, dict) else {}
-        return GenerationResult(content if isinstance(content, str) or content is None else str(content),
-                                finish_reason=first.get("finish_reason"),
+        json_expected = request.constraint is not None and request.constraint.kind == "json"
+        why = text_problem(content, json_expected) or count_problem("prompt_tokens", usage.get("prompt_tokens")) or \
+            count_problem("completion_tokens", usage.get("completion_tokens"))
+        if why is not None:
+            raise MalformedReply(f"the reply is outside the bounds a reply must keep: {why}")
+        return GenerationResult(content, finish_reason=first.get("finish_reason"),
                                 prompt_tokens=_count(usage.get("prompt_tokens")),
                                 completion_tokens=_count(usage.get("completion_tokens")),
                                 latency_s=time.perf_counter() - started,

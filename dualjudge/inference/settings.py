@@ -7,11 +7,11 @@ of attached endpoints, the endpoints themselves and the shared cache file never.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer
 
+from dualjudge.inference.urls import redacted, url_problem
 from dualjudge.schema import Distinct, Float, Int, Str, result_fields, setting
 
 Backend = Literal["vllm", "transformers"]
@@ -41,7 +41,6 @@ def _device_groups(value: object) -> object:
 
 
 DeviceGroups = Annotated[Literal["auto"] | tuple[tuple[int, ...], ...], BeforeValidator(_device_groups)]
-ENDPOINT = re.compile(r"^https?://[^\s/:]+(:\d{1,5})?(/\S*)?$")
 
 
 def _endpoint_urls(value: object) -> object:
@@ -49,8 +48,9 @@ def _endpoint_urls(value: object) -> object:
     if isinstance(value, dict):
         for model, urls in value.items():
             for url in urls if isinstance(urls, (list, tuple)) else [urls]:
-                if not isinstance(url, str) or not ENDPOINT.match(url):
-                    raise ValueError(f"{model}: {url!r} is not an endpoint URL (e.g. http://host:8000/v1)")
+                why = url_problem(url) if isinstance(url, str) else "not a URL"
+                if why is not None:
+                    raise ValueError(f"{model}: {redacted(url) if isinstance(url, str) else url!r} cannot be an endpoint: {why}")
     return value
 
 
@@ -90,3 +90,10 @@ class EngineSettings(BaseModel):
     def result_fields(self) -> dict[str, object]:
         """The settings that can change this backend's results (part of every request's identity)."""
         return result_fields(self, self.backend)
+
+    @field_serializer("api_key", when_used="json")
+    def _shown_key(self, key: SecretStr) -> str:
+        """The key as the store and manifest keep it: masked, except the placeholder "EMPTY" (no key), so a
+        command resumed from the store knows whether the endpoints need one."""
+        value = key.get_secret_value()
+        return value if value == "EMPTY" else "**********"

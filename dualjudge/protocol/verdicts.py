@@ -205,7 +205,9 @@ def interpret(model: type[_Verdict], result: GenerationResult) -> Outcome:
         return Outcome("error", detail=result.error or "no text returned")
     try:
         data = json.loads(result.text or "", strict=False)  # tolerate raw control characters in strings
-    except json.JSONDecodeError as e:
+    except (RecursionError, ValueError) as e:
+        if not isinstance(e, json.JSONDecodeError):  # deep nesting or a huge number: never a verdict
+            return Outcome("error", detail=f"the reply cannot be read as JSON ({type(e).__name__}); a rerun asks again")
         if result.finish_reason == "length":
             return Outcome("parse_failure", detail=f"truncated: the verdict reached max_tokens before it closed "
                                                    f"({e.msg} at char {e.pos})")

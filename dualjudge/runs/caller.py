@@ -4,7 +4,8 @@ A deterministic request (greedy, or sampled with a fixed seed) is answered from 
 key is there; otherwise it goes to the engine, is logged, and (when it succeeded) cached. The same key
 asked again while the first is in flight waits for that one instead of being sent twice, so a run sends
 each deterministic request once whatever the timing (how many jobs run side by side, how many requests
-are in flight). Without an engine (the cache-only pass that runs before any model is loaded) a miss
+are in flight). A cached reply outside the bounds replies keep (reply_bounds.py: cached before they
+were checked) is sent again rather than read. Without an engine (the cache-only pass that runs before any model is loaded) a miss
 raises `CacheMiss`.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from dualjudge.inference.reply_bounds import text_problem
 from dualjudge.inference.types import Engine, GenerationRequest, GenerationResult
 from dualjudge.storage.store import Store
 
@@ -43,9 +45,11 @@ class CachingCaller:
         cacheable = request.sampling.deterministic
         if cacheable:
             hit = self.store.cache_get(key)
-            if hit is not None:
+            if hit is not None and text_problem(hit.text, hit.constraint_kind == "json") is None:
                 self.usage.cache_hits += 1
                 return hit
+            if hit is not None and self.engine is not None:
+                self.store.cache_drop(key)  # unreadable: asked again, and the new reply takes its place
         if self.engine is None:
             raise CacheMiss(key)
         first = self._in_flight.get(key) if cacheable else None

@@ -303,6 +303,10 @@ class Store:
                     (key, model, result.text, result.finish_reason, result.prompt_tokens,
                      result.completion_tokens, result.latency_s, result.constraint_kind, time.time()), last)
 
+    def cache_drop(self, key: str) -> None:
+        """Forget a cached reply (one that can no longer be read); the request is then sent again."""
+        self._write(f"DELETE FROM {self.cache_schema}.cache WHERE key = ?", (key,))
+
     def cache_put_many(self, rows: Iterable[tuple[str, str, GenerationResult]]) -> int:
         """Bulk insert in one transaction (imports and benchmarks)."""
         n = 0

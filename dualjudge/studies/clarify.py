@@ -117,7 +117,7 @@ def _config_of(out: Path) -> RunConfig:
     # opened for writing but only read: closing it leaves no -shm/-wal file behind (a read-only open would)
     store = Store(RunDir(out).store)
     try:
-        return stored_config(store, out)
+        return stored_config(store, out, needs_key=True)
     finally:
         store.close()
 

@@ -113,7 +113,7 @@ def exit_status(c: dict[str, dict[str, int]], failed_jobs: list[str] | None = No
     return 0, None
 
 
-def stored_config(store: Store, out: Path) -> RunConfig:
+def stored_config(store: Store, out: Path, needs_key: bool = False) -> RunConfig:
     """The configuration a run directory was made with, as its store recorded it."""
     raw = store.get_meta("config")
     if raw is None:
@@ -127,7 +127,11 @@ def stored_config(store: Store, out: Path) -> RunConfig:
                              f"rerun `dualjudge run CONFIG --out {out}` to export again") from None
     # the key of attached endpoints is never stored (it was written masked): take it from the environment
     if config.engine.api_key.get_secret_value() == MASKED:
-        key = os.environ.get(API_KEY_ENV, "EMPTY")
+        key = os.environ.get(API_KEY_ENV)
+        if key is None and needs_key and config.engine.endpoints:
+            raise DualjudgeError(f"{out}: this run's attached endpoints were reached with an API key, which is never "
+                                 f"stored: set {API_KEY_ENV} to it and run again")
+        key = key or "EMPTY"
         config = config.model_copy(update={"engine": config.engine.model_copy(update={"api_key": SecretStr(key)})})
     return config
 
