@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import traceback
 
@@ -62,9 +63,17 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
-    except OSError as e:
-        if e.filename is None:
-            raise
+    except (OSError, sqlite3.Error) as e:
+        from dualjudge.storage.store import fault_line
+
+        fault = fault_line(e)
+        if fault is not None:  # the disk full, a damaged or locked store: below the protocol, said in one line
+            _one_line(fault[0])
+            sys.exit(fault[1])
+        if not isinstance(e, OSError) or e.filename is None:
+            traceback.print_exc()
+            _one_line("this is a bug in dualjudge, not in your input; please report it with the traceback above")
+            sys.exit(1)
         _one_line(f"{e.filename}: {e.strerror or e}")  # a file or folder the user named
         sys.exit(2)
     except Exception:

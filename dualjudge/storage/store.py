@@ -20,6 +20,7 @@ is. `readonly=True` (status, export) opens with SQLite's read-only mode and neve
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 import time
@@ -432,3 +433,22 @@ def load_run_store(out: Path) -> Store:
     if not run.store.exists():
         raise DualjudgeError(f"{out}: no {RunDir.STORE}; is this a run directory?")
     return Store(run.store, readonly=True)
+
+
+def fault_line(error: BaseException) -> tuple[str, int] | None:
+    """One line for a storage fault (the disk full, a damaged or locked store) and its exit status, or None
+    when `error` is not one. What was committed before stays: SQLite rolls back only the open batch."""
+    text = str(error)
+    full = (isinstance(error, OSError) and error.errno == errno.ENOSPC) or "database or disk is full" in text
+    if full:
+        return ("the disk is full: what was committed stays in the store; free space (or move the run directory "
+                "elsewhere) and run the same command again, which goes on where this one stopped", 4)
+    if not isinstance(error, sqlite3.Error):
+        return None
+    if "malformed" in text or "not a database" in text or "disk I/O error" in text:
+        return (f"the store is damaged (SQLite: {text}): copy results.sqlite aside and recover what it holds with "
+                f"`sqlite3 results.sqlite .recover | sqlite3 recovered.sqlite`, then run into a fresh directory", 2)
+    if "locked" in text or "busy" in text:
+        return ("the store is locked by another process (a run or a reader still writing): wait for it to finish, "
+                "then run again", 2)
+    return None

@@ -1,0 +1,66 @@
+"""Faults below the protocol, at the command line: a full disk in the middle of a run and a damaged store
+are one line each (exit 4 and 2), never a traceback; what was committed stays, and the same command run
+again after the disk has room finishes the study."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from dualjudge.storage.store import Store
+from tests.provider import Provider
+from tests.test_hosted import KEY, hosted_card
+from tests.test_hostile import HOSTED_RUN
+
+
+def _study(tmp_path: Path, api: Provider) -> Path:
+    (tmp_path / "cards").mkdir(exist_ok=True)
+    (tmp_path / "cards" / "gpt-4o.toml").write_text(hosted_card(api.url))
+    config = tmp_path / "c.toml"
+    config.write_text(HOSTED_RUN.replace('signs = ["616"]', 'signs = ["616", "602"]'))
+    return config
+
+
+def test_a_full_disk_mid_run_is_one_line_and_the_rerun_finishes(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    real_write = Store._write
+    writes = {"n": 0}
+
+    def fills_up(self: Store, sql: str, params: object, last: bool = True) -> None:
+        writes["n"] += 1
+        if writes["n"] > 6 and "cache" in sql:  # a few rows in, the disk fills
+            raise sqlite3.OperationalError("database or disk is full")
+        real_write(self, sql, params, last)  # type: ignore[arg-type]
+
+    with Provider() as api:
+        config = _study(tmp_path, api)
+        monkeypatch.setattr(Store, "_write", fills_up)
+        code, _, err = cli("run", str(config), "--out", str(tmp_path / "run"))
+        assert code == 4 and "the disk is full: what was committed stays" in err, err
+        assert "/dualjudge/" not in err and "this is a bug" not in err  # no traceback of ours (the fake server may
+        assert len([line for line in err.splitlines() if "disk is full" in line]) == 1  # log its reset sockets)
+        monkeypatch.setattr(Store, "_write", real_write)
+        code, _, err = cli("run", str(config), "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
+        assert dict(con.execute("SELECT status, COUNT(*) FROM answers GROUP BY status")) == {"ok": 2}
+        assert dict(con.execute("SELECT status, COUNT(*) FROM verdicts GROUP BY status")) == {"ok": 4}
+        # sent twice at most: replies of the batch that met the full disk were never stored, so they are asked again
+        assert con.execute("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM request_log WHERE ok = 1 GROUP BY key)"
+                           ).fetchone()[0] <= 2
+
+
+def test_a_damaged_store_is_one_line_naming_the_recovery(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider() as api:
+        code, _, err = cli("run", str(_study(tmp_path, api)), "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    db = tmp_path / "run" / "results.sqlite"
+    data = bytearray(db.read_bytes())
+    page = 4096
+    for n in (2, 3):  # two pages overwritten, the header left intact
+        data[n * page:(n + 1) * page] = b"\xff" * page
+    db.write_bytes(bytes(data))
+    code, out, err = cli("status", str(tmp_path / "run"))
+    assert code == 2 and "the store is damaged" in err and ".recover" in err, (out, err)
+    assert "Traceback" not in err
