@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, Field, Strict
+from pydantic import AfterValidator, AllowInfNan, BaseModel, Field, Strict
 
 T = TypeVar("T")
 
 Int = Annotated[int, Strict()]
-Float = Annotated[float, Strict()]  # an integer is a valid float; a string or a boolean is not
+Float = Annotated[float, Strict(), AllowInfNan(False)]  # an integer is a valid float; a string, a boolean, inf, nan not
 Bool = Annotated[bool, Strict()]
 Str = Annotated[str, Strict()]
 

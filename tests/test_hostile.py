@@ -467,6 +467,11 @@ def test_options_that_named_nothing_are_refused(cli, tmp_path):
     (('size = 64', 'size = 64\nimages = "no-such-art"'), "testbed.images"),
     (('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["localhost:8000"]'),
      "cannot be an endpoint: not an http(s) URL"),
+    (('backend = "vllm"', 'backend = "vllm"\nreplicas = "yes"'), "engine.replicas: Input should be a valid boolean"),
+    (('backend = "vllm"', 'backend = "vllm"\nreplicas = 1'), "engine.replicas: Input should be a valid boolean"),
+    (('backend = "vllm"', 'backend = "vllm"\nrequest_timeout_s = inf'), "request_timeout_s: Input should be a finite"),
+    (('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["http://127.0.0.1:99999/v1"]'),
+     "Port out of range"),
 ])
 def test_bad_settings_leave_no_run_directory_behind(cli, tmp_path, change, needle):
     config = tmp_path / "c.toml"

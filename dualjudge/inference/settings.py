@@ -12,7 +12,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer
 
 from dualjudge.inference.urls import redacted, url_problem
-from dualjudge.schema import Distinct, Float, Int, Str, result_fields, setting
+from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 
 Backend = Literal["vllm", "transformers"]
 StructuredBackend = Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"]
@@ -82,7 +82,7 @@ class EngineSettings(BaseModel):
     devices: DeviceGroups = setting("auto", affects_results=False)
     # a group no waiting job could use serves a running job as one more server (a replica), and a judge may
     # start early on one (runs/schedule.py); never more servers than groups, never a changed result
-    replicas: bool = setting(True, affects_results=False)
+    replicas: Bool = setting(True, affects_results=False)
     # a replica is started only when each server would still have this much work (seconds, as measured so
     # far): its load must pay off
     replica_min_s: Float = setting(180.0, affects_results=False, ge=0)
