@@ -64,3 +64,21 @@ def test_a_damaged_store_is_one_line_naming_the_recovery(cli, tmp_path, monkeypa
     code, out, err = cli("status", str(tmp_path / "run"))
     assert code == 2 and "the store is damaged" in err and ".recover" in err, (out, err)
     assert "Traceback" not in err
+
+
+def test_an_interrupted_analysis_leaves_its_folder_as_it_was(cli, tmp_path, monkeypatch):
+    from dualjudge.analysis.simulate import simulate
+
+    table = tmp_path / "t.csv"
+    simulate(n_signs=4, items_per_sign=3, repeats=1, seed=5).to_csv(table, index=False)
+    out = tmp_path / "a"
+    assert cli("analyze", str(table), "--out", str(out), "--resamples", "200")[0] == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # Ctrl-C while the report is being written
+
+    monkeypatch.setattr("dualjudge.report.build.render_report", interrupted)
+    code, _, err = cli("analyze", str(table), "--out", str(out), "--resamples", "200", "--seed", "9")
+    assert code == 130 and "is as it was" in err
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # no partial output

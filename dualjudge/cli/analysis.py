@@ -19,7 +19,7 @@ from dualjudge.analysis.choices import (
     Metric,
     Outcome,
 )
-from dualjudge.cli.common import ScaleMax, console
+from dualjudge.cli.common import ScaleMax, console, err_console
 from dualjudge.errors import DualjudgeError
 from dualjudge.rundir import RunDir
 
@@ -56,6 +56,10 @@ def analyze(
         summary = run_analysis(table, out, lineage, seed, resamples, scale=scale)
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: {out} is as it was (the analysis writes its files only once all are made)",
+                          highlight=False)
+        raise typer.Exit(130) from None
     judges = summary.self_preference.overall.judges if summary.self_preference.overall else []
     estimated = [j.judge for j in judges if j.estimate is not None]
     console.print(f"analysed {summary.n_rows} rows in {summary.analysis_seconds} s; self-preference (overall) "

@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
@@ -27,7 +30,19 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
     _, summary = summarize_table(table, lineage, seed, n_resamples, scale)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(RunDir(out).summary, summary.to_json())
-    render_report(summary, out, lineage, figures=figures,
-                  links=(out / EXPLORER).is_file() if links is None else links)
+    # everything is written beside `out` first and moved in at the end: an interrupted or failed analysis
+    # leaves `out` as it was (no summary without its report, no half of the figures)
+    staging = Path(tempfile.mkdtemp(prefix=".analysis-", dir=out))
+    try:
+        write_text(RunDir(staging).summary, summary.to_json())
+        render_report(summary, staging, lineage, figures=figures,
+                      links=(out / EXPLORER).is_file() if links is None else links)
+        figures_dir = out / RunDir.FIGURES
+        if (staging / RunDir.FIGURES).is_dir():
+            shutil.rmtree(figures_dir, ignore_errors=True)
+            os.replace(staging / RunDir.FIGURES, figures_dir)
+        for name in ANALYSIS_FILES:
+            os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return summary
