@@ -50,7 +50,7 @@ def test_the_image_runs_unprivileged_under_an_init_and_keeps_vllms_compile_cache
     assert re.search(r'^ENTRYPOINT \["tini", "--", "dualjudge"\]$', DOCKERFILE, re.M)
     cache_root = re.search(r"VLLM_CACHE_ROOT=(\S+)", DOCKERFILE)
     assert cache_root and f":{cache_root.group(1)}" in DOCKERFILE  # the documented run mounts it
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "models.md").read_text()
     assert '--user "$(id -u):$(id -g)"' in readme and "--init" in readme
 
 
@@ -66,5 +66,5 @@ def test_the_documented_volumes_hold_the_shared_response_cache():
     mounted = re.findall(r"-v \S+:(\S+)", DOCKERFILE)
     home = cache.group(1).replace("~", "/home/dualjudge")
     assert any(home.startswith(m.rstrip("/") + "/") for m in mounted), (home, mounted)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "models.md").read_text()  # the container's page
     assert all(m in readme for m in mounted)
