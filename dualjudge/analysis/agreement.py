@@ -50,7 +50,7 @@ def alpha_from_sums(s: np.ndarray) -> np.ndarray:
     s = np.atleast_2d(s)
     n, s1, s2, w = (s[:, i] for i in range(4))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return 1 - (n - 1) * w / (2 * (n * s2 - s1**2))
+        return np.asarray(1 - (n - 1) * w / (2 * (n * s2 - s1**2)))
 
 
 def why_no_alpha(units: np.ndarray) -> str | None:

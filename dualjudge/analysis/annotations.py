@@ -157,7 +157,8 @@ def human_check_near(table: Path, frame: pd.DataFrame | None = None) -> dict[str
                                                      "system_model": str})
             return human_check(labels, frame, json.loads(path.read_text())["annotators"])
         if path.is_file():
-            return json.loads(path.read_text())
+            found: dict[str, Any] | None = json.loads(path.read_text())
+            return found
     except (OSError, ValueError, KeyError):
         return None  # a damaged file: the report says no human check, `human import` rewrites it
     return None

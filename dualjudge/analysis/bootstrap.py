@@ -83,7 +83,7 @@ def per_sign_sums(frame: pd.DataFrame, columns: dict[str, pd.Series], signs: lis
     data = pd.DataFrame({name: col.astype("float64") for name, col in columns.items()})
     data["_sign"] = frame["sign_code"].to_numpy()
     sums = data.groupby("_sign", sort=False).sum().reindex(signs).fillna(0.0)
-    return sums.to_numpy(dtype=np.float64)
+    return np.asarray(sums.to_numpy(dtype=np.float64))
 
 
 def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], seed: int = 0,
@@ -103,7 +103,7 @@ def correlation_from_sums(s: np.ndarray) -> np.ndarray:
     """Pearson r from columns [n, sx, sy, sxx, syy, sxy]."""
     n, sx, sy, sxx, syy, sxy = (s[:, i] for i in range(6))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (n * sxy - sx * sy) / np.sqrt((n * sxx - sx**2) * (n * syy - sy**2))
+        return np.asarray((n * sxy - sx * sy) / np.sqrt((n * sxx - sx**2) * (n * syy - sy**2)))
 
 
 def correlation_ci(frame: pd.DataFrame, x: pd.Series, y: pd.Series, seed: int = 0,

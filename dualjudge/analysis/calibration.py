@@ -160,7 +160,7 @@ class Fit:
     def quality(self, d: Design, types: Types, i: int = 0) -> np.ndarray:
         """(A,) each answer's latent quality in fit i."""
         t = types.of_answer
-        return np.einsum("aj,aj->a", self.a[i][t], (d.y * d.present).T) + self.b[i][t]
+        return np.asarray(np.einsum("aj,aj->a", self.a[i][t], (d.y * d.present).T) + self.b[i][t])
 
 
 def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: float = TOL,
@@ -210,7 +210,7 @@ def refits(types: Types, scale_free: bool, n_resamples: int, seed: int) -> Itera
 def verdict_variance(sums: Sums) -> np.ndarray:
     """(B, J) each judge's variance of its verdicts (0 for a judge that always gives the same score)."""
     n = np.maximum(sums.verdicts, 1e-300)
-    return np.maximum(sums.wyy / n - (sums.wy / n) ** 2, 0.0)
+    return np.asarray(np.maximum(sums.wyy / n - (sums.wy / n) ** 2, 0.0))
 
 
 def _quality(sums: Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray,
@@ -338,7 +338,7 @@ def expected_residual_correlations(fit: Fit) -> np.ndarray:
     m = np.eye(len(s)) - np.outer(s, w)
     cov = m @ np.diag(psi) @ m.T
     sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
-    return cov / np.outer(sd, sd)
+    return np.asarray(cov / np.outer(sd, sd))
 
 
 def neutral_reliability(fit: Fit, d: Design, judge_family: np.ndarray) -> np.ndarray:

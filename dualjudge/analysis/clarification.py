@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dualjudge.analysis.agreement import alpha_from_sums
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
-from dualjudge.analysis.designs import RESPONSE, alpha_difference, alpha_from_sums, alpha_sums, self_preference_difference
+from dualjudge.analysis.designs import RESPONSE, alpha_difference, alpha_sums, self_preference_difference
 from dualjudge.analysis.results import ClarificationRecord
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY

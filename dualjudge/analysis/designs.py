@@ -54,7 +54,7 @@ def alpha_sums(frame: pd.DataFrame, value: str, status: str, signs: list[str]) -
     unit = unit[unit["m"] >= 2].reset_index()
     unit["w"] = 2 * (unit["m"] * unit["s2"] - unit["s1"] ** 2) / (unit["m"] - 1)
     sums = unit.groupby("sign_code")[["m", "s1", "s2", "w"]].sum().reindex(signs).fillna(0.0)
-    return sums.to_numpy(dtype=np.float64)
+    return np.asarray(sums.to_numpy(dtype=np.float64))
 
 
 def _interval(point: float, draws: np.ndarray, n_signs: int) -> dict[str, float] | None:

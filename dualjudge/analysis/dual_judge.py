@@ -170,6 +170,7 @@ def joint_counts(frame: pd.DataFrame) -> dict[str, list[Any]]:
     """Answers per overall bin where both judges returned a verdict, split by the equivalence verdict."""
     both = both_rows(frame)
     equivalent = both["equivalent"].astype(bool)
-    count = lambda scores: np.histogram(scores.astype(float), bins=JOINT_BINS)[0].astype(int).tolist()  # noqa: E731
+    def count(scores: pd.Series) -> list[int]:
+        return [int(n) for n in np.histogram(scores.astype(float), bins=JOINT_BINS)[0]]
     return {"bins": JOINT_BINS, "equivalent": count(both.loc[equivalent, "overall"]),
             "not_equivalent": count(both.loc[~equivalent, "overall"])}

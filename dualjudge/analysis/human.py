@@ -125,4 +125,4 @@ def read_key(path: Path) -> dict[str, Any]:
             isinstance(v, dict) and set(ANSWER_IN_RUN) <= set(v) for v in samples.values()):
         raise DualjudgeError(f"{path}: not a dualjudge sample key; export the sample again with "
                              f"`dualjudge human export --replace-key`")
-    return key
+    return dict(key)

@@ -125,7 +125,7 @@ class Draws:
         """(1+B, groups) each group's score: mean leniency + mean scale x mean quality of its answers."""
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = (self.total @ mapping) / (self.count @ mapping)
-        return self.leniency[:, None] + self.scale[:, None] * mean
+        return np.asarray(self.leniency[:, None] + self.scale[:, None] * mean)
 
 
 def _unit_statistics(sums: calibration.Sums, f: calibration.Fit, n_units: int) -> Draws:
@@ -176,7 +176,7 @@ def _p_best(scores: np.ndarray) -> np.ndarray:
     """(U,) the share of resamples in which each group has the highest score (ties split)."""
     s = np.where(np.isfinite(scores), scores, -np.inf)
     top = s == s.max(axis=1, keepdims=True)
-    return (top / top.sum(axis=1, keepdims=True)).mean(axis=0)
+    return np.asarray((top / top.sum(axis=1, keepdims=True)).mean(axis=0))
 
 
 def calibrated_board(scores: np.ndarray, groups: list[str], n_signs: int) -> tuple[list[dict[str, Any]],
@@ -273,7 +273,8 @@ def ranking_changes(differences: list[dict[str, Any]], rankings: dict[str, list[
 
 def change_sentence(c: dict[str, Any], unit: str) -> str:
     points = unit == "points"
-    amount = (lambda v: f"{v:.2f}") if points else (lambda v: f"{100 * v:.1f}")
+    def amount(v: float) -> str:
+        return f"{v:.2f}" if points else f"{100 * v:.1f}"
     size = "points" if points else "percentage points"
     return (f"{ranking_words(c['ranking'])} ranks {c['lower']} above {c['higher']}; with the judges' biases taken out "
             f"{c['higher']} is ahead by {amount(c['difference'])} {size} (95% CI {amount(c['ci_low'])} to "

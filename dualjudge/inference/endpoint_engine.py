@@ -249,7 +249,8 @@ class EndpointEngine:
                 self.last_progress = time.monotonic()
                 self._completed += 1
                 self._latency_s += result.latency_s or 0.0
-                return dataclasses.replace(result, tries=attempt)
+                done: GenerationResult = dataclasses.replace(result, tries=attempt)
+                return done
             except TRANSIENT as e:
                 failed_at = endpoint
                 last = f"{type(e).__name__}: {e}"

@@ -52,7 +52,7 @@ def make_tiny_llava(out: Path, seed: int = 0) -> Path:
     bpe.train_from_iterator(_training_corpus(), trainers.BpeTrainer(
         vocab_size=480, special_tokens=SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False))
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|im_start|>", eos_token="<|im_end|>",
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|im_start|>", eos_token="<|im_end|>",  # type: ignore[no-untyped-call]  # an untyped library
                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
     tok.chat_template = CHAT_TEMPLATE
     image_id = tok.convert_tokens_to_ids("<image>")
@@ -68,12 +68,12 @@ def make_tiny_llava(out: Path, seed: int = 0) -> Path:
                          image_seq_length=(IMAGE_SIZE // PATCH) ** 2, projector_hidden_act="gelu",
                          tie_word_embeddings=False)
     torch.manual_seed(seed)
-    model = LlavaForConditionalGeneration(config).eval()
-    model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+    model = LlavaForConditionalGeneration(config).eval()  # type: ignore[no-untyped-call]  # an untyped library
+    model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,  # type: ignore[no-untyped-call]  # an untyped library
                                                pad_token_id=tok.pad_token_id)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
-    processor = LlavaProcessor(
+    processor = LlavaProcessor(  # type: ignore[no-untyped-call]  # an untyped library
         image_processor=CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE},
                                            crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
         tokenizer=tok, patch_size=PATCH, vision_feature_select_strategy="default",

@@ -55,14 +55,14 @@ class TransformersEngine:
         path = str(weights.path)
         try:
             if self.multimodal:
-                self.processor = AutoProcessor.from_pretrained(path)
+                self.processor = AutoProcessor.from_pretrained(path)  # type: ignore[no-untyped-call]  # an untyped library
                 self.tokenizer = self.processor.tokenizer
-                self.model = torch.nn.Module.to(AutoModelForImageTextToText.from_pretrained(path, dtype=dtype), self.device).eval()
+                self.model = torch.nn.Module.to(AutoModelForImageTextToText.from_pretrained(path, dtype=dtype), self.device).eval()  # type: ignore[no-untyped-call]  # an untyped library
                 self._outlines = outlines.from_transformers(self.model, self.processor)
             else:
                 self.processor = None
                 self.tokenizer = AutoTokenizer.from_pretrained(path)
-                self.model = torch.nn.Module.to(AutoModelForCausalLM.from_pretrained(path, dtype=dtype), self.device).eval()
+                self.model = torch.nn.Module.to(AutoModelForCausalLM.from_pretrained(path, dtype=dtype), self.device).eval()  # type: ignore[no-untyped-call]  # an untyped library
                 self._outlines = outlines.from_transformers(self.model, self.tokenizer)
         except OSError as e:
             raise DualjudgeError(f"{card.name}: cannot load weights from {path} ({e})") from None

@@ -54,7 +54,8 @@ class Constraint:
     @property
     def schema(self) -> dict[str, object]:
         assert self.kind == "json"
-        return json.loads(self.spec)
+        schema: dict[str, object] = json.loads(self.spec)
+        return schema
 
 
 @dataclass(frozen=True, kw_only=True)

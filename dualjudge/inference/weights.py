@@ -53,7 +53,8 @@ def sha256_file(path: Path) -> str:
 
 def _read_marker(folder: Path) -> dict[str, object] | None:
     try:
-        return json.loads((folder / MARKER).read_text())
+        record: dict[str, object] | None = json.loads((folder / MARKER).read_text())
+        return record
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
@@ -230,10 +231,8 @@ def _fetch_hub(card: ModelCard, w: HubWeights, log: Log) -> LocalWeights:
 
 def _gated(error: Exception) -> bool:
     """The hub refused because the repository is gated (licence not accepted, or no token)."""
-    try:
-        from huggingface_hub.errors import GatedRepoError
-    except ImportError:  # pragma: no cover - older hub clients
-        from huggingface_hub.utils import GatedRepoError
+    from huggingface_hub.errors import GatedRepoError
+
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, GatedRepoError):

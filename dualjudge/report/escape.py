@@ -33,4 +33,4 @@ def markdown_to_html(md: str) -> str:
     """CommonMark (with tables) to HTML, raw HTML in the source escaped rather than passed through."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False}).enable("table").render(md)
+    return str(MarkdownIt("commonmark", {"html": False}).enable("table").render(md))

@@ -44,7 +44,8 @@ def section(summary: Summary, links: bool = False) -> list[str]:
 
 def _what_was_run(summary: Summary) -> str:
     d = summary.design
-    fam = lambda models: ", ".join(f"{m} ({f})" for m, f in models.items())  # noqa: E731
+    def fam(models: dict[str, str]) -> str:
+        return ", ".join(f"{m} ({f})" for m, f in models.items())
     failed = ", ".join(f"{n} {kind}" for kind, n in d.failed_verdicts.items())
     text = (f"Run {', '.join(summary.runs) or '-'}: {d.answers} answers from {len(d.system_models)} system model(s), "
             f"{fam(d.system_models)}, with strategies {', '.join(d.strategies)}, on {_where(summary)}; judged by "

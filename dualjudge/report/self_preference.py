@@ -123,11 +123,13 @@ def sentence(entry: JudgeSelfPreference, outcome: Outcome) -> str:
     est, lo, hi = entry.estimate, entry.ci_low, entry.ci_high
     if outcome == "overall":
         size = f"{abs(est):.2f} points"
-        unit = lambda v: f"{v:.2f}"  # noqa: E731
+        def unit(v: float) -> str:
+            return f"{v:.2f}"
         verb = "scores"
     else:
         size = f"{abs(est) * 100:.1f} percentage points"
-        unit = lambda v: f"{v * 100:.1f}"  # noqa: E731
+        def unit(v: float) -> str:
+            return f"{v * 100:.1f}"
         verb = "rates"
     if outcome == "overall":
         claim = f"{verb} its own family's answers {size} {'higher' if est >= 0 else 'lower'}"

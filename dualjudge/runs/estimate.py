@@ -185,7 +185,7 @@ def processor_image_tokens(path: Path, px: int) -> int | None:
         from PIL import Image as PILImage
         from transformers import AutoProcessor
 
-        processor = AutoProcessor.from_pretrained(str(path))
+        processor = AutoProcessor.from_pretrained(str(path))  # type: ignore[no-untyped-call]  # an untyped library
         if not hasattr(processor, "image_processor"):
             return None
         image = PILImage.new("RGB", (px, px), (255, 255, 255))

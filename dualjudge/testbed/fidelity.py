@@ -54,7 +54,7 @@ def measure(codes: list[str], official_dir: Path) -> list[FidelityRow]:
         if code not in official:
             continue
         mine = fit_on_white(render_sign(code, 512).image)
-        scores = {k: float(structural_similarity(mine, ref, data_range=255.0)) for k, ref in official.items()}
+        scores = {k: float(structural_similarity(mine, ref, data_range=255.0)) for k, ref in official.items()}  # type: ignore[no-untyped-call]  # an untyped library
         nearest = max(scores, key=lambda k: scores[k])
         rows.append(FidelityRow(code, scores[code], nearest, scores[nearest]))
     return rows
