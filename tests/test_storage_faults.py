@@ -1,6 +1,7 @@
-"""Faults below the protocol, at the command line: a full disk in the middle of a run and a damaged store
-are one line each (exit 4 and 2), never a traceback; what was committed stays, and the same command run
-again after the disk has room finishes the study."""
+"""Faults below the protocol: a full disk in the middle of a run and a damaged store are one line each
+(exit 4 and 2), never a traceback; what was committed stays, and the same command run again after the
+disk has room finishes the study. An interrupted analysis leaves its folder as it was; a dead endpoint
+beside a healthy one is left out rather than stopping the run."""
 
 from __future__ import annotations
 
@@ -82,3 +83,23 @@ def test_an_interrupted_analysis_leaves_its_folder_as_it_was(cli, tmp_path, monk
     code, _, err = cli("analyze", str(table), "--out", str(out), "--resamples", "200", "--seed", "9")
     assert code == 130 and "is as it was" in err
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # no partial output
+
+
+def test_a_dead_endpoint_beside_a_healthy_one_is_left_out_and_the_run_finishes(tmp_path):
+    from dualjudge.config import RunConfig
+    from dualjudge.studies.job import run_job
+
+    with Provider(served=("gemma-3-270m",)) as api:
+        config = RunConfig(**{
+            "run": {"name": "pool", "seed": 1},
+            "testbed": {"signs": ["616"], "visibilities": [1.0], "modes": ["bottom_up"], "repeats": 1,
+                        "modality": "text", "size": 64},
+            "systems": {"models": ["gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
+            "judges": {"models": ["gemma-3-270m"], "max_tokens": 160},
+            "probes": {"order": False, "padding": False},
+            "engine": {"retries": 1, "endpoints": {"gemma-3-270m": ["http://127.0.0.1:9/v1", api.url]}}})
+        result = run_job(config, tmp_path / "run")  # the dead endpoint is named first: it used to stop the run
+    assert (result.table["quality_status"] == "ok").all() and len(result.table) == 1
+    assert all(body.get("model") == "gemma-3-270m" for body in api.bodies)
+    with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
+        assert con.execute("SELECT COUNT(*) FROM answers WHERE status = 'ok'").fetchone()[0] == 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,9 +118,12 @@ class Engines:
             where = placement(card, self.settings)
             if where == "hosted":
                 version = "hosted"
-            elif where == "attached":
-                version = await served_version(self.settings.endpoints[card.name][0],
-                                               self.settings.api_key.get_secret_value())
+            elif where == "attached":  # the first endpoint that says (a dead one must not change the identity)
+                version = "attached vllm unknown"
+                for url in self.settings.endpoints[card.name]:
+                    version = await served_version(url, self.settings.api_key.get_secret_value())
+                    if not version.endswith(" unknown"):
+                        break
             else:
                 version = backend_version(self.settings.backend)
             self._identities[card.name] = result_identity(card, self.settings, version)
@@ -131,6 +134,28 @@ class Engines:
         return open_engine(card, self, on_event, group)
 
 
+class EndpointUnreachable(DualjudgeError):
+    """An attached endpoint did not answer (the others of its model may)."""
+
+
+async def reachable_endpoints(urls: Sequence[str], api_key: str, served_name: str,
+                              on_event: Callable[[str], None]) -> list[str]:
+    """The model's endpoints that answer; one that does not is left out, said in a line, while another
+    answers (the pool goes on with the rest); none answering is a one-line error naming each."""
+    found, down = [], []
+    for url in urls:
+        try:
+            await check_endpoint(url, api_key, served_name)
+            found.append(url)
+        except EndpointUnreachable as e:
+            down.append(str(e))
+    if not found:
+        raise DualjudgeError(f"no endpoint of {served_name} answers: {'; '.join(down)}")
+    for line in down:
+        on_event(f"{line}: left out; the other endpoint(s) of {served_name} take its requests")
+    return found
+
+
 async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
     """An attached endpoint must answer and serve this model under this name (/v1/models)."""
     try:
@@ -139,7 +164,7 @@ async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
             resp.raise_for_status()
             names = [m["id"] for m in resp.json().get("data", [])]
     except (httpx.HTTPError, ValueError) as e:
-        raise DualjudgeError(f"endpoint {url} is unreachable or not OpenAI-compatible ({type(e).__name__})") from None
+        raise EndpointUnreachable(f"endpoint {url} is unreachable or not OpenAI-compatible ({type(e).__name__})") from None
     if served_name not in names:
         raise DualjudgeError(f"endpoint {url} serves {names}, not {served_name!r}; start vLLM with "
                              f"--served-model-name {served_name}")
@@ -170,10 +195,8 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
             await engine.close()
         return
     if where == "attached":
-        urls = settings.endpoints[card.name]
         key = settings.api_key.get_secret_value()
-        for url in urls:
-            await check_endpoint(url, key, card.name)
+        urls = await reachable_endpoints(settings.endpoints[card.name], key, card.name, on_event)
         engine = EndpointEngine(card.name, [Endpoint(u, key) for u in urls], identity,
                             concurrency=endpoint_concurrency(card, settings, where, group), retries=settings.retries,
                             timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
