@@ -103,3 +103,37 @@ def test_a_dead_endpoint_beside_a_healthy_one_is_left_out_and_the_run_finishes(t
     assert all(body.get("model") == "gemma-3-270m" for body in api.bodies)
     with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
         assert con.execute("SELECT COUNT(*) FROM answers WHERE status = 'ok'").fetchone()[0] == 1
+
+
+def test_a_store_whose_pages_are_still_in_its_wal_is_not_called_truncated(tmp_path):
+    """A run folder copied after a stop on a full disk: the header counts pages that are still in the
+    write-ahead log. SQLite reads it whole, so the size check must not refuse it; alone, it still does."""
+    import shutil
+
+    import pytest
+
+    from dualjudge.errors import DualjudgeError
+    from dualjudge.storage.store import check_sqlite_file
+
+    db = tmp_path / "live" / "results.sqlite"
+    db.parent.mkdir()
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")  # every page stays in the WAL, as after a checkpoint failed
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    con.executemany("INSERT INTO meta VALUES (?, ?)", [(str(i), "x" * 500) for i in range(400)])
+    con.commit()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("results.sqlite", "results.sqlite-wal"):
+        shutil.copy(db.parent / name, copy / name)
+    con.close()
+    data = bytearray((copy / "results.sqlite").read_bytes())
+    data[28:32] = (len(data) // 4096 + 50).to_bytes(4, "big")  # the header counts pages the file does not hold
+    (copy / "results.sqlite").write_bytes(bytes(data))
+    assert check_sqlite_file(copy / "results.sqlite", "store")  # the WAL holds them: not refused
+    with sqlite3.connect(copy / "results.sqlite") as check:
+        assert check.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 400
+    (copy / "results.sqlite-wal").unlink()
+    with pytest.raises(DualjudgeError, match="is truncated"):
+        check_sqlite_file(copy / "results.sqlite", "store")
