@@ -124,6 +124,26 @@ def test_report_html_shows_markup_in_names_as_text(cli, tmp_path):
     assert "<title>dualjudge report</title>" in dom and "pwned" not in dom.split("</title>")[0]
 
 
+def test_names_that_hold_markdown_images_links_or_newlines_stay_text(cli, tmp_path):
+    frame = simulate(n_signs=6, items_per_sign=3, repeats=1, seed=2)
+    first = frame["system_family"].iloc[0]
+    frame.loc[frame["system_family"] == first, "system_family"] = "![x](http://host/p.png)"
+    other = frame["judge_model"].iloc[-1]
+    frame.loc[frame["judge_model"] == other, "judge_model"] = "two\nlines | and a [link](https://host/)"
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path, index=False)
+    code, _, err = cli("analyze", str(path), "--out", str(tmp_path / "a"), "--resamples", "100")
+    assert code == 0, err
+    html = (tmp_path / "a" / "report.html").read_text()
+    assert 'src="http://host' not in html and 'href="https://host' not in html  # shown as text, never fetched
+    assert "![x](http://host/p.png)" in html
+    md = (tmp_path / "a" / "report.md").read_text()
+    cells = [line for line in md.splitlines() if line.startswith("| two")]  # the judge's rows of every table
+    assert cells and all("two\\nlines \\| and a" in line for line in cells)  # one row each, the newline as text
+    assert not any(line.startswith("lines \\|") or line.startswith("lines |") and line.count("|") > 2
+                   for line in md.splitlines())  # no table row was split
+
+
 def test_the_explorer_shows_every_answer_whatever_the_answers_contain(tmp_path):
     from tests.test_explorer import card_keys, open_page
 

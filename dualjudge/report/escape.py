@@ -29,8 +29,25 @@ def html_text(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def local_link(url: str) -> bool:
+    """Whether a link or image may stay one in report.html: a link within the run folder (the explorer, a
+    figure) or an embedded PNG. Anything with a scheme (http:, https:, javascript:, file:) is shown as text,
+    so a name such as `![x](http://host/p.png)` never makes the opened report fetch or go anywhere."""
+    head = url.split("#", 1)[0].split("?", 1)[0].split("/", 1)[0]
+    return ":" not in head or url.startswith("data:image/png;base64,")
+
+
 def markdown_to_html(md: str) -> str:
-    """CommonMark (with tables) to HTML, raw HTML in the source escaped rather than passed through."""
+    """CommonMark (with tables) to HTML, raw HTML in the source escaped rather than passed through, and
+    only local links and embedded figures kept as links and images."""
     from markdown_it import MarkdownIt
 
-    return str(MarkdownIt("commonmark", {"html": False}).enable("table").render(md))
+    parser = MarkdownIt("commonmark", {"html": False}).enable("table")
+    parser.validateLink = local_link  # type: ignore[method-assign]
+    return str(parser.render(md))
+
+
+def table_cell(text: str) -> str:
+    """A value as one Markdown table cell: a newline shown as the two characters \\n (it would end the row), a
+    pipe escaped (it would end the cell)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n").replace("|", "\\|")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dualjudge.report.escape import table_cell
+
 
 def num(x: Any, digits: int = 2) -> str:
     if x is None or (isinstance(x, float) and x != x):
@@ -19,7 +21,7 @@ def ci(interval: Any, digits: int = 2) -> str:
 
 def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["| " + " | ".join(table_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
