@@ -139,6 +139,11 @@ def test_the_explorer_shows_every_answer_once_in_a_browser(run):
     assert page.count == "48"
 
 
+def test_a_malformed_fragment_leaves_the_explorer_showing_everything(run):
+    page = open_page(run / "explorer.html", "limit=all&model=%E0%A4%A&sign=%ZZ")  # a link cut mid-character
+    assert page.count == "48" and len(card_keys(page)) == 48
+
+
 @pytest.mark.parametrize("judge", ["gemma-3-270m", "smollm2-135m-instruct"])
 @pytest.mark.parametrize("kind, variant", [("type2", "rubric"), ("type1", "holistic"), ("type2", "holistic")])
 def test_a_type_filter_shows_exactly_the_rows_of_the_verdict_table(run, judge, kind, variant):

@@ -60,7 +60,11 @@
     for (const part of location.hash.replace(/^#/, "").split("&")) {
       if (!part) continue;
       const [k, v = ""] = part.split("=");
-      state[decodeURIComponent(k)] = decodeURIComponent(v);
+      try {
+        state[decodeURIComponent(k)] = decodeURIComponent(v);
+      } catch (e) {
+        // a malformed escape (a link cut mid-character): that filter is left unset, the page shows everything else
+      }
     }
     return state;
   }
