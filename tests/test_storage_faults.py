@@ -137,3 +137,32 @@ def test_a_store_whose_pages_are_still_in_its_wal_is_not_called_truncated(tmp_pa
     (copy / "results.sqlite-wal").unlink()
     with pytest.raises(DualjudgeError, match="is truncated"):
         check_sqlite_file(copy / "results.sqlite", "store")
+
+
+def test_an_endpoint_that_refuses_everything_rests_and_its_requests_go_to_the_healthy_one():
+    import asyncio
+
+    from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine
+    from dualjudge.inference.types import GenerationRequest, Message, Sampling
+
+    def request(i: int) -> GenerationRequest:
+        return GenerationRequest((Message("user", f"judge {i}"),), Sampling(temperature=0.0, max_tokens=64, seed=i))
+
+    with Provider(served=("m",)) as refusing, Provider(served=("m",)) as healthy:
+        refusing.always = "404"  # a misconfigured replica: every request answered 4xx
+
+        async def go() -> tuple[list[bool], bool]:
+            pool = EndpointEngine("m", [Endpoint(refusing.url), Endpoint(healthy.url)], "m@0", retries=2,
+                                  backoff_s=0.01, concurrency=2)
+            alone = EndpointEngine("m", [Endpoint(refusing.url)], "m@0", retries=2, backoff_s=0.01)
+            try:
+                results = [await pool.generate(request(i)) for i in range(8)]
+                lone = await alone.generate(request(99))
+                return [r.ok for r in results], not lone.ok and lone.tries == 1  # the request itself: no retry
+            finally:
+                await pool.close()
+                await alone.close()
+
+        oks, lone_refused = asyncio.run(go())
+    assert all(oks) and lone_refused
+    assert len(healthy.bodies) == 8

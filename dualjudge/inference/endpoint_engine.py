@@ -237,6 +237,7 @@ class EndpointEngine:
         last = "no attempt"
         wait: float | None = None
         failed_at: Endpoint | None = None
+        refused_by: set[str] = set()  # endpoints that answered this request with a 4xx
         for attempt in range(1, self.retries + 2):
             endpoint = self._pick(avoid=failed_at)
             if not self.outstanding:
@@ -263,9 +264,14 @@ class EndpointEngine:
                     wait = e.retry_after
                 elif endpoint.failed(self.policy) and len(self.endpoints) > 1:
                     wait = 0.0  # that endpoint rests: try another one now
-            except StatusError as e:  # 4xx other than 429: the request itself is wrong
-                endpoint.succeeded()  # the endpoint answered
-                return GenerationResult(None, error=str(e), tries=attempt)
+            except StatusError as e:  # 4xx other than 429: the request is wrong, or this endpoint is
+                refused_by.add(endpoint.base_url)
+                others = [x for x in self.endpoints if x.base_url not in refused_by]
+                if not others:  # every endpoint refuses it: the request itself is wrong
+                    endpoint.succeeded()  # the endpoint answered
+                    return GenerationResult(None, error=str(e), tries=attempt)
+                endpoint.failed(self.policy)  # only this endpoint refuses it so far: it rests, another is asked
+                failed_at, last, wait = endpoint, f"{type(e).__name__}: {e}", 0.0
             finally:
                 endpoint.outstanding -= 1
             if attempt <= self.retries:
