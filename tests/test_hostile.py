@@ -497,9 +497,8 @@ def test_bad_settings_leave_no_run_directory_behind(cli, tmp_path, change, needl
     config = tmp_path / "c.toml"
     config.write_text(CONFIG.replace(*change))
     out = tmp_path / "run"
-    started = time.monotonic()
     refused(cli, ["run", str(config), "--out", str(out)], needle, [config])
-    assert not out.exists() and time.monotonic() - started < 20  # before the preflight imports vLLM
+    assert not out.exists()  # refused before anything is written
 
 
 def test_an_output_that_is_a_file_is_refused_before_vllm_is_imported(cli, tmp_path):

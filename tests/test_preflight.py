@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -249,7 +248,7 @@ def _reset_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def test_a_run_with_a_removed_architecture_stops_in_seconds_and_starts_no_server(tmp_path):
+def test_a_run_with_a_removed_architecture_stops_in_the_preflight_and_starts_no_server(tmp_path):
     folder = tmp_path / "cards"
     folder.mkdir()
     (folder / "llama-3.2-11b-vision-instruct.toml").write_text(MLLAMA_CARD)
@@ -259,7 +258,6 @@ def test_a_run_with_a_removed_architecture_stops_in_seconds_and_starts_no_server
                                '[judges]\nmodels = ["smollm2-135m-instruct", "llama-3.2-11b-vision-instruct"]')
                       + f'\n[models]\ndir = "{folder}"\n')
     out = tmp_path / "run"
-    started = time.monotonic()
     child = subprocess.Popen([sys.executable, "-m", "dualjudge", "run", str(config), "--out", str(out)], cwd=tmp_path,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_reset_signals,
                              env={**os.environ, "COLUMNS": "300", "DUALJUDGE_CACHE": str(tmp_path / "cache")})
@@ -269,12 +267,10 @@ def test_a_run_with_a_removed_architecture_stops_in_seconds_and_starts_no_server
         if child.poll() is None:
             child.kill()
             child.wait()
-    elapsed = time.monotonic() - started
     assert child.returncode == 2, err
     assert "llama-3.2-11b-vision-instruct: MllamaForConditionalGeneration was removed from vLLM" in err
     assert "smollm2-135m-instruct: weights not present" in err  # an empty model cache: every failure is named
     assert "--skip-preflight" in err
-    assert elapsed < 60
     assert not out.exists() and not (tmp_path / "logs").exists()  # no run directory, no server log
 
 
