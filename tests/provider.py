@@ -10,7 +10,7 @@ Faults: "500", "503", "429" (Retry-After: 0), "reset" (the connection closed wit
 (a body shorter than its Content-Length), "hang" (no reply until `release()` or the hang limit),
 "html" (200 with an HTML page), "not_json" (200, application/json, not JSON), "empty_choices",
 "length" (finish_reason "length", the text cut in half), "off_schema" (valid JSON outside the schema),
-"markup" (an answer full of HTML and script markup), "404" (as a base URL without /v1 gets).
+"markup" (an answer full of HTML and script markup), "unconstrained" (prose whatever the constraint), "404" (as a base URL without /v1 gets).
 GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`; GET /metrics answers `metrics`
 (Prometheus text; with `count_tokens`, token counters that grow at every poll, as a busy vLLM's do).
 `delay_s` slows every good answer; `max_in_flight` counts the most requests it held at once.
@@ -214,6 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "length":
             text = self._content(body)
             self._json(200, self._completion(body, text[: len(text) // 2], finish="length"))
+        elif fault == "unconstrained":  # a replica started without structured outputs: prose, whatever was asked
+            self._json(200, self._completion(body, "I would say this is a no entry sign, mostly."))
         elif fault == "off_schema":
             self._json(200, self._completion(body, json.dumps({"score": "great", "verdict": "yes"})))
         elif fault == "echo_401":  # a provider that echoes the request's Authorization header in its error
@@ -254,7 +256,9 @@ class _Handler(BaseHTTPRequestHandler):
             with self.server.lock:
                 self.server.answered += 1
                 numbered = f" (answer {self.server.answered})"
-        return f"A red ring and a white bar: no entry{numbered}.\nSIGN_TYPE: {category}"
+        bound = re.match(r"\[ -~\\n\]\{0,(\d+)\}", regex)  # the free text's bound, kept as a constrained engine does
+        prose = f"A red ring and a white bar: no entry{numbered}."
+        return f"{prose[: int(bound.group(1)) if bound else None]}\nSIGN_TYPE: {category}"
 
     @staticmethod
     def _completion(body: dict[str, Any], text: str, finish: str = "stop") -> dict[str, Any]:

@@ -166,3 +166,36 @@ def test_an_endpoint_that_refuses_everything_rests_and_its_requests_go_to_the_he
         oks, lone_refused = asyncio.run(go())
     assert all(oks) and lone_refused
     assert len(healthy.bodies) == 8
+
+
+def test_a_replica_that_ignores_the_constraint_is_rested_and_nothing_is_cached_as_a_parse_failure(tmp_path):
+    from dualjudge.config import RunConfig
+    from dualjudge.studies.job import run_job
+
+    def config(endpoints: list[str]) -> RunConfig:
+        return RunConfig(**{
+            "run": {"name": "pool", "seed": 1},
+            "testbed": {"signs": ["616", "602"], "visibilities": [1.0], "modes": ["bottom_up"], "repeats": 1,
+                        "modality": "text", "size": 64},
+            "systems": {"models": ["gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
+            "judges": {"models": ["gemma-3-270m"], "max_tokens": 160},
+            "probes": {"order": False, "padding": False},
+            "engine": {"retries": 1, "endpoints": {"gemma-3-270m": endpoints}}})
+
+    with Provider(served=("gemma-3-270m",)) as ignoring, Provider(served=("gemma-3-270m",)) as healthy:
+        ignoring.always = "unconstrained"  # answers prose to the SIGN_TYPE regex and to the verdict schemas
+        alone = run_job(config([ignoring.url]), tmp_path / "alone")
+        with sqlite3.connect(tmp_path / "alone" / "results.sqlite") as con:
+            first = con.execute("SELECT status, error FROM answers").fetchall()
+        pooled = run_job(config([ignoring.url, healthy.url]), tmp_path / "pool")
+        assert ignoring.bodies and all("structured_outputs" in b for b in ignoring.bodies)
+        healthy.bodies.clear()
+        rerun = run_job(config([healthy.url]), tmp_path / "alone")  # the lone replica's work, redone elsewhere
+    # alone: every request failed as the endpoint's fault (an error a rerun redoes), none as the model's answer
+    assert len(first) == 2 and all(status == "error" and "ignored the request's constraint" in error
+                                   for status, error in first), first
+    assert not alone.table.isin(["parse_failed"]).any().any()  # no row blames the model
+    assert (pooled.table["quality_status"] == "ok").all() and (pooled.table["equivalence_status"] == "ok").all()
+    assert len(pooled.table) == 2 and pooled.table["format_ok"].all()  # each answer ends in its SIGN_TYPE line
+    assert (rerun.table["quality_status"] == "ok").all() and len(rerun.table) == 2
+    assert len(healthy.bodies) == 2 + 2 * 2  # the two answers and their verdicts: nothing was cached as an answer

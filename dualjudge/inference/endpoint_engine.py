@@ -24,8 +24,15 @@ from typing import Any
 from dualjudge.inference import vllm_api
 from dualjudge.inference.chat_http import ChatClient, MalformedReply, RateLimited, RequestTimeout, StatusError, Transient
 from dualjudge.inference.dialects import DialectName, dialect
-from dualjudge.inference.reply_bounds import content_text, count_problem, text_problem
+from dualjudge.inference.reply_bounds import constraint_problem, content_text, count_problem, text_problem
 from dualjudge.inference.types import EngineDown, GenerationRequest, GenerationResult
+
+
+class ConstraintIgnored(MalformedReply):
+    """A reply that cannot have been decoded under the request's constraint from an endpoint whose dialect
+    enforces it: that endpoint's fault (started without structured outputs, or behind a proxy that drops the
+    field), never cached as the model's parse failure."""
+
 
 TRANSIENT = (Transient,)  # connection lost or refused, timeouts, 5xx, 429, replies that are not chat completions
 
@@ -222,6 +229,11 @@ class EndpointEngine:
             count_problem("completion_tokens", usage.get("completion_tokens"))
         if why is not None:
             raise MalformedReply(f"the reply is outside the bounds a reply must keep: {why}")
+        enforced = request.constraint is not None and (dialect(self.dialect).regex if request.constraint.kind == "regex"
+                                                       else dialect(self.dialect).enforces_schema)
+        ignored = constraint_problem(request.constraint, content, first.get("finish_reason")) if enforced else None
+        if ignored is not None:
+            raise ConstraintIgnored(f"{endpoint.base_url} ignored the request's constraint: {ignored}")
         return GenerationResult(content, finish_reason=first.get("finish_reason"),
                                 prompt_tokens=_count(usage.get("prompt_tokens")),
                                 completion_tokens=_count(usage.get("completion_tokens")),
@@ -237,7 +249,7 @@ class EndpointEngine:
         last = "no attempt"
         wait: float | None = None
         failed_at: Endpoint | None = None
-        refused_by: set[str] = set()  # endpoints that answered this request with a 4xx
+        refused_by: set[str] = set()  # endpoints that answered this request with a 4xx or ignored its constraint
         for attempt in range(1, self.retries + 2):
             endpoint = self._pick(avoid=failed_at)
             if not self.outstanding:
@@ -264,11 +276,12 @@ class EndpointEngine:
                     wait = e.retry_after
                 elif endpoint.failed(self.policy) and len(self.endpoints) > 1:
                     wait = 0.0  # that endpoint rests: try another one now
-            except StatusError as e:  # 4xx other than 429: the request is wrong, or this endpoint is
-                refused_by.add(endpoint.base_url)
+            except (StatusError, ConstraintIgnored) as e:  # a 4xx other than 429, or a reply that ignores the
+                refused_by.add(endpoint.base_url)           # constraint: the request is wrong, or this endpoint is
                 others = [x for x in self.endpoints if x.base_url not in refused_by]
-                if not others:  # every endpoint refuses it: the request itself is wrong
-                    endpoint.succeeded()  # the endpoint answered
+                if not others:  # every endpoint refuses it: the request itself is wrong (or no endpoint enforces it)
+                    if isinstance(e, StatusError):
+                        endpoint.succeeded()  # the endpoint answered
                     return GenerationResult(None, error=str(e), tries=attempt)
                 endpoint.failed(self.policy)  # only this endpoint refuses it so far: it rests, another is asked
                 failed_at, last, wait = endpoint, f"{type(e).__name__}: {e}", 0.0

@@ -10,7 +10,11 @@ not used: the request is sent again.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
+
+from dualjudge.inference.types import Constraint
 
 MAX_DEPTH = 64  # nesting of a JSON verdict; the verdict schemas need 3
 MAX_DIGITS = 40  # digits of one JSON number; a 0-10 score needs 2
@@ -76,4 +80,40 @@ def count_problem(name: str, value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
         shown = str(value)
         return f"usage.{name} = {shown[:20]}{'...' if len(shown) > 20 else ''} (a count from 0 to {MAX_TOKENS:,})"
+    return None
+
+
+_SHAPE_KEYS = ("type", "properties", "required", "additionalProperties", "enum", "items", "const")
+
+
+def _shape(schema: Any) -> Any:
+    """A JSON schema reduced to its shape (types, properties, required keys, enums): what any engine that
+    enforces the schema at all keeps. Bounds some engines leave to the model (lengths, patterns, ranges)
+    are dropped, so a reply outside only those is the model's answer, read as it is."""
+    if isinstance(schema, dict):
+        return {k: (({p: _shape(s) for p, s in v.items()} if k == "properties" else _shape(v)))
+                for k, v in schema.items() if k in _SHAPE_KEYS}
+    return schema
+
+
+def constraint_problem(constraint: Constraint | None, text: str | None, finish_reason: object) -> str | None:
+    """Why a reply from an endpoint that enforces constraints cannot have been decoded under the request's
+    constraint, or None. A reply cut at max_tokens (finish_reason "length") may legitimately stop mid-way:
+    that is the model's answer. Any other reply that breaks the shape is the endpoint's fault (a replica
+    started without structured outputs, a proxy that drops the field): the request fails there and goes to
+    another endpoint, and is never cached as the model's parse failure."""
+    if constraint is None or finish_reason == "length":
+        return None
+    if text is None:
+        return "no content for a constrained request"
+    if constraint.kind == "regex":
+        return None if re.fullmatch(constraint.spec, text) else "the reply does not match the request's regex"
+    import jsonschema
+
+    try:
+        jsonschema.validate(json.loads(text), _shape(constraint.schema))
+    except ValueError:
+        return "the reply is not the JSON the request's schema asks for"
+    except jsonschema.ValidationError as e:
+        return f"the reply breaks the request's JSON schema ({e.message[:120]})"
     return None

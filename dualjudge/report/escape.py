@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 _SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -45,6 +46,35 @@ def markdown_to_html(md: str) -> str:
     parser = MarkdownIt("commonmark", {"html": False}).enable("table")
     parser.validateLink = local_link  # type: ignore[method-assign]
     return str(parser.render(md))
+
+
+_MARKUP = {"\\": "\\\\", "<": "\\<", ">": "\\>", "[": "\\[", "]": "\\]", "`": "\\`", "&": "\\&",
+           "\r\n": "\\n", "\r": "\\n", "\n": "\\n"}
+_MARKUP_RE = re.compile("|".join(re.escape(k) for k in sorted(_MARKUP, key=len, reverse=True)))
+_PLAIN_RE = re.compile(r"\\([\\<>\[\]`&n])")
+
+
+def md_text(text: str) -> str:
+    """A name as Markdown text: the characters that open HTML, a link or image, a code span or an entity are
+    backslash-escaped and a newline is written as the two characters \\n, so a model or family name reads
+    the same in report.md, in any Markdown viewer and in report.html, and never becomes markup."""
+    return _MARKUP_RE.sub(lambda m: _MARKUP[m.group(0)], text)
+
+
+def plain(text: str) -> str:
+    """The name `md_text` escaped, as it was (a newline comes back as a newline)."""
+    return _PLAIN_RE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), text)
+
+
+def md_strings(data: Any) -> Any:
+    """Every string in a JSON-like value (dict keys included) through `md_text`."""
+    if isinstance(data, str):
+        return md_text(data)
+    if isinstance(data, dict):
+        return {md_strings(k): md_strings(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [md_strings(v) for v in data]
+    return data
 
 
 def table_cell(text: str) -> str:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from dualjudge.report.escape import plain
 from dualjudge.rundir import RunDir
 
 EXPLORER = RunDir.EXPLORER
 
 
 def explorer_link(**state: object) -> str:
-    """A link to the explorer with these filters set (names and values as its controls take them)."""
-    parts = [f"{k}={quote(str(v), safe='')}" for k, v in state.items() if v is not None]
+    """A link to the explorer with these filters set (names and values as its controls take them; a name
+    the report shows escaped is taken back as it was)."""
+    parts = [f"{k}={quote(plain(str(v)), safe='')}" for k, v in state.items() if v is not None]
     return f"{EXPLORER}#{'&'.join(parts)}"
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import re
 from pathlib import Path
 
 from dualjudge.analysis.choices import Lineage
@@ -13,7 +15,7 @@ from dualjudge.report.checks import section as checks_section
 from dualjudge.report.clarification import section as clarification_section
 from dualjudge.report.designs import section as designs_section
 from dualjudge.report.designs import variant_sections
-from dualjudge.report.escape import markdown_to_html
+from dualjudge.report.escape import markdown_to_html, md_strings, md_text
 from dualjudge.report.findings import section as findings_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
@@ -30,7 +32,7 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
         made.append(("Mean overall by visibility (all judges)", fig.degradation_figure(
             summary.degradation, d / "degradation.png", "Degradation with occlusion (all judges)")))
     for judge, s in summary.judges.items():
-        safe = judge.replace("/", "_")
+        safe = file_stem(judge)
         if not absent & {"overall", "equivalent"}:
             made.append((f"Joint distribution of the two judges: {judge}",
                          fig.joint_figure(s.joint, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})")))
@@ -49,6 +51,13 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
                      "own-family effects included; not raw means", fig.heatmap_figure(
                          matrices, d / "family_heatmap.png", f"Calibrated residuals, judge x generator family ({lineage})")))
     return made
+
+
+def file_stem(name: str) -> str:
+    """A name as part of a figure's file name: kept where it is letters, digits, `.`, `_` and `-`, else those
+    with a short hash of the whole name (a hub name's `/` is `_`), so no name puts markup in a path."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "judge"
+    return stem if stem == name.replace("/", "_") else f"{stem[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
 def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str] | None = None,
@@ -99,13 +108,21 @@ def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool =
     """report.md and report.html, every number and figure read from the summary; with `links` (a run
     directory, whose explorer.html sits beside them) the headline numbers link to the explorer filtered to
     the rows behind them."""
-    made = _figures(summary, out, lineage) if figures else []
-    findings = findings_section(summary, links)
-    md = markdown(summary, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
+    made = [(md_text(c), p) for c, p in _figures(summary, out, lineage)] if figures else []
+    shown = as_text(summary)
+    findings = findings_section(shown, links)
+    md = markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
     write_text(RunDir(out).report_md, md)
-    embedded = markdown(summary, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
-                                  for c, p in made], findings, links)
+    embedded = markdown(shown, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
+                                for c, p in made], findings, links)
     write_text(RunDir(out).report_html, _html(embedded))
+
+
+def as_text(summary: Summary) -> Summary:
+    """The summary as the report's Markdown shows it: every name (models, families, judges, runs, a foreign
+    table's values) escaped as text (report/escape.py), so no name becomes markup or splits a line. The
+    figures are drawn from the summary itself; links to the explorer take the names back (links.py)."""
+    return Summary.model_validate(md_strings(summary.model_dump()))
 
 
 def _html(md: str) -> str:
