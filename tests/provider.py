@@ -10,7 +10,8 @@ Faults: "500", "503", "429" (Retry-After: 0), "reset" (the connection closed wit
 (a body shorter than its Content-Length), "hang" (no reply until `release()` or the hang limit),
 "html" (200 with an HTML page), "not_json" (200, application/json, not JSON), "empty_choices",
 "length" (finish_reason "length", the text cut in half), "off_schema" (valid JSON outside the schema),
-"markup" (an answer full of HTML and script markup), "unconstrained" (prose whatever the constraint), "404" (as a base URL without /v1 gets).
+"markup" (an answer full of HTML and script markup),
+"unconstrained" (prose whatever the constraint), "404" (as a base URL without /v1 gets).
 GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`; GET /metrics answers `metrics`
 (Prometheus text; with `count_tokens`, token counters that grow at every poll, as a busy vLLM's do).
 `delay_s` slows every good answer; `max_in_flight` counts the most requests it held at once.
