@@ -42,15 +42,16 @@ def both_rows(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def system_means(frame: pd.DataFrame, by: str = "system") -> dict[str, dict[str, Any]]:
-    out = {}
-    for key, g in frame.groupby(by, sort=True):
-        q = g[g[QUALITY.status] == "ok"]["overall"]
-        e = g[g[EQUIVALENCE.status] == "ok"]["equivalent"].astype("float64")
-        out[str(key)] = {"mean_overall": _num(q.mean()) if len(q) else None,
-                         "equivalence_rate": _num(e.mean()) if len(e) else None,
-                         "format_compliance": _num(g["format_ok"].astype("float64").mean()),
-                         "n": int(len(g))}
-    return out
+    """Per group: the mean overall and equivalence rate of its verdicts, its format compliance and rows."""
+    keys = frame[by]
+    quality = frame["overall"].astype("float64").where(frame[QUALITY.status] == "ok")
+    equivalent = frame["equivalent"].astype("float64").where(frame[EQUIVALENCE.status] == "ok")
+    grouped = pd.DataFrame({"q": quality, "e": equivalent, "f": frame["format_ok"].astype("float64")}).groupby(
+        keys, sort=True)
+    means, sizes = grouped.mean(), grouped.size()  # a mean skips the rows without that verdict
+    return {str(key): {"mean_overall": _num(means.at[key, "q"]), "equivalence_rate": _num(means.at[key, "e"]),
+                       "format_compliance": _num(means.at[key, "f"]), "n": int(sizes[key])}
+            for key in means.index}
 
 
 def cell_means(frame: pd.DataFrame, value: str = "overall") -> pd.DataFrame:

@@ -23,17 +23,17 @@ the calibrated ranking refitted without each judge and without each judge family
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse
 
 from dualjudge.analysis import calibration
-from dualjudge.analysis.bootstrap import CI_LEVEL, MIN_RELIABLE_SIGNS, T_INTERVAL, cluster_se, t_interval
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
 from dualjudge.analysis.diagnostics import fit_problems
+from dualjudge.analysis.ranks import calibrated_board, competition_ranks, ranking_changes
 from dualjudge.analysis.self_preference import OUTCOMES, Grid, build_grid, identification, lineage_columns
 from dualjudge.analysis.table import ANSWER_KEY
 
@@ -85,7 +85,7 @@ class Units:
     fine: list[str]
     codes: np.ndarray  # (A,) fine unit of each answer
     groups: dict[Grouping, list[str]]
-    maps: dict[Grouping, np.ndarray]  # (U_fine, U_by)
+    maps: dict[Grouping, sparse.csr_matrix]  # (U_fine, U_by), one 1 per row
     code_of: dict[str, int]  # each answer key's fine unit
 
     @classmethod
@@ -100,7 +100,7 @@ class Units:
             of_fine = group_labels(models[[first[f] for f in fine]], strategies[[first[f] for f in fine]], by)
             names = sorted(set(of_fine.tolist()))
             groups[by] = names
-            maps[by] = (of_fine[:, None] == np.array(names)[None, :]).astype(np.float64)
+            maps[by] = _onehot(np.searchsorted(np.array(names), of_fine), len(names))
         codes = codes.reshape(-1).astype(int)
         return cls(list(fine), codes, groups, maps, dict(zip(grid.answers, codes.tolist())))
 
@@ -124,15 +124,26 @@ class Draws:
     def scores(self, mapping: np.ndarray) -> np.ndarray:
         """(1+B, groups) each group's score: mean leniency + mean scale x mean quality of its answers."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = (self.total @ mapping) / (self.count @ mapping)
+            mean = _times(self.total, mapping) / _times(self.count, mapping)
         return np.asarray(self.leniency[:, None] + self.scale[:, None] * mean)
 
 
 def _unit_statistics(sums: calibration.Sums, f: calibration.Fit, n_units: int) -> Draws:
     q1, _ = calibration.type_sums_of_quality(sums, f.a, f.b)  # (B, T) sum of quality over each type's answers
     assert sums.types.unit is not None
-    onehot = np.eye(n_units)[sums.types.unit]  # (T, U)
-    return Draws(q1 @ onehot, sums.n @ onehot, f.leniency.mean(axis=1), f.scale.mean(axis=1))
+    onehot = _onehot(sums.types.unit, n_units)  # (T, U)
+    return Draws(_times(q1, onehot), _times(sums.n, onehot), f.leniency.mean(axis=1), f.scale.mean(axis=1))
+
+
+def _onehot(codes: np.ndarray, n: int) -> sparse.csr_matrix:
+    """(len(codes), n) with a 1 at each row's code: sparse, so thousands of systems cost no dense square."""
+    codes = np.asarray(codes, dtype=int).reshape(-1)
+    return sparse.csr_matrix((np.ones(len(codes)), (np.arange(len(codes)), codes)), shape=(len(codes), n))
+
+
+def _times(dense: np.ndarray, onehot: sparse.csr_matrix) -> np.ndarray:
+    """dense @ onehot, for a dense (rows, T) and a sparse (T, U)."""
+    return np.asarray((onehot.T @ np.asarray(dense, dtype=float).T).T)
 
 
 def calibrated_draws(grid: Grid, units: Units, scale_free: bool, n_resamples: int, seed: int
@@ -162,68 +173,6 @@ def calibrated_scores(frame: pd.DataFrame, outcome: Outcome = "overall", lineage
     return point_scores(grid, units, grid.design.n_judges >= 3)
 
 
-def competition_ranks(values: dict[str, float | None]) -> dict[str, int | None]:
-    """1 + the number of groups strictly ahead (ties share a rank); None without a value."""
-    known = [v for v in values.values() if v is not None and np.isfinite(v)]
-    return {g: None if v is None or not np.isfinite(v) else 1 + sum(w > v for w in known) for g, v in values.items()}
-
-
-def _bonferroni(n_signs: int, comparisons: int) -> float:
-    return float(stats.t.ppf(1 - (1 - CI_LEVEL) / (2 * max(comparisons, 1)), n_signs - 1))
-
-
-def _p_best(scores: np.ndarray) -> np.ndarray:
-    """(U,) the share of resamples in which each group has the highest score (ties split)."""
-    s = np.where(np.isfinite(scores), scores, -np.inf)
-    top = s == s.max(axis=1, keepdims=True)
-    return np.asarray((top / top.sum(axis=1, keepdims=True)).mean(axis=0))
-
-
-def calibrated_board(scores: np.ndarray, groups: list[str], n_signs: int) -> tuple[list[dict[str, Any]],
-                                                                                   list[dict[str, Any]]]:
-    """Rows (group, estimate, interval, rank, rank interval, p_best), best first, and every pairwise
-    difference, higher minus lower, with its Bonferroni-adjusted interval and p."""
-    n = len(groups)
-    point = scores[0]
-    diff_se: dict[tuple[int, int], float | None] = {(a, b): cluster_se(scores[1:, a] - scores[1:, b], n_signs)
-                                                    for a in range(n) for b in range(n) if a != b}
-    crit_rank = _bonferroni(n_signs, n - 1)
-    p_best = _p_best(scores[1:]) if len(scores) > 1 else np.full(n, np.nan)
-    ranks = competition_ranks(dict(zip(groups, point.tolist())))
-    rows = []
-    for u, group in enumerate(groups):
-        iv = t_interval(float(point[u]), scores[1:, u], n_signs)
-        above = below = 0
-        for k in range(n):
-            se = diff_se.get((k, u))
-            if k == u or se is None:
-                continue
-            above += point[k] - point[u] - crit_rank * se > 0
-            below += point[u] - point[k] - crit_rank * se > 0
-        rows.append({"group": group, "estimate": _num(point[u]), "se": iv.se if iv else None,
-                     "ci_low": iv.low if iv else None, "ci_high": iv.high if iv else None, "rank": ranks[group],
-                     "rank_low": 1 + int(above), "rank_high": n - int(below), "p_best": _num(p_best[u])})
-    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"]))
-    pairs = n * (n - 1) // 2
-    crit = _bonferroni(n_signs, pairs)
-    differences: list[dict[str, Any]] = []
-    for a, b in combinations(range(n), 2):
-        hi, lo = (a, b) if point[a] >= point[b] else (b, a)
-        d, se = float(point[hi] - point[lo]), diff_se[(hi, lo)]
-        if not np.isfinite(d) or se is None:
-            continue
-        p = float(2 * stats.t.sf(abs(d) / se, n_signs - 1)) if se > 0 else (0.0 if d else 1.0)
-        differences.append({"higher": groups[hi], "lower": groups[lo], "difference": d, "se": se,
-                            "ci_low": d - crit * se, "ci_high": d + crit * se, "p": p,
-                            "p_adjusted": min(1.0, p * pairs)})
-    differences.sort(key=lambda x: -float(x["difference"]))
-    return rows, differences
-
-
-def _num(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
-
-
 # -- the rankings users make today -------------------------------------------------------------------
 def _rated(frame: pd.DataFrame, outcome: Outcome) -> pd.DataFrame:
     value, status = OUTCOMES[outcome]
@@ -249,25 +198,6 @@ def plain_rankings(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, by: 
            "self_excluded": mean_ranking(rated[(jf != gf).to_numpy()], by, groups)}
     for judge, rows in rated.groupby(rated["judge_model"].astype(str), sort=True):
         out[judge_ranking(str(judge))] = mean_ranking(rows, by, groups)
-    return out
-
-
-def ranking_changes(differences: list[dict[str, Any]], rankings: dict[str, list[dict[str, Any]]],
-                    unit: str) -> list[dict[str, Any]]:
-    """Every pair a plain ranking orders against a calibrated difference whose adjusted interval excludes 0."""
-    out = []
-    for name, rows in rankings.items():
-        value = {r["group"]: r["estimate"] for r in rows}
-        for d in differences:
-            if d["ci_low"] <= 0:
-                continue
-            hi, lo = value.get(d["higher"]), value.get(d["lower"])
-            if hi is None or lo is None or not lo > hi:
-                continue
-            change = {"higher": d["higher"], "lower": d["lower"], "ranking": name, "difference": d["difference"],
-                      "ci_low": d["ci_low"], "ci_high": d["ci_high"]}
-            change["sentence"] = change_sentence(change, unit)
-            out.append(change)
     return out
 
 
@@ -370,7 +300,7 @@ def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Line
                       "reason": reason, "n_signs": None, "rows": [], "differences": [], "naive": plain.pop("naive"),
                       "self_excluded": plain.pop("self_excluded"),
                       "judges": {name.removeprefix("judge:"): rows for name, rows in plain.items()},
-                      "changes": [], "sensitivity": None,
+                      "changes": [], "changes_total": 0, "sensitivity": None,
                       "warnings": [] if reason is None else [f"no calibrated ranking: {reason}"]}
     if grid is None or units is None:
         return boards
@@ -393,11 +323,13 @@ def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Line
     for by in GROUPINGS:
         b = boards[by]
         scores = draws.scores(units.maps[by])
-        rows, differences = calibrated_board(scores, units.groups[by], g)
-        b.update(estimable=True, reason=None, unit_words=words, n_signs=g, rows=rows, differences=differences,
+        board = calibrated_board(scores, units.groups[by], g)
+        rows = board.rows
+        b.update(estimable=True, reason=None, unit_words=words, n_signs=g, rows=rows, differences=board.differences,
                  warnings=[*warnings, *_left_out(answers, out_of_grid, outcome, by)])
-        b["changes"] = ranking_changes(differences, {"naive": b["naive"], "self_excluded": b["self_excluded"],
-                                                     **{judge_ranking(j): r for j, r in b["judges"].items()}}, unit)
+        b["changes"], b["changes_total"] = ranking_changes(
+            board, {"naive": b["naive"], "self_excluded": b["self_excluded"],
+                    **{judge_ranking(j): r for j, r in b["judges"].items()}}, lambda c: change_sentence(c, unit))
         degenerate = [r["group"] for r in rows if r["se"] is not None and r["se"] == 0]
         if degenerate:
             b["warnings"].append(f"{', '.join(degenerate)}: the score does not move across resamples (a degenerate fit, "
@@ -446,4 +378,4 @@ def cli_json(board: dict[str, Any], variant: str) -> dict[str, Any]:
             "naive": board["naive"], "self_excluded": board["self_excluded"], "judges": board["judges"],
             "differences": board["differences"], "changes": [{k: c[k] for k in CLI_CHANGE} | {"sentence": c["sentence"]}
                                                              for c in board["changes"]],
-            "sensitivity": board["sensitivity"], "warnings": board["warnings"]}
+            "changes_total": board["changes_total"], "sensitivity": board["sensitivity"], "warnings": board["warnings"]}

@@ -286,7 +286,8 @@ class Leaderboard(_Result):
     naive: list[RankedMean]
     self_excluded: list[RankedMean]
     judges: dict[str, list[RankedMean]]
-    changes: list[RankingChange]
+    changes: list[RankingChange]  # every change; on a board of more than 60 groups each ranking's largest 50
+    changes_total: int = 0  # how many changes there are in all (more than listed on a large board)
     sensitivity: PanelSensitivity | None
     warnings: list[str]
 

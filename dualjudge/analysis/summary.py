@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +34,32 @@ from dualjudge.analysis.table import ANSWER_KEY, read_table
 from dualjudge.protocol.kinds import declared
 from dualjudge.rundir import RunDir
 
+Progress = Callable[[str], None]  # told the name of each part of the analysis as it starts
+
 
 def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
-              n_resamples: int = N_RESAMPLES, scale: Scale = PAPER_SCALE, **extra: Any) -> Summary:
+              n_resamples: int = N_RESAMPLES, scale: Scale = PAPER_SCALE, progress: Progress | None = None,
+              **extra: Any) -> Summary:
+    tell = progress or (lambda _: None)
+    tell("per-judge statistics")
     judges: dict[str, Any] = {}
     for judge, g in frame.groupby("judge_model", sort=True):
         summary = dual_judge.judge_summary(g, scale, seed, n_resamples)
         summary["within_judge_agreement"] = agreement.within_judge(g, scale)
         summary["joint"] = dual_judge.joint_counts(g)
         judges[str(judge)] = summary
+    tell("system means")
+    parts: dict[str, Any] = {"design": study_design(frame), "degradation": dual_judge.degradation(frame),
+                             "strategies": dual_judge.system_means(frame),
+                             "system_models": dual_judge.system_means(frame, "system_model")}
+    tell(f"calibrated leaderboard ({n_resamples} resamples)")
+    parts["systems"] = leaderboard.systems(frame, lineage, seed, n_resamples)
+    parts["paired_tests"] = dual_judge.paired_tests(frame)
+    tell(f"self-preference ({n_resamples} resamples)")
+    parts["self_preference"] = self_preference(frame, lineage, seed, n_resamples)
+    tell("agreement, identification, missingness, decision risk")
+    parts.update(agreement=agreement.between_judges(frame), identification=identification(frame, scale),
+                 missingness=missingness(frame), decision_risk=decision_risk(frame, seed, n_resamples))
     return Summary.model_validate({
         "notes": frame.attrs.get("notes", []),
         "absent_columns": list(frame.attrs.get("absent", [])),
@@ -49,18 +67,8 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         "scale": scale.as_dict(),
         "n_rows": int(len(frame)),
         "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
-        "design": study_design(frame),
-        "degradation": dual_judge.degradation(frame),
-        "strategies": dual_judge.system_means(frame),
-        "system_models": dual_judge.system_means(frame, "system_model"),
-        "systems": leaderboard.systems(frame, lineage, seed, n_resamples),
-        "paired_tests": dual_judge.paired_tests(frame),
+        **parts,
         "judges": judges,
-        "self_preference": self_preference(frame, lineage, seed, n_resamples),
-        "agreement": agreement.between_judges(frame),
-        "identification": identification(frame, scale),
-        "missingness": missingness(frame),
-        "decision_risk": decision_risk(frame, seed, n_resamples),
         "bootstrap": {"resamples": n_resamples, "seed": seed, "cluster": "sign_code",
                       "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"}},
         **extra,
@@ -91,8 +99,8 @@ def _convention(frame: pd.DataFrame) -> str:
     return "mean_of_subscores (assumed: the table does not say)"
 
 
-def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
-                    n_resamples: int = N_RESAMPLES, scale: Scale = PAPER_SCALE) -> tuple[pd.DataFrame, Summary]:
+def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0, n_resamples: int = N_RESAMPLES,
+                    scale: Scale = PAPER_SCALE, progress: Progress | None = None) -> tuple[pd.DataFrame, Summary]:
     """Read a verdict table (and the probe, passes and human tables beside it) and summarise it: one
     summary per judge variant (the reference one on top, the others under `variants`) and, with
     several variants, the designs compared side by side."""
@@ -103,17 +111,20 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0,
     variants = variant_order(frame["judge_variant"])
     summaries = {}
     for variant in variants:
+        named = (lambda part, v=variant: progress(f"{v}: {part}")) if progress and len(variants) > 1 else progress
         rows = frame[frame["judge_variant"] == variant]
         if len(variants) > 1:
             rows = rows.copy()
             rows.attrs = frame.attrs
-        summaries[variant] = summarize(rows, lineage, seed, n_resamples, scale,
+        summaries[variant] = summarize(rows, lineage, seed, n_resamples, scale, named,
                                        probes=probes_of(order, padding, variant, seed, n_resamples) or None,
                                        table=str(table), stability=stability_near(table, scale, variant),
                                        human=_human_of(human, variant, variants[0]), judge_variant=variant)
     main = summaries[variants[0]].model_copy(update={"requests": _requests_near(table),
                                                      "simulation": planted_near(table)})
     if len(variants) > 1:
+        if progress:
+            progress("judge designs compared")
         designs = compare_designs(frame, order, padding, lineage, seed, n_resamples)
         designs["rows"] = [_design_row(judge, v, s) for judge in sorted(main.judges) for v, s in summaries.items()]
         main = main.model_copy(update={"variants": {v: summaries[v] for v in variants[1:]},

@@ -19,7 +19,7 @@ from dualjudge.analysis.choices import (
     Metric,
     Outcome,
 )
-from dualjudge.cli.common import ScaleMax, console, err_console
+from dualjudge.cli.common import ScaleMax, console, err_console, stage_progress
 from dualjudge.errors import DualjudgeError
 from dualjudge.rundir import RunDir
 
@@ -53,7 +53,8 @@ def analyze(
 
     scale = Scale(scale_max, high, low, high_inclusive, low_inclusive)
     try:
-        summary = run_analysis(table, out, lineage, seed, resamples, scale=scale)
+        with stage_progress("analysing") as progress:
+            summary = run_analysis(table, out, lineage, seed, resamples, scale=scale, progress=progress)
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
     except KeyboardInterrupt:
@@ -68,8 +69,9 @@ def analyze(
     board = (summary.systems.overall or {}).get("system_model")
     if board is not None and board.estimable and len(board.rows) > 1:
         top = board.rows[0]
+        changes = max(board.changes_total, len(board.changes))
         console.print(f"best system model with the judges' biases taken out: {top.group} (first in "
-                      f"{100 * (top.p_best or 0):.0f}% of resamples; {len(board.changes)} ranking change(s) in report.md)",
+                      f"{100 * (top.p_best or 0):.0f}% of resamples; {changes} ranking change(s) in report.md)",
                       markup=False)
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
 
@@ -202,6 +204,9 @@ def stats_systems(
                   markup=False)
     for c in result["changes"]:
         console.print(f"  change: {c['sentence']}", markup=False)
+    if result["changes_total"] > len(result["changes"]):
+        console.print(f"  ({result['changes_total']} ranking changes in all; the largest per ranking are listed)",
+                      markup=False)
     for warning in result["warnings"]:
         console.print(f"warning: {warning}", markup=False)
 

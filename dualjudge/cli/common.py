@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Optional
 
 import typer
@@ -32,3 +35,15 @@ def floats(value: Optional[str], option: str) -> Optional[list[float]]:
 # The quality scale's maximum: one option, the same for every command that reads a verdict table.
 ScaleMax = Annotated[float, typer.Option("--scale-max", help="The quality scale's maximum (the paper: 10; e.g. 5 for "
                                                               "a 1-5 Likert table, 100 for percentages).")]
+
+
+@contextmanager
+def stage_progress(what: str) -> Iterator[Callable[[str], None] | None]:
+    """A progress callback for work in named parts: on a terminal, a spinner naming the part and the time
+    so far; elsewhere none (stderr stays the one line an error is)."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    started = time.monotonic()
+    with err_console.status(what) as status:
+        yield lambda part: status.update(f"{what}: {part} ({time.monotonic() - started:.0f} s)")

@@ -13,7 +13,7 @@ from pathlib import Path
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.results import Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
-from dualjudge.analysis.summary import summarize_table
+from dualjudge.analysis.summary import Progress, summarize_table
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.report.links import EXPLORER
 from dualjudge.report.render import render_report
@@ -25,10 +25,13 @@ ANALYSIS_FOLDERS = (RunDir.FIGURES,)
 
 def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
             n_resamples: int = N_RESAMPLES, figures: bool = True, scale: Scale = PAPER_SCALE,
-            links: bool | None = None) -> Summary:
-    """`links`: the report's numbers link to the run explorer beside it (default: when out holds one)."""
+            links: bool | None = None, progress: Progress | None = None) -> Summary:
+    """`links`: the report's numbers link to the run explorer beside it (default: when out holds one);
+    `progress` is told each part of the analysis as it starts."""
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
-    _, summary = summarize_table(table, lineage, seed, n_resamples, scale)
+    _, summary = summarize_table(table, lineage, seed, n_resamples, scale, progress)
+    if progress:
+        progress("report and figures")
     out.mkdir(parents=True, exist_ok=True)
     # everything is written beside `out` first and moved in at the end: an interrupted or failed analysis
     # leaves `out` as it was (no summary without its report, no half of the figures)

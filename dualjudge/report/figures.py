@@ -100,14 +100,18 @@ def heatmap_figure(matrices: Mapping[str, Interaction], path: Path, title: str) 
     return _save(fig, path)
 
 
+FIGURE_ROWS = 40  # systems drawn in the leaderboard figure (the best; the report's table lists them all)
+
+
 def leaderboard_figure(boards: Mapping[str, Leaderboard], path: Path, title: str,
                        planted: Mapping[str, Mapping[str, float]] | None = None) -> Path:
     """One panel per grouping: each system's calibrated score with its 95% interval (dots and bars), the
     naive mean (open circles) and, for simulated data, the planted score (crosses); best at the top."""
-    fig = Figure(figsize=(5.4 * len(boards), 0.9 + 0.42 * max(len(b.rows) for b in boards.values())))
+    shown = {name: [r for r in b.rows if r.estimate is not None][:FIGURE_ROWS] for name, b in boards.items()}
+    fig = Figure(figsize=(5.4 * len(boards), 0.9 + 0.42 * max(len(rows) for rows in shown.values())))
     axes = fig.subplots(1, len(boards), squeeze=False)
     for ax, (name, board) in zip(axes[0], boards.items()):
-        rows = [r for r in board.rows if r.estimate is not None][::-1]
+        rows = shown[name][::-1]
         y = np.arange(len(rows))
         est = np.array([r.estimate for r in rows], dtype=float)
         low = np.array([r.ci_low if r.ci_low is not None else r.estimate for r in rows], dtype=float)
@@ -122,7 +126,9 @@ def leaderboard_figure(boards: Mapping[str, Leaderboard], path: Path, title: str
                        label="planted (simulated data)", zorder=4)
         ax.set_yticks(y, [r.group for r in rows])
         ax.set_xlabel("points (0-10)" if board.unit == "points" else "probability")
-        ax.set_title({"system_model": "system model", "system": "strategy"}.get(name, name))
+        kind = {"system_model": "system model", "system": "strategy"}.get(name, name)
+        scored = sum(r.estimate is not None for r in board.rows)
+        ax.set_title(kind if scored == len(rows) else f"{kind}: the best {len(rows)} of {scored}")
         ax.grid(alpha=0.3, axis="x")
     axes[0][-1].legend(fontsize=8, loc="best")
     fig.suptitle(title)

@@ -98,7 +98,7 @@ def _best_system(summary: Summary) -> str | None:
             f"[{num(top.ci_low)}, {num(top.ci_high)}] {board.unit}, first in {rate(top.p_best)} of the resamples")
     text += "; the naive panel agrees" if naive_top == top.group else f"; the naive panel puts {naive_top} first"
     if board.changes:
-        text += f"; {len(board.changes)} ranking change(s) listed under \"Which system is best\""
+        text += f"; {max(board.changes_total, len(board.changes))} ranking change(s) under \"Which system is best\""
     return text + "."
 
 

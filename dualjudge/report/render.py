@@ -113,9 +113,9 @@ def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool =
     findings = findings_section(shown, links)
     md = markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
     write_text(RunDir(out).report_md, md)
-    embedded = markdown(shown, [(c, "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode())
-                                for c, p in made], findings, links)
-    write_text(RunDir(out).report_html, _html(embedded))
+    embedded = {str(p.relative_to(out)): "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
+                for _, p in made}
+    write_text(RunDir(out).report_html, _html(md, embedded))
 
 
 def as_text(summary: Summary) -> Summary:
@@ -125,10 +125,14 @@ def as_text(summary: Summary) -> Summary:
     return Summary.model_validate(md_strings(summary.model_dump()))
 
 
-def _html(md: str) -> str:
-    """The report's Markdown as one HTML page; raw HTML in it (from model or family names, or a foreign
-    table) is escaped, never run (report/escape.py)."""
+def _html(md: str, figures: dict[str, str]) -> str:
+    """The report's Markdown as one HTML page, each figure embedded as its data URL; raw HTML in it (from
+    model or family names, or a foreign table) is escaped, never run (report/escape.py). The figures go in
+    after the Markdown is rendered: its parser normalizes every link character by character, which takes
+    minutes on megabytes of base64."""
     body = markdown_to_html(md)
+    for path, data in figures.items():  # a figure's path is letters, digits, . _ - and / (file_stem)
+        body = body.replace(f'src="{path}"', f'src="{data}"')
     return ("<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
             "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"

@@ -85,8 +85,10 @@ def _words(board: Leaderboard, kind: str) -> list[str]:
     if changes:
         shown = changes[:MAX_SENTENCES]
         out += [f"- Ranking change: {c.sentence}." for c in shown]
-        if len(changes) > len(shown):
-            out.append(f"- ... and {len(changes) - len(shown)} more ranking changes (summary.json, `systems`).")
+        total = max(board.changes_total, len(changes))
+        if total > len(shown):
+            listed = "" if total == len(changes) else f"; the {len(changes)} largest are listed there"
+            out.append(f"- ... and {total - len(shown)} more ranking changes (summary.json, `systems`{listed}).")
     elif len(board.rows) > 1:
         out.append(f"- No plain ranking (naive, without same-family judges, any judge alone) puts a pair of "
                    f"{PLURAL[kind]} in the other order from a calibrated difference whose adjusted interval excludes zero.")
