@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 from dualjudge.errors import DualjudgeError
@@ -16,7 +17,12 @@ def project_root() -> Path:
     An editable install or a checkout uses the repository itself; other installs point
     DUALJUDGE_HOME at a copy of the repository's resource folders.
     """
-    env = os.environ.get("DUALJUDGE_HOME")
+    return _root(os.environ.get("DUALJUDGE_HOME"))
+
+
+@lru_cache(maxsize=8)
+def _root(env: str | None) -> Path:
+    """project_root for one value of DUALJUDGE_HOME, found once (a plan builds prompts by the 100,000)."""
     candidates = [Path(env)] if env else []
     candidates.append(_PACKAGE_DIR.parent)
     for root in candidates:

@@ -127,3 +127,21 @@ def test_an_analysis_of_many_systems_tells_its_parts_and_draws_the_best_forty(tm
     assert len(board.rows) == frame["system_model"].nunique() and len(board.differences) == len(board.rows) - 1
     height = Image.open(tmp_path / "a" / "figures" / "systems.png").size[1]
     assert height <= (0.9 + 0.42 * FIGURE_ROWS) * DPI * 1.05  # the best forty drawn, not every system
+
+
+def test_the_pooled_regression_with_generator_effects_absorbed_is_the_one_with_dummies(monkeypatch):
+    from dualjudge.analysis import pooled
+    from dualjudge.analysis.self_preference import build_grid
+    from dualjudge.analysis.simulate import simulate
+
+    frame = simulate(seed=6)
+    answer = frame["item_id"].astype("category").cat.codes * 3 + frame["repeat"].astype(int)
+    frame["system_model"] = frame["system_model"] + "-v" + (answer % 8).astype(str)  # 40 generators
+    data = build_grid(frame, "overall", "family").long
+    dummies, _ = pooled.pooled_model(data)
+    monkeypatch.setattr(pooled, "ABSORB_ABOVE", 0)
+    absorbed, _ = pooled.pooled_model(data)
+    assert dummies is not None and absorbed is not None
+    for key in ("estimate", "se", "p"):
+        assert abs(dummies["same_family"][key] - absorbed["same_family"][key]) < 1e-9 * max(1, abs(dummies["same_family"][key]))
+    assert np.allclose(dummies["same_family"]["ci"], absorbed["same_family"]["ci"], atol=1e-9)

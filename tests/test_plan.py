@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dualjudge.config import RunConfig, load_config
+from dualjudge.errors import DualjudgeError
 from dualjudge.runs.estimate import Estimate, busy_seconds, estimate
 from dualjudge.studies.job import run_job
 from tests.test_runs import CONFIG, Recorder
@@ -118,6 +119,13 @@ def test_time_comes_from_measured_sessions_then_card_hints(tmp_path, monkeypatch
     assert smol.time_basis.startswith(f"roofline on {on}") and "0.135 B parameters" in smol.time_basis
     assert smol.seconds is not None and smol.seconds > 0
     assert smol.load_seconds is not None and smol.load_seconds > 0
+    # a plan for another machine's GPU (made here, for the workstation): priced on that GPU, said so
+    elsewhere = {m.model: m for m in estimate(config, tmp_path / "new", engines=Recorder(), for_gpu="A100").models}
+    on_a100 = elsewhere["smollm2-135m-instruct"]
+    assert on_a100.time_basis.startswith("roofline on an A100 (asked for)")
+    assert on_a100.seconds is not None and (visible_gpus() or on_a100.seconds < smol.seconds)  # faster than a core
+    with pytest.raises(DualjudgeError, match="--gpu B300: not in the roofline's table"):
+        estimate(config, tmp_path / "new", engines=Recorder(), for_gpu="B300")
 
 
 def test_the_roofline_overlaps_compute_and_memory_and_counts_kv_reads_vision_and_loads():

@@ -1,6 +1,6 @@
 """The schedule of the cross-family study on 1, 2, 4 and 8 GPUs (simulated; no model loads).
 
-    python benchmarks/perf/placement.py [--config benchmarks/cross-family.toml] [--gpu-gb 80] [--json]
+    python benchmarks/perf/placement.py [--config benchmarks/cross-family.toml] [--gpu H100] [--gpu-gb 80] [--json]
 
 Each (model, stage) job's length comes from `dualjudge plan`'s own estimate for the configuration: the
 model's time (measured, a card hint, or the roofline of the card on the GPU, with image tokens and
@@ -35,6 +35,7 @@ PROBES = ("order probe", "padding judged", "stability passes")
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", type=Path, default=Path("benchmarks/cross-family.toml"))
+    ap.add_argument("--gpu", default="H100", help="the GPU the plan prices each job on (a name of its roofline table)")
     ap.add_argument("--gpu-gb", type=float, default=80.0, help="memory of each simulated GPU")
     ap.add_argument("--load-s", type=float, default=None,
                     help="seconds to load any model (default: the plan's load time of each model)")
@@ -43,7 +44,7 @@ def main() -> None:
     args = ap.parse_args()
     config = load_config(args.config)
     config = config.model_copy(update={"engine": config.engine.model_copy(update={"cache": None})})
-    plan = estimate(config, Path("/nonexistent/placement-sim"))
+    plan = estimate(config, Path("/nonexistent/placement-sim"), for_gpu=args.gpu)
     tokens: dict[tuple[str, Stage], float] = defaultdict(float)
     probe_tokens = judge_tokens = 0.0
     expected = {m.model: m for m in plan.models}
@@ -67,7 +68,7 @@ def main() -> None:
     say = (lambda *a, **k: None) if args.json else print
     say(f"{args.config}: {len(config.systems.models)} system models, {len(config.judges.models)} judges, "
         f"{plan.total_requests:,} requests, {sum(m.expected_completion_tokens for m in plan.models) / 1e6:.1f} M "
-        f"completion tokens expected; GPUs of {args.gpu_gb:g} GB; job and load times from the plan"
+        f"completion tokens expected; {args.gpu} GPUs of {args.gpu_gb:g} GB; job and load times from the plan"
         + (f" ({args.load_s:g} s a load)" if args.load_s is not None else "") + ":")
     for m in plan.models:
         say(f"  {m.model}: {m.seconds or 0:.0f} s, a load {m.load_seconds or 0:.0f} s ({m.time_basis.split(';')[0]})")

@@ -128,7 +128,7 @@ def main() -> int:
         raise SystemExit(f"--gpu {args.gpu}: not in the table ({', '.join(g.name for g in GPUS)})")
     config = load_config(args.config)
     config = config.model_copy(update={"engine": config.engine.model_copy(update={"cache": None})})
-    plan = estimate(config, Path("/nonexistent/plan-model"))  # nothing cached: the whole study
+    plan = estimate(config, Path("/nonexistent/plan-model"), for_gpu=gpu.name)  # nothing cached: the whole study
     rows = []
     for cost in plan.models:
         card = config.card(cost.model)
@@ -141,7 +141,7 @@ def main() -> int:
         if shape is None or cost.seconds is None:
             continue
         first = simulate(shape, gpu, requests, prefill, completion, images, gpu_server_concurrency(card, config.engine))
-        plan_s = cost.seconds  # the plan's own roofline, on an H100 when no GPU is visible
+        plan_s = cost.seconds  # the plan's own roofline, on the GPU asked for
         rows.append({"model": cost.model, "requests": requests, "prefill_per_request": round(prefill),
                      "completion_per_request": round(completion), "plan_min": round(plan_s / 60, 1),
                      "first_principles_min": round(first / 60, 1), "ratio": round(plan_s / first, 3) if first else None,

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
+from scipy import stats
 
+ABSORB_ABOVE = 200  # generators above which their effects are absorbed rather than fitted as dummies
 POOLED_INTERVAL = "analytic cluster-robust (CR1) standard errors by sign, 95% t interval on G-1 degrees of freedom"
 
 
@@ -35,16 +37,51 @@ def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]
     if self_separable:
         terms.append("is_self")
     formula = "y ~ " + " + ".join(terms)
+    wanted = ("same_family", "is_self") if self_separable else ("same_family",)
+    groups = pd.factorize(d["sign"])[0]
     try:
-        fit = smf.ols(formula, data=d).fit(cov_type="cluster", use_t=True,
-                                           cov_kwds={"groups": pd.factorize(d["sign"])[0], "df_correction": True})
+        if d["generator"].nunique() > ABSORB_ABOVE:
+            params, bse, conf, pvalues, collinear = _absorbed(d, list(wanted), groups)
+        else:
+            fit = smf.ols(formula, data=d).fit(cov_type="cluster", use_t=True,
+                                               cov_kwds={"groups": groups, "df_correction": True})
+            params, bse, conf, pvalues = fit.params, fit.bse, fit.conf_int(), fit.pvalues
+            collinear = fit.df_model < len(fit.params) - 1
     except (np.linalg.LinAlgError, ValueError, ZeroDivisionError) as e:
         return None, f"the model could not be fitted ({e})"
-    if fit.df_model < len(fit.params) - 1 or not np.isfinite(fit.bse.get("same_family", np.nan)):
+    if collinear or not np.isfinite(bse.get("same_family", np.nan)):
         return None, "same_family is collinear with the judge and generator effects"
-    out: dict[str, Any] = {"formula": formula, "n": int(fit.nobs), "clusters": n_signs, "interval": POOLED_INTERVAL}
-    for name in ("same_family", "is_self") if self_separable else ("same_family",):
-        lo, hi = fit.conf_int().loc[name]
-        out["self" if name == "is_self" else name] = {"estimate": float(fit.params[name]), "se": float(fit.bse[name]),
-                                                      "ci": [float(lo), float(hi)], "p": float(fit.pvalues[name])}
+    out: dict[str, Any] = {"formula": formula, "n": int(len(d)), "clusters": n_signs, "interval": POOLED_INTERVAL}
+    for name in wanted:
+        lo, hi = conf.loc[name]
+        out["self" if name == "is_self" else name] = {"estimate": float(params[name]), "se": float(bse[name]),
+                                                      "ci": [float(lo), float(hi)], "p": float(pvalues[name])}
     return out, None
+
+
+def _absorbed(d: pd.DataFrame, wanted: list[str], groups: np.ndarray
+              ) -> tuple[pd.Series, pd.Series, pd.DataFrame, pd.Series, bool]:
+    """The same regression with the generator effects absorbed (Frisch-Waugh-Lovell: every column demeaned
+    within its generator, then OLS without them), for thousands of generators, where the dummy matrix would
+    not fit in memory. Coefficients and cluster-robust errors are those of the full model: the residuals and
+    the residualized regressors are the same, and the CR1 small-sample factor is rescaled from the few
+    regressors fitted to the full model's count (judges, generators, the terms)."""
+    import statsmodels.api as sm
+
+    judges = sorted(d["judge"].unique())
+    x = pd.DataFrame({f"judge[{j}]": (d["judge"] == j).astype(float) for j in judges[1:]}, index=d.index)
+    for name in wanted:
+        x[name] = d[name]
+    by = d["generator"]
+    y = d["y"] - d["y"].groupby(by).transform("mean")
+    x = x - x.groupby(by).transform("mean")
+    fit = sm.OLS(y, x).fit(cov_type="cluster", use_t=True, cov_kwds={"groups": groups, "df_correction": True})
+    n, k_fitted = len(d), x.shape[1]
+    k_full = k_fitted + d["generator"].nunique()  # the intercept and the generator effects it absorbed
+    factor = np.sqrt((n - k_fitted) / (n - k_full))
+    bse = fit.bse * factor
+    crit = float(stats.t.ppf(0.975, fit.df_resid_inference))
+    conf = pd.DataFrame({0: fit.params - crit * bse, 1: fit.params + crit * bse})
+    pvalues = pd.Series(2 * stats.t.sf(np.abs(fit.params / bse), fit.df_resid_inference), index=fit.params.index)
+    collinear = bool(np.linalg.matrix_rank(x.to_numpy()) < k_fitted)
+    return fit.params, bse, conf, pvalues, collinear

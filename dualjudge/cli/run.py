@@ -241,6 +241,8 @@ def plan(
     measured: Annotated[Optional[list[Path]], typer.Option(
         help="Another run directory whose request log times the models (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    gpu: Annotated[Optional[str], typer.Option(help="Price the local servers on this GPU (H200, H100, A100, L40S, "
+                                                    "RTX 4090, A10G, L4) instead of this machine's devices.")] = None,
 ) -> None:
     """What a run will ask of each model, before anything loads: requests per model and stage, how many
     the cache already answers, tokens, GPU memory and an estimated wall time."""
@@ -257,7 +259,7 @@ def plan(
 
             raise DualjudgeError(f"--measured {folder}: not a run directory (no results.sqlite there)")
     with err_console.status(f"planning {config}: building every request the run will make"):
-        est = estimate(cfg, out or Path("runs") / cfg.run.name, str(config), tuple(measured or ()))
+        est = estimate(cfg, out or Path("runs") / cfg.run.name, str(config), tuple(measured or ()), for_gpu=gpu)
     if as_json:
         console.print_json(json.dumps(est.as_dict()))
         return

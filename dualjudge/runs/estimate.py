@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dualjudge.config import RunConfig
+from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.engines import (
@@ -57,7 +58,7 @@ from dualjudge.protocol.variants import variant_rubric
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss
-from dualjudge.runs.roofline import GpuSpec, Work, cpu_spec, gpu_spec, load_seconds, serving_seconds
+from dualjudge.runs.roofline import GPUS, GpuSpec, Work, cpu_spec, gpu_spec, load_seconds, serving_seconds
 from dualjudge.runs.runner import all_groups
 from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
@@ -584,7 +585,8 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
 
 
 async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches: list[Store],
-                    logs: list[Store], variants: list[Variant], items: list[Item]) -> list[StageCount | ModelCost]:
+                    logs: list[Store], variants: list[Variant], items: list[Item],
+                    for_gpu: str | None = None) -> list[StageCount | ModelCost]:
     cards = {m: config.card(m) for m in config.all_models()}
     study = _Study(config, caches, default_catalogue(), {m: await engines.identity(cards[m]) for m in cards},
                    {m: TokenCounter(cards[m], config.testbed.size) for m in cards},
@@ -600,10 +602,13 @@ async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches
     for judge in config.judges.models:
         rows[judge] += await study.judges_job(judge, seen)
     flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
-    gpus = visible_gpus()
-    gpu, gpu_basis = gpu_spec(gpus[0].name if gpus else None)
+    gpus = [] if for_gpu else visible_gpus()
+    gpu, gpu_basis = gpu_spec(for_gpu or (gpus[0].name if gpus else None))
+    if for_gpu:
+        gpu_basis = f"an {gpu.name} (asked for)"
     cpu = None
-    if not gpus and config.engine.backend == "vllm" and any(runs_on_devices(c, config.engine) for c in cards.values()):
+    local = any(runs_on_devices(c, config.engine) for c in cards.values())
+    if not gpus and not for_gpu and config.engine.backend == "vllm" and local:
         cpu = min(all_groups(config), key=lambda g: len(g.ids))  # the smallest group a model may get
         cpu = cpu if cpu.kind == "cpu" else None
     return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu)
@@ -611,8 +616,12 @@ async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches
 
 
 def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tuple[Path, ...] = (),
-             engines: EngineFactory | None = None) -> Estimate:
-    """The plan of a run of `config` into `out` (which may not exist yet); nothing is written anywhere."""
+             engines: EngineFactory | None = None, for_gpu: str | None = None) -> Estimate:
+    """The plan of a run of `config` into `out` (which may not exist yet); nothing is written anywhere.
+    `for_gpu`: price the local servers on this GPU of the roofline's table (a plan made on another machine)
+    rather than on what this machine has."""
+    if for_gpu is not None and not any(g.name.lower() == for_gpu.lower() for g in GPUS):
+        raise DualjudgeError(f"--gpu {for_gpu}: not in the roofline's table ({', '.join(g.name for g in GPUS)})")
     engines = engines or Engines(config.engine, seed=config.run.seed)
     shared = Path(config.engine.cache).expanduser() if config.engine.cache else None
     own = RunDir(out).store
@@ -623,7 +632,7 @@ def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tupl
         with tempfile.TemporaryDirectory(prefix="dualjudge-plan-") as tmp:
             folder, variants = _variants(config, out, Path(tmp))
             items = testbed_items(config, folder, variants)
-            flat = asyncio.run(_estimate(config, out, engines, opened, logs, variants, items))
+            flat = asyncio.run(_estimate(config, out, engines, opened, logs, variants, items, for_gpu))
     finally:
         for store in {id(s): s for s in opened + logs}.values():
             store.close()
