@@ -21,13 +21,11 @@ def test_runner_overhead_json_measures_the_whole_runner_against_an_instant_endpo
 
 
 def test_placement_json_simulates_the_cross_family_study_with_and_without_replicas():
-    def placed(*extra: str) -> dict[str, dict[str, float]]:
-        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "perf" / "placement.py"), "--json", *extra],
-                              capture_output=True, text=True, timeout=600, cwd=ROOT)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.strip().splitlines()[-1])["gpus"]
-
-    spare, plain = placed(), placed("--no-replicas")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "perf" / "placement.py"), "--json"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    both = json.loads(done.stdout.strip().splitlines()[-1])
+    spare, plain = both["gpus"], both["gpus_without_replicas"]
     assert set(spare) == set(plain) == {"1", "2", "4", "8"}
     assert all(set(g) >= {"makespan_h", "speedup", "loads", "max_idle_share"} for g in spare.values())
     assert spare["1"] == plain["1"] and spare["1"]["speedup"] == 1.0  # one GPU: the same schedule

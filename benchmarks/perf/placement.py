@@ -11,7 +11,8 @@ schedule (dualjudge/runs/schedule.py) then places the jobs on the simulated GPUs
 replicas included (--no-replicas: without them): reported per inventory: each group's jobs in order
 (replicas marked), the makespan, the loads, the speedup over one GPU, and the share of the makespan the
 most idle GPU spent neither loading nor working. With --json: {"gpus": {"1": {"makespan_h": H,
-"speedup": 1.0, "loads": L, "max_idle_share": I}, "2": {...}, "4": {...}, "8": {...}}}.
+"speedup": 1.0, "loads": L, "max_idle_share": I}, "2": {...}, "4": {...}, "8": {...}}, "gpus_without_replicas":
+{... the same without replicas and early judges}}.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from dualjudge.config import load_config
 from dualjudge.inference.devices import DeviceGroup, check_placement
@@ -73,14 +75,32 @@ def main() -> None:
     for m in plan.models:
         say(f"  {m.model}: {m.seconds or 0:.0f} s, a load {m.load_seconds or 0:.0f} s ({m.time_basis.split(';')[0]})")
     say()
+    rows = _schedules(jobs, cards, seconds, loads, last, probe_tokens / judge_tokens if judge_tokens else 0.0,
+                      args.gpu_gb, replicas=not args.no_replicas, say=say)
+    if args.json:
+        def table(found: list[tuple[int, float, int, float, float]]) -> dict[str, dict[str, float]]:
+            return {str(n): {"makespan_h": round(makespan / 3600, 3), "speedup": round(speedup, 3), "loads": loads,
+                             "max_idle_share": round(idle, 3)} for n, makespan, loads, speedup, idle in found}
+        plain = rows if args.no_replicas else _schedules(jobs, cards, seconds, loads, last, probe_tokens / judge_tokens
+                                                         if judge_tokens else 0.0, args.gpu_gb, replicas=False)
+        print(json.dumps({"gpus": table(rows), "gpus_without_replicas": table(plain)}))
+        return
+    print("| GPUs | makespan (h) | loads | speedup over 1 GPU | most idle GPU |\n|---|---|---|---|---|")
+    for n, makespan, loads, speedup, idle in rows:
+        print(f"| {n} | {makespan / 3600:.2f} | {loads} | {speedup:.2f} | {idle:.1%} |")
+
+
+def _schedules(jobs: Any, cards: dict[str, Any], seconds: dict[tuple[str, Stage], float], loads: Any, last: Any,
+               probe_share: float, gpu_gb: float, replicas: bool, say: Any = lambda *a, **k: None
+               ) -> list[tuple[int, float, int, float, float]]:
+    """The runner's schedule on 1, 2, 4 and 8 simulated GPUs: (GPUs, makespan s, loads, speedup, most idle share)."""
     base = None
     rows = []
     for n in (1, 2, 4, 8):
-        groups = [DeviceGroup("gpu", (i,), (Gpu("simulated", args.gpu_gb, args.gpu_gb, i),)) for i in range(n)]
+        groups = [DeviceGroup("gpu", (i,), (Gpu("simulated", gpu_gb, gpu_gb, i),)) for i in range(n)]
         check_placement(groups, list(cards.values()))
-        run = simulate(jobs, groups, lambda m, g: g.holds(cards[m]), seconds,
-                       probe_share=probe_tokens / judge_tokens if judge_tokens else 0.0, load_s=loads,
-                       last_system=last, replicas=not args.no_replicas)
+        run = simulate(jobs, groups, lambda m, g: g.holds(cards[m]), seconds, probe_share=probe_share, load_s=loads,
+                       last_system=last, replicas=replicas)
         base = base or run.makespan
         idle = max(run.idle_share(g) for g in groups)
         rows.append((n, run.makespan, run.loads, base / run.makespan, idle))
@@ -93,14 +113,7 @@ def main() -> None:
                              for s in spans)
             say(f"  {g.label} (idle {run.idle_share(g):.1%}): {line}")
         say()
-    if args.json:
-        print(json.dumps({"gpus": {str(n): {"makespan_h": round(makespan / 3600, 3), "speedup": round(speedup, 3),
-                                            "loads": loads, "max_idle_share": round(idle, 3)}
-                                   for n, makespan, loads, speedup, idle in rows}}))
-        return
-    print("| GPUs | makespan (h) | loads | speedup over 1 GPU | most idle GPU |\n|---|---|---|---|---|")
-    for n, makespan, loads, speedup, idle in rows:
-        print(f"| {n} | {makespan / 3600:.2f} | {loads} | {speedup:.2f} | {idle:.1%} |")
+    return rows
 
 
 if __name__ == "__main__":
