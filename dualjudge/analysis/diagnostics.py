@@ -119,6 +119,25 @@ class Pair:
     mirror: tuple[str, str] | None  # with four judges, the pair the data cannot tell this one from
 
 
+def copies(grid: Grid) -> list[tuple[str, str, float, int]]:
+    """Judges whose verdicts are a copy of another's: (kept, copy, r, shared answers) for every pair whose
+    verdicts correlate above COPIED on at least 30 shared answers, the copy the later of the two names (a
+    judge copying one already merged is merged into the same one)."""
+    d = grid.design
+    out: list[tuple[str, str, float, int]] = []
+    merged: set[int] = set()
+    for j in range(d.n_judges):
+        for k in range(j + 1, d.n_judges):
+            both = d.present[j] & d.present[k]
+            if j in merged or k in merged or int(both.sum()) < 30 or not (d.y[j, both].std() and d.y[k, both].std()):
+                continue
+            r = float(np.corrcoef(d.y[j, both], d.y[k, both])[0, 1])
+            if r > COPIED:
+                out.append((grid.judges[j], grid.judges[k], r, int(both.sum())))
+                merged.add(k)
+    return out
+
+
 def correlated_pairs(grid: Grid, full: calibration.Fit) -> list[Pair]:
     """Pairs of judges whose residuals are correlated beyond what the model allows, strongest first.
 
@@ -190,9 +209,10 @@ def missing_gaps(missing: dict[str, dict[str, dict[str, float]]], judge_family: 
 
 
 def imputed_estimates(grid: Grid, full: calibration.Fit, judge: str, shifts: tuple[float, ...] = SHIFTS,
-                      scale_free: bool = True) -> dict[float, float]:
+                      scale_free: bool = True, value: float | None = None) -> dict[float, float]:
     """The judge's own-family estimate if its missing own-family verdicts (answers other judges rated)
-    were there, `shift` below what the model predicts for them, refitting the whole model each time."""
+    were there, `shift` below what the model predicts for them, refitting the whole model each time; with
+    `value`, once, every missing verdict that value (the worst case of a 0/1 verdict: 0), keyed nan."""
     d = grid.design
     j = grid.judges.index(judge)
     types = calibration.Types.of(d)
@@ -201,10 +221,10 @@ def imputed_estimates(grid: Grid, full: calibration.Fit, judge: str, shifts: tup
     predicted = full.leniency[0, j] + full.scale[0, j] * quality + effects @ d.terms[:, j]
     gap = ~d.present[j] & _own(d, j)
     out: dict[float, float] = {}
-    for shift in shifts:
+    for shift in (float("nan"),) if value is not None else shifts:
         y = d.y.copy()
         present = d.present.copy()
-        y[j, gap] = predicted[gap] - shift
+        y[j, gap] = value if value is not None else predicted[gap] - shift
         present[j, gap] = True
         filled = calibration.Design(y, present, d.terms, d.cluster, d.n_clusters, d.group)
         sums = calibration.Types.of(filled).resampled(None)
@@ -215,11 +235,14 @@ def imputed_estimates(grid: Grid, full: calibration.Fit, judge: str, shifts: tup
 
 
 def missing_warning(judge: str, rates: tuple[float, float], estimate: float, half_width: float,
-                    imputed: dict[float, float], unit: str) -> str:
-    """Words for a judge that misses more of its own family's verdicts, with the sensitivity analysis."""
+                    imputed: dict[float, float], unit: str, worst: float | None = None) -> str:
+    """Words for a judge that misses more of its own family's verdicts, with the sensitivity analysis;
+    `worst`: the estimate with every missing own-family verdict at the bottom of a 0/1 scale."""
     own, other = rates
     text = (f"{judge} misses {own:.0%} of its own family's verdicts against {other:.0%} of the others': if it fails "
             f"when it would have scored low, the estimate is biased upward (nothing in the data can rule this out)")
+    if worst is not None and np.isfinite(worst):
+        text += f". With every missing own-family verdict 0 (the worst case of a 0/1 verdict) the estimate is {worst:+.3f}"
     points = ", ".join(f"{v:+.2f} at {s:g}" for s, v in imputed.items() if np.isfinite(v))
     if points:
         text += f". With the missing verdicts filled in below the model's prediction by so many {unit}, the estimate is {points}"

@@ -142,6 +142,7 @@ class JudgeSelfPreference(_Result):
     n_own: dict[str, int] | None = None
     sensitivity: Sensitivity | None = None
     warnings: list[str] = []  # what may bias this judge's estimate, in words (empty when nothing applies)
+    warned: bool = False  # it carries a warning: no adjusted p-value, the interval widened to its alternatives
 
 
 class MissingCell(_Result):

@@ -31,6 +31,7 @@ from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interva
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.diagnostics import (
     SHIFTS,
+    copies,
     correlated_pairs,
     fit_problems,
     flagged,
@@ -53,7 +54,8 @@ ANSWER = ANSWER_KEY
 METHOD = ("judge calibration with answer fixed effects: score = leniency[judge] + scale[judge] x quality[answer] "
           "+ self[judge] x own_model + family_other[judge] x same_family_other_model, fitted by precision-weighted "
           "alternating least squares; the equivalent outcome as a linear probability model")
-ADJUSTMENT = "Benjamini-Yekutieli across judges and outcomes"
+ADJUSTMENT = ("Benjamini-Yekutieli across judges and outcomes; a judge with a warning gets none, and its interval is "
+              "widened to the estimates its warnings show")
 MISSING_GAP = 0.05  # a judge whose missing-verdict rates differ by more than this across families is flagged
 TERMS = ("self", "family_other")
 TWO_JUDGES = ("two judges cannot pin each other's use of the scale (a latent quality needs three judges' views), "
@@ -310,6 +312,15 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
                      seed: int) -> dict[str, Any]:
     result: dict[str, Any] = {"estimable": False, "reason": None, "judges": [], "warnings": []}
     grid = build_grid(frame, outcome, lineage)
+    merged = copies(grid)  # one model entered twice counts once: the copy is merged before fitting
+    family_of = dict(grid.judge_family)
+    if merged:
+        gone = {copy for _, copy, _, _ in merged}
+        frame = frame[~frame["judge_model"].astype(str).isin(gone)]
+        for kept, copy, r, shared in merged:
+            result["warnings"].append(f"{copy} merged with {kept} before fitting: their {outcome} verdicts correlate "
+                                      f"at r = {r:.3f} on {shared} shared answers (one model entered twice?)")
+        grid = build_grid(frame, outcome, lineage)
     result["missing"] = missing_by_family(frame, outcome, lineage)
     result["warnings"] += result["missing"]["warnings"]
     if grid.design.n_answers == 0:
@@ -349,6 +360,11 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
                              if _disagreement(panel["calibrated"], panel[name])]
         entry["sensitivity"] = panel
         result["judges"].append(entry)
+    for kept, copy, r, _ in merged:
+        result["judges"].append({"judge": copy, "family": family_of[copy], "identified": False,
+                                 "reason": f"merged with {kept} (its verdicts are a copy: r = {r:.3f})",
+                                 "estimate": None, "se": None, "ci_low": None, "ci_high": None, "p": None,
+                                 "p_adjusted": None})
     judge_warnings(frame, grid, full, result, outcome, lineage, free_scales)
     if any(e["identified"] for e in calibrated.values()):  # with no judge identified, the matrix is not either
         result["interaction"] = interaction_matrix(grid, draws)
@@ -377,8 +393,9 @@ def judge_warnings(frame: pd.DataFrame, grid: Grid, full: calibration.Fit, resul
                    lineage: Lineage, free_scales: bool = True) -> None:
     """Per-judge warnings (diagnostics.py), in place: correlated or copied judges (with the estimates
     each of them left out) on every identified judge, and missing own-family verdicts (with the
-    sensitivity analysis) on the judge that misses them."""
+    sensitivity analysis) on the judge that misses them; the estimates they show are kept for withdraw()."""
     entries = {e["judge"]: e for e in result["judges"]}
+    alternatives: dict[str, list[float]] = result.setdefault(ALTERNATIVES, {})  # what withdraw() widens to
     result["correlated_pairs"] = []
     for pair in flagged(correlated_pairs(grid, full)) if free_scales else []:
         result["correlated_pairs"].append({"judges": [pair.first, pair.second], "excess": round(pair.excess, 4),
@@ -391,13 +408,21 @@ def judge_warnings(frame: pd.DataFrame, grid: Grid, full: calibration.Fit, resul
         for e in entries.values():
             if e["identified"]:
                 e["warnings"].append(pair_warning(pair, left_out, e["judge"]))
+                alternatives.setdefault(e["judge"], []).extend(
+                    v for gone, estimates in left_out.items() if gone != e["judge"]
+                    and (v := estimates.get(e["judge"])) is not None)
     shifts, unit = (SHIFTS, "points") if outcome == "overall" else (tuple(x / 5 for x in SHIFTS), "probability")
     for judge, rates in missing_gaps(result["missing"]["by_judge_family"], grid.judge_family).items():
         e = entries.get(judge)
         if e is None or not e["identified"] or e["estimate"] is None:
             continue
         imputed = imputed_estimates(grid, full, judge, shifts, scale_free=free_scales)
-        e["warnings"].append(missing_warning(judge, rates, e["estimate"], e["ci_high"] - e["estimate"], imputed, unit))
+        worst = None
+        if outcome == "equivalent":  # a 0/1 verdict has a worst case: every missing own-family verdict 0
+            worst = next(iter(imputed_estimates(grid, full, judge, scale_free=free_scales, value=0.0).values()))
+        e["warnings"].append(missing_warning(judge, rates, e["estimate"], e["ci_high"] - e["estimate"], imputed, unit,
+                                             worst))
+        alternatives.setdefault(judge, []).extend([*imputed.values(), *([worst] if worst is not None else [])])
 
 
 def label_warnings(frame: pd.DataFrame, lineage: Lineage) -> list[str]:
@@ -440,9 +465,29 @@ def share_pairs(per_outcome: dict[str, dict[str, Any]]) -> None:
                                              f"the same judges, so the same bias can reach this estimate")
 
 
+ALTERNATIVES = "_alternatives"  # per outcome, while it is analysed: each judge's estimates under its warnings
+
+
+def withdraw(results: dict[str, dict[str, Any]]) -> None:
+    """A judge whose estimate carries a warning is not called significant, in place: it gets no adjusted
+    p-value (adjust() leaves it out), and its interval is widened to cover the estimates its warnings show
+    (with a correlated or copied judge left out, with its missing verdicts filled in low). A warning says
+    the estimate may be biased by an amount the interval does not hold; a p-value would claim it does."""
+    for r in results.values():
+        alternatives = r.pop(ALTERNATIVES, {})
+        for e in r.get("judges", []):
+            if e["estimate"] is None or not e["warnings"]:
+                continue
+            e["warned"] = True
+            shown = [v for v in alternatives.get(e["judge"], []) if np.isfinite(v)]
+            if shown and e["ci_low"] is not None and e["ci_high"] is not None:
+                e["ci_low"], e["ci_high"] = min(e["ci_low"], *shown), max(e["ci_high"], *shown)
+
+
 def adjust(results: dict[str, dict[str, Any]]) -> None:
-    """Benjamini-Yekutieli adjusted p-values across every identified judge and outcome, in place."""
-    entries = [e for r in results.values() for e in r.get("judges", []) if e.get("p") is not None]
+    """Benjamini-Yekutieli adjusted p-values across every identified judge and outcome that carries no
+    warning (withdraw()), in place."""
+    entries = [e for r in results.values() for e in r.get("judges", []) if e.get("p") is not None and not e.get("warned")]
     if not entries:
         return
     adjusted = multipletests([e["p"] for e in entries], method="fdr_by")[1]
@@ -460,13 +505,14 @@ def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int 
     for r in per_outcome.values():
         r["warnings"] = labels + r["warnings"]
     share_pairs(per_outcome)
+    withdraw(per_outcome)
     adjust(per_outcome)
     result.update(per_outcome)
     return result
 
 
 CLI_KEYS = ("judge", "family", "identified", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "self", "family_other",
-            "reason", "warnings")
+            "reason", "warnings", "warned")
 
 
 def for_outcome(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int,

@@ -16,7 +16,13 @@ def _interval(e: Estimate | None, digits: int = 2) -> str:
 
 
 def _headline(j: JudgeSelfPreference) -> str:
-    return "-" if j.estimate is None else f"{num(j.estimate)} {ci([j.ci_low, j.ci_high])}"
+    if j.estimate is None:
+        return "-"
+    return f"{num(j.estimate)} {ci([j.ci_low, j.ci_high])}" + (" widened (warned)" if j.warned else "")
+
+
+def _adjusted(j: JudgeSelfPreference) -> str:
+    return "none (warned)" if j.warned else pvalue(j.p_adjusted)
 
 
 def section(sp: SelfPreference, planted: dict[str, dict[str, float | None]] | None = None) -> list[str]:
@@ -38,7 +44,7 @@ def _outcome(e: OutcomeSelfPreference, outcome: Outcome, planted: dict[str, floa
         return parts + [f"Not estimable: {e.reason}", ""]
     estimated = [j for j in e.judges if j.estimate is not None]
     if estimated:
-        rows = [[j.judge, j.family, _headline(j), pvalue(j.p), pvalue(j.p_adjusted), _interval(j.self),
+        rows = [[j.judge, j.family, _headline(j), pvalue(j.p), _adjusted(j), _interval(j.self),
                  _interval(j.family_other)] for j in estimated]
         header = ["judge", "family", "own-family effect [95% CI]", "p", "adjusted p", "own model",
                   "same family, other model"]
@@ -47,6 +53,10 @@ def _outcome(e: OutcomeSelfPreference, outcome: Outcome, planted: dict[str, floa
             for row, j in zip(rows, estimated):
                 row.insert(3, num(planted.get(j.judge)))
         parts += [table(header, rows), ""]
+        if any(j.warned for j in estimated):
+            parts += ["A judge marked \"warned\" carries a warning below that may bias its estimate by more than its "
+                      "interval holds: it gets no adjusted p-value, and its interval is widened to cover its estimates "
+                      "under the warning (a correlated or copied judge left out, its missing verdicts filled in low).", ""]
         parts += [f"- {sentence(j, outcome)}" for j in estimated] + [""]
         warned = [(j.judge, w) for j in estimated for w in j.warnings]
         if warned:
@@ -136,7 +146,7 @@ def sentence(entry: JudgeSelfPreference, outcome: Outcome) -> str:
     else:
         claim = f"{verb} its own family's answers equivalent {size} {'more' if est >= 0 else 'less'} often"
     text = (f"{judge} {claim} than their quality warrants (95% CI {unit(lo)} to {unit(hi)}; "
-            f"p = {pvalue(entry.p)}, adjusted {pvalue(entry.p_adjusted)})")
+            f"p = {pvalue(entry.p)}, adjusted {_adjusted(entry)})")
     if lo <= 0 <= hi:
         text += "; the interval includes zero"
     if entry.warnings:
