@@ -44,9 +44,11 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...]]) -> list[dict[s
             rows.append({"scenario": sc.name, "outcome": outcome, "seed": seed, "judge": judge, "estimator": "handling",
                          "quantity": "affected" if judge in sc.affected else "other", "estimate": np.nan,
                          "low": np.nan, "high": np.nan, "truth": np.nan, "identified": entry["identified"],
-                         "warned": bool(entry.get("warnings")), "covered_alone": covered})
+                         "warned": bool(entry.get("warnings")), "covered_alone": covered,
+                         "null": planted["estimate"] == 0,
+                         "significant": entry.get("p_adjusted") is not None and entry["p_adjusted"] < 0.05})
             for name, key in ESTIMATORS.items():
-                iv = entry if key is None else entry["sensitivity"][key]
+                iv = entry if key is None else (entry.get("sensitivity") or {}).get(key)
                 if key is None and entry["estimate"] is None or key is not None and iv is None:
                     continue
                 est = iv["estimate"]
@@ -77,17 +79,20 @@ def handling(raw: pd.DataFrame) -> pd.DataFrame:
         return h
     h["handled"] = ~h["identified"].astype(bool) | h["warned"].astype(bool) | h["covered_alone"].astype(bool)
     h["silent_miss"] = ~h["handled"]
+    h["null_significant"] = h["significant"].astype(bool).where(h["null"].astype(bool))  # false positives
     g = h.groupby(["scenario", "outcome", "quantity"], sort=False)
     return g.agg(judges=("judge", "size"), not_identified=("identified", lambda x: float((~x.astype(bool)).mean())),
-                 warned=("warned", "mean"), handled=("handled", "mean"), silent_miss=("silent_miss", "mean")).reset_index()
+                 warned=("warned", "mean"), handled=("handled", "mean"), silent_miss=("silent_miss", "mean"),
+                 null_significant=("null_significant", "mean")).reset_index()
 
 
 def handling_markdown(table: pd.DataFrame) -> str:
-    lines = ["| scenario | outcome | judges | n | not identified | warned | handled (not identified, warned or covered) |",
-             "|" + "---|" * 7]
+    lines = ["| scenario | outcome | judges | n | not identified | warned | handled (not identified, warned or covered) "
+             "| null judges with adjusted p < .05 |", "|" + "---|" * 8]
     for r in table.itertuples():
+        fp = "-" if r.null_significant != r.null_significant else f"{r.null_significant:.2f}"
         lines.append(f"| {r.scenario} | {r.outcome} | {r.quantity} | {r.judges} | {r.not_identified:.2f} | "
-                     f"{r.warned:.2f} | {r.handled:.2f} |")
+                     f"{r.warned:.2f} | {r.handled:.2f} | {fp} |")
     return "\n".join(lines)
 
 

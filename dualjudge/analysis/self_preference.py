@@ -364,7 +364,7 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
         result["judges"].append({"judge": copy, "family": family_of[copy], "identified": False,
                                  "reason": f"merged with {kept} (its verdicts are a copy: r = {r:.3f})",
                                  "estimate": None, "se": None, "ci_low": None, "ci_high": None, "p": None,
-                                 "p_adjusted": None})
+                                 "p_adjusted": None, "sensitivity": None})
     judge_warnings(frame, grid, full, result, outcome, lineage, free_scales)
     if any(e["identified"] for e in calibrated.values()):  # with no judge identified, the matrix is not either
         result["interaction"] = interaction_matrix(grid, draws)
