@@ -4,6 +4,7 @@ report); a judge whose verdicts copy another's is merged with it before fitting,
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -73,3 +74,21 @@ def test_the_report_marks_a_warned_judge_in_its_table(tmp_path):
     rows = [line for line in md.splitlines() if line.startswith(f"| {warned[0].judge} |") and "widened (warned)" in line]
     assert rows and "none (warned)" in rows[0]
     assert "it gets no adjusted p-value, and its interval is widened" in md
+
+
+def test_the_board_names_no_best_system_when_leaving_out_a_judge_changes_the_top(cli, tmp_path):
+    tied = Planted(quality={"qwen-j": 0.3, "qwen-small": -0.4, "google-j": 0.3, "meta-j": -0.2, "mistral-j": 0.0})
+    table = tmp_path / "t.parquet"
+    simulate(tied, n_signs=12, items_per_sign=7, repeats=2, seed=2).to_parquet(table, index=False)
+    code, out, err = cli("analyze", str(table), "--out", str(tmp_path / "a"), "--resamples", "100")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    board = summary["systems"]["overall"]["system_model"]
+    top = board["rows"][0]["group"]
+    moved = [x for x in board["sensitivity"]["leave_one_judge_out"] if x["top"] not in (None, top)]
+    assert moved  # the two best systems are planted equal: some judge's absence turns them
+    flat = " ".join(out.split())
+    assert "no single best system model" in flat and f"without {moved[0]['left_out']}: {moved[0]['top']} first" in flat
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert "Which system is best is not settled" in md and "No single best system model" in md
+    assert "Best system model with the judges' biases taken out" not in md and "- Best system model:" not in md

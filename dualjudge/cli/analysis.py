@@ -50,6 +50,7 @@ def analyze(
     column of the contract is optional and unlocks its sections (docs/verdict-table.md)."""
     from dualjudge.analysis.scale import Scale
     from dualjudge.report.build import analyze as run_analysis
+    from dualjudge.report.systems import top_doubts
 
     scale = Scale(scale_max, high, low, high_inclusive, low_inclusive)
     try:
@@ -67,7 +68,11 @@ def analyze(
                   f"estimated for {len(estimated)} of {len(judges)} judges"
                   + ("" if len(estimated) == len(judges) else " (report.md says why not for the others)"))
     board = (summary.systems.overall or {}).get("system_model")
-    if board is not None and board.estimable and len(board.rows) > 1:
+    doubts = top_doubts(board) if board is not None and board.estimable else []
+    if board is not None and board.estimable and len(board.rows) > 1 and doubts:
+        console.print(f"no single best system model: {board.rows[0].group} first with every judge, but "
+                      f"{'; '.join(doubts)} (report.md)", markup=False)
+    elif board is not None and board.estimable and len(board.rows) > 1:
         top = board.rows[0]
         changes = max(board.changes_total, len(board.changes))
         console.print(f"best system model with the judges' biases taken out: {top.group} (first in "

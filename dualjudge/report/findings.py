@@ -12,6 +12,7 @@ from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import JudgeSummary, Summary
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import sentence
+from dualjudge.report.systems import top_doubts
 from dualjudge.report.tables import num, rate
 
 
@@ -94,6 +95,10 @@ def _best_system(summary: Summary) -> str | None:
         return f"Which system is best: no calibrated ranking ({board.reason})."
     top = board.rows[0]
     naive_top = board.naive[0].group if board.naive and board.naive[0].rank == 1 else None
+    doubts = top_doubts(board)
+    if doubts:
+        return (f"Which system is best is not settled: with the judges' biases taken out {top.group} comes first with "
+                f"every judge, but a refit without one judge or family puts another first ({'; '.join(doubts)}).")
     text = (f"Best system model with the judges' biases taken out: {top.group}, {num(top.estimate)} "
             f"[{num(top.ci_low)}, {num(top.ci_high)}] {board.unit}, first in {rate(top.p_best)} of the resamples")
     text += "; the naive panel agrees" if naive_top == top.group else f"; the naive panel puts {naive_top} first"

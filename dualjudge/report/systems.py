@@ -75,10 +75,24 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
     return parts
 
 
+def top_doubts(board: Leaderboard) -> list[str]:
+    """The refits (one judge or one judge family left out) whose top group differs from the full panel's:
+    "without X: Y first". Where there are any, the board names no best group: the data do not settle it."""
+    s, top = board.sensitivity, board.rows[0].group if board.rows else None
+    if s is None or top is None:
+        return []
+    return [f"without {x.left_out}: {x.top} first" for x in (*s.leave_one_judge_out, *s.leave_one_family_out)
+            if x.top is not None and x.top != top]
+
+
 def _words(board: Leaderboard, kind: str) -> list[str]:
     out = []
     top = board.rows[0] if board.rows else None
-    if top is not None and len(board.rows) > 1:
+    doubts = top_doubts(board)
+    if top is not None and len(board.rows) > 1 and doubts:
+        out.append(f"- No single best {kind}: with every judge {top.group} comes first, but leaving out one judge or "
+                   f"family changes the top ({'; '.join(doubts)}), so no probability of being best is given.")
+    elif top is not None and len(board.rows) > 1:
         out.append(f"- Best {kind}: {top.group}, {_calibrated(top, 2)} {board.unit}, first in "
                    f"{_p_best(top)} of the bootstrap resamples (rank interval {top.rank_low}-{top.rank_high}).")
     changes = board.changes
