@@ -226,7 +226,7 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
         assert (r.text is not None) == r.ok  # nothing marked ok without an answer
         if not r.ok:
             assert r.error and r.tries == 2
-    assert all(r.ok for r in again)
+    assert all(r.ok for r in again), [r.error for r in again if not r.ok]
 
 
 def test_a_dead_api_server_leaves_no_process_behind_and_its_key_is_in_no_command_line(tiny, tmp_path):
