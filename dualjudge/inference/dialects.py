@@ -22,6 +22,10 @@ class Dialect:
     enforces_schema: bool  # is a JSON-schema verdict guaranteed to parse (else it is retried when it does not)
     field: str  # the request field the constraint travels in
 
+    def enforces(self, kind: str) -> bool:
+        """Whether a constraint of this kind ("regex" or "json") is kept during decoding."""
+        return self.regex if kind == "regex" else self.enforces_schema
+
 
 DIALECTS: dict[DialectName, Dialect] = {
     "vllm": Dialect("vllm", regex=True, enforces_schema=True, field="structured_outputs"),

@@ -229,8 +229,7 @@ class EndpointEngine:
             count_problem("completion_tokens", usage.get("completion_tokens"))
         if why is not None:
             raise MalformedReply(f"the reply is outside the bounds a reply must keep: {why}")
-        enforced = request.constraint is not None and (dialect(self.dialect).regex if request.constraint.kind == "regex"
-                                                       else dialect(self.dialect).enforces_schema)
+        enforced = request.constraint is not None and dialect(self.dialect).enforces(request.constraint.kind)
         ignored = constraint_problem(request.constraint, content, first.get("finish_reason")) if enforced else None
         if ignored is not None:
             raise ConstraintIgnored(f"{endpoint.base_url} ignored the request's constraint: {ignored}")
@@ -243,7 +242,8 @@ class EndpointEngine:
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         if self.down is not None:
             raise EngineDown(self.down)
-        if not dialect(self.dialect).regex and request.constraint is not None and request.constraint.kind == "regex":
+        if request.constraint is not None and request.constraint.kind == "regex" and \
+                not dialect(self.dialect).enforces("regex"):
             return GenerationResult(None, error="this API cannot enforce a regex constraint; use "
                                                 "systems.sign_type = \"parsed\" with hosted models", tries=0)
         last = "no attempt"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from dualjudge.inference.types import Constraint
@@ -96,6 +97,15 @@ def _shape(schema: Any) -> Any:
     return schema
 
 
+@lru_cache(maxsize=64)
+def _shape_validator(spec: str) -> Any:
+    """A validator of a schema's shape, made once per schema (every verdict request of a kind carries the same)."""
+    import jsonschema
+
+    shape = _shape(json.loads(spec))
+    return jsonschema.validators.validator_for(shape)(shape)
+
+
 def constraint_problem(constraint: Constraint | None, text: str | None, finish_reason: object) -> str | None:
     """Why a reply from an endpoint that enforces constraints cannot have been decoded under the request's
     constraint, or None. A reply cut at max_tokens (finish_reason "length") may legitimately stop mid-way:
@@ -111,7 +121,7 @@ def constraint_problem(constraint: Constraint | None, text: str | None, finish_r
     import jsonschema
 
     try:
-        jsonschema.validate(json.loads(text), _shape(constraint.schema))
+        _shape_validator(constraint.spec).validate(json.loads(text))
     except ValueError:
         return "the reply is not the JSON the request's schema asks for"
     except jsonschema.ValidationError as e:
