@@ -325,6 +325,7 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
     result["warnings"] += result["missing"]["warnings"]
     if grid.design.n_answers == 0:
         result["reason"] = f"no answer has {outcome} verdicts from two judges"
+        result["n_signs"] = int(frame["sign_code"].nunique())  # the data's size still sets what intervals could be
         return result
     g = grid.design.n_clusters
     result["n_signs"] = g
