@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import children  # noqa: F401 (a fixture every test module may use)
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_SIGNS = ROOT.parent / "shared" / "signs"
 
@@ -42,7 +44,7 @@ def side_by_side_groups() -> tuple[str, str]:
 # what makes a test "whole": it runs a study (scripted or real), plans one, starts a process or a browser,
 # itself or through a fixture it uses; `make test-quick` leaves these out
 WHOLE = re.compile(r"run_job\(|\bcli\(\s*\"(run|plan|view)\"|\bestimate\(|subprocess|Popen|_cli\(|chromium|"
-                   r"screenshot|clarify\(|Provider\(")
+                   r"screenshot|open_page\(|clarify\(|Provider\(")
 
 
 def _sources(item: pytest.Item) -> Iterator[str]:

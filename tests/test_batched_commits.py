@@ -13,8 +13,8 @@ from pathlib import Path
 from dualjudge.inference.types import GenerationResult
 from dualjudge.storage.rows import VerdictRow
 from dualjudge.storage.store import BATCH_ROWS, Store
-from tests.provider import Provider
-from tests.test_concurrency import CARD
+from tests.helpers.hosted import CARD
+from tests.helpers.provider import Provider
 
 ROOT = Path(__file__).resolve().parent.parent
 

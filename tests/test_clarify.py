@@ -18,8 +18,8 @@ from dualjudge.storage.store import Store
 from dualjudge.studies.clarify import ClarifyOptions, clarify
 from dualjudge.studies.job import run_job
 from dualjudge.testbed.catalogue import default_catalogue
-from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema, toy_grammar_compiler
-from tests.test_runs import CONFIG, config, respond
+from tests.helpers.engines import ScriptedEngine, ScriptedEngines, fill_schema, toy_grammar_compiler
+from tests.helpers.runs import CONFIG, config, respond
 
 IDS = load_rubric().ids
 SIGNS = '["616", "670V30", "602", "601.1"]'
@@ -267,7 +267,7 @@ def test_the_experiment_on_a_planted_table_reports_each_contrast_and_self_prefer
     from dualjudge.analysis.clarification import experiment
     from dualjudge.analysis.results import Clarification
     from dualjudge.report.clarification import section
-    from tests.test_designs import table
+    from tests.helpers.designs import table
 
     frame = table({"rubric": 2.0, "rubric:clarified": 0.6, "rubric:control": 2.0}, n_signs=12, items=4)
     codes = sorted(frame["sign_code"].unique())

@@ -13,21 +13,8 @@ from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.engines import CPU_SEQUENCES, GPU_SEQUENCES, endpoint_concurrency
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.studies.job import run_job
-from tests.provider import Provider
-
-CARD = """name = "toy-vlm"
-family = "toy"
-base_llm = "toy"
-architecture = "LlavaForConditionalGeneration"
-modalities = ["text", "image"]
-parameters_b = 1.0
-min_gpu_memory_gb = 4
-{extra}
-[weights]
-source = "hub"
-repo = "toy/toy-vlm"
-revision = "main"
-"""
+from tests.helpers.hosted import CARD
+from tests.helpers.provider import Provider
 
 
 def _card(extra: str = "", **vllm: int) -> ModelCard:

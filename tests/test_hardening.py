@@ -6,7 +6,6 @@ folder listing) before the command and checks it is unchanged after.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -23,41 +22,14 @@ from dualjudge.analysis.simulate import simulate
 from dualjudge.runs import runner as runner_mod
 from dualjudge.studies import job as job_mod
 from dualjudge.testbed.catalogue import default_catalogue
-from tests.helpers import ScriptedEngines
-from tests.test_runs import CONFIG, respond
+from tests.helpers.engines import ScriptedEngines
+from tests.helpers.refusals import refused, snapshot
+from tests.helpers.runs import CONFIG, respond
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def snapshot(*paths: Path) -> dict[str, object]:
-    """Bytes of every file and the listing of every folder under the given paths."""
-    out: dict[str, object] = {}
-    for p in paths:
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                out[str(f)] = hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else "dir"
-            out[str(p)] = "dir"
-        elif p.exists():
-            out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
-        else:
-            out[str(p)] = None
-    return out
-
-
-def refused(cli, args: list[str], needle: str, untouched: list[Path]) -> str:
-    """The command exits 2 with one `error:` line containing `needle`, and changes nothing it names."""
-    before = snapshot(*untouched)
-    code, out, err = cli(*args)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2, (args, out, err)
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert needle in lines[0], lines[0]
-    assert "Traceback" not in err + out
-    assert snapshot(*untouched) == before, f"{args} modified what it was given"
-    return lines[0]
-
-
 @pytest.fixture()
 def scripted_engine(monkeypatch):
     """`dualjudge run` in this process gets scripted engines (the runner's default engine factory is
@@ -537,7 +509,7 @@ def test_test_children_get_default_signal_handling_under_a_runner_that_ignores_s
     """`make test &` starts pytest with SIGINT ignored; the suite's children must still obey Ctrl-C."""
     import signal
 
-    from tests.test_run_real import reset_signals
+    from tests.helpers.processes import reset_signals
 
     probe = [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"]
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

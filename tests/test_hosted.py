@@ -20,23 +20,7 @@ from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Constraint, GenerationRequest, Message, Sampling
 from dualjudge.protocol import QualityVerdict, sign_type_pattern
 from dualjudge.studies.job import run_job
-
-KEY = "sk-test-never-written-0123456789"
-
-
-def hosted_card(base_url: str = "http://127.0.0.1:9/v1", **weights: str) -> str:
-    fields = {"model": "gpt-4o-2024-08-06", "version": "2024-08-06", "api_key_env": "DJ_HOSTED_KEY", **weights}
-    lines = "\n".join(f'{k} = "{v}"' for k, v in fields.items())
-    return f"""name = "gpt-4o"
-family = "openai"
-base_llm = "openai"
-modalities = ["text", "image"]
-
-[weights]
-source = "remote"
-base_url = "{base_url}"
-{lines}
-"""
+from tests.helpers.hosted import KEY, hosted_card
 
 
 class FakeApi(ThreadingHTTPServer):

@@ -25,11 +25,11 @@ from dualjudge.protocol import QualityVerdict
 from dualjudge.storage.rows import OrderProbeRow, PaddingTextRow
 from dualjudge.storage.store import Store
 from dualjudge.studies.job import run_job, stored_config
-from tests.helpers import ScriptedEngines
-from tests.provider import MARKUP, Provider
-from tests.test_hardening import refused, snapshot
-from tests.test_hosted import KEY, hosted_card
-from tests.test_runs import CONFIG, respond
+from tests.helpers.engines import ScriptedEngines
+from tests.helpers.hosted import HOSTED_RUN, KEY, hosted_card
+from tests.helpers.provider import MARKUP, Provider
+from tests.helpers.refusals import refused, snapshot
+from tests.helpers.runs import CONFIG, respond
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -153,7 +153,7 @@ def test_names_that_hold_markdown_images_links_or_newlines_stay_text(cli, tmp_pa
 
 
 def test_the_explorer_shows_every_answer_whatever_the_answers_contain(tmp_path):
-    from tests.test_explorer import card_keys, open_page
+    from tests.helpers.browser import card_keys, open_page
 
     def hostile(request: GenerationRequest) -> str:
         out = respond(request)
@@ -263,34 +263,6 @@ def test_malformed_replies_in_a_run_end_as_results_not_a_traceback(tmp_path, mon
         api.script("ok", "html", "ok", "empty_choices", "not_json")
         result = run_job(_hosted_config(api, tmp_path), tmp_path / "run")
     assert len(result.table) == 4 and (result.table["quality_status"] == "ok").all()
-
-
-HOSTED_RUN = """
-[run]
-name = "hostile"
-[testbed]
-signs = ["616"]
-visibilities = [1.0]
-modes = ["bottom_up"]
-repeats = 1
-modality = "text"
-size = 64
-[systems]
-models = ["gpt-4o"]
-strategies = ["sa"]
-sign_type = "parsed"
-max_tokens = 64
-[judges]
-models = ["gpt-4o"]
-max_tokens = 160
-[probes]
-order = false
-padding = false
-[engine]
-retries = 1
-[models]
-dir = "cards"
-"""
 
 
 def test_exit_3_when_nothing_could_be_answered_and_2_for_a_base_url_without_v1(cli, tmp_path, monkeypatch):

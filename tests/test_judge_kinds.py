@@ -16,7 +16,7 @@ from dualjudge.protocol.verdicts import REASONING_MAX, Verdict
 from dualjudge.report.explorer import explorer_data
 from dualjudge.storage.store import Store
 from dualjudge.studies.job import run_job
-from tests.test_runs import CONFIG, Recorder, config
+from tests.helpers.runs import CONFIG, Recorder, config
 
 
 class ReadabilityVerdict(Verdict):

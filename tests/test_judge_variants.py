@@ -17,8 +17,8 @@ from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.storage.store import Store
 from dualjudge.studies.job import run_job
 from dualjudge.testbed.catalogue import default_catalogue
-from tests.helpers import assert_verdict_closes, toy_grammar_compiler
-from tests.test_runs import CONFIG, Recorder, config
+from tests.helpers.engines import assert_verdict_closes, toy_grammar_compiler
+from tests.helpers.runs import CONFIG, Recorder, config
 
 VARIANTS = CONFIG.replace('[judges]\n', '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n')
 

@@ -47,3 +47,15 @@ def test_importing_any_module_reads_no_project_file():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.strip()) > 40
+
+
+def test_no_test_module_imports_another():
+    """What two test modules share lives in tests/helpers/; a test module imports none of the others."""
+    tests = Path(__file__).resolve().parent
+    wrong = []
+    for path in sorted(tests.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            wrong += [f"{path.name} imports {n}" for n in names if n.startswith("tests.test_")]
+    assert wrong == []

@@ -13,7 +13,7 @@ from dualjudge.errors import ServerStartFailed
 from dualjudge.inference.types import EngineDown
 from dualjudge.runs.progress import QuietProgress
 from dualjudge.studies.job import run_job
-from tests.test_runs import CONFIG, Recorder, config
+from tests.helpers.runs import CONFIG, Recorder, config
 
 TWO_GROUPS = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\ndevices = [[0], [1]]')
 ONE_GROUP = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\ndevices = [[0]]')

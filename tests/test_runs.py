@@ -17,80 +17,13 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.storage.rows import AnswerRow
 from dualjudge.storage.store import Store
 from dualjudge.studies.job import run_job
-from tests.helpers import ScriptedEngines, fill_schema
-
-CONFIG = """
-[run]
-name = "t"
-seed = 3
-[testbed]
-signs = ["616", "670V30"]
-visibilities = [1.0, 0.5]
-modes = ["bottom_up", "random_block"]
-repeats = 2
-modality = "text"
-size = 64
-[systems]
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-strategies = ["sa", "ma"]
-max_tokens = 96
-[judges]
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-[probes]
-order = true
-order_pairs = 3
-padding = true
-padding_samples = 2
-[engine]
-backend = "vllm"
-"""
-
-
-def respond(request):
-    if request.constraint is not None and request.constraint.kind == "json":
-        title = request.constraint.schema["title"]
-        if title == "QualityVerdict":
-            n = len(request.messages[1].text) % 11
-            return json.dumps({"reasoning": "r", "accuracy": n, "completeness": (n + 3) % 11, "relevance": 7})
-        if title == "EquivalenceVerdict":
-            return json.dumps({"reasoning": "r", "equivalent": len(request.messages[1].text) % 2 == 0})
-        if title == "PairwiseVerdict":
-            return json.dumps({"reasoning": "r", "winner": "A"})
-        return json.dumps(fill_schema(request.constraint.schema, request.messages[1].text))  # a rubric judge
-    return f"answer seeded {request.sampling.seed} " + "word " * 3 + "\nSIGN_TYPE: no_entry"
-
-
-class Recorder(ScriptedEngines):
-    """The scripted engines, counting calls; after `fail_after` calls every request is an engine error."""
-
-    def __init__(self, fail_after: int | None = None, distinct: bool = True):
-        super().__init__(self._respond)
-        self.fail_after = fail_after
-        self.distinct = distinct  # each system model answers in its own words (no request repeats another)
-        self.calls = 0
-
-    def respond_as(self, model, request):
-        out = self._respond(request)
-        if self.distinct and isinstance(out, str) and (request.constraint is None or request.constraint.kind != "json"):
-            return f"{model}: {out}"
-        return out
-
-    def _respond(self, request):
-        self.calls += 1
-        if self.fail_after is not None and self.calls > self.fail_after:
-            return ConnectionError("engine down")
-        return respond(request)
+from tests.helpers.engines import ScriptedEngines
+from tests.helpers.runs import CONFIG, Recorder, config, respond
 
 
 @pytest.fixture()
 def scripted():
     return Recorder()
-
-
-def config(tmp_path: Path, text: str = CONFIG) -> RunConfig:
-    p = tmp_path / "c.toml"
-    p.write_text(text)
-    return load_config(p)
 
 
 def test_full_run_produces_the_contract_table(tmp_path, scripted):
@@ -299,7 +232,6 @@ def test_settings_that_cannot_change_results_do_not_block_resuming(tmp_path, scr
 
 
 def test_every_setting_declares_whether_it_changes_results():
-    from dualjudge.config import RunConfig
     from dualjudge.inference.settings import EngineSettings
     from dualjudge.schema import affects_results
 

@@ -18,7 +18,7 @@ import pytest
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.vllm_api import SERVER_MODULE
 from dualjudge.inference.weights import fetch
-from tests.test_run_real import ROOT, _alive, _cli, _count, children  # noqa: F401 (children is a fixture)
+from tests.helpers.processes import ROOT, alive, count_rows, start_cli
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ class Lines:
 def _wait_for_judging(proc, db: Path, done: int) -> int:  # type: ignore[no-untyped-def]
     """Wait until `done` + 2 verdicts are ok; returns the one vLLM server the run has started."""
     deadline = time.time() + 900
-    while _count(db, "SELECT COUNT(*) FROM verdicts WHERE status = 'ok'") < done + 2:
+    while count_rows(db, "SELECT COUNT(*) FROM verdicts WHERE status = 'ok'") < done + 2:
         assert proc.poll() is None, "the run ended before judging"
         assert time.time() < deadline, "no verdicts"
         time.sleep(0.3)
@@ -119,7 +119,7 @@ def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restar
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
     out = tmp_path / "run"
     db = out / "results.sqlite"
-    proc = _cli("run", str(_config(tmp_path, 0)), "--out", str(out))
+    proc = start_cli("run", str(_config(tmp_path, 0)), "--out", str(out))
     children.append(proc)
     lines = Lines(proc)
     os.killpg(_wait_for_judging(proc, db, 0), signal.SIGKILL)  # the server and its engine, as an OOM kill would
@@ -134,7 +134,7 @@ def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restar
     before = set(_keys(db))
     done_before = sum(_statuses(db).values())
 
-    proc = _cli("run", str(_config(tmp_path, 1)), "--out", str(out))  # server_restarts does not change results
+    proc = start_cli("run", str(_config(tmp_path, 1)), "--out", str(out))  # server_restarts does not change results
     children.append(proc)
     lines = Lines(proc)
     server = _wait_for_judging(proc, db, done_before)
@@ -151,7 +151,7 @@ def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restar
     flat = " ".join(output.split())
     assert "stopped: no token produced in" in flat and "starting it again (0 restart(s) left)" in flat, output
     assert "Traceback" not in output
-    assert not any(_alive(pid) for pid in engine)  # the stopped processes were continued and ended
+    assert not any(alive(pid) for pid in engine)  # the stopped processes were continued and ended
     assert _statuses(db) == {"ok": 16}
     with sqlite3.connect(db) as con:
         last = con.execute("SELECT session FROM request_log ORDER BY at DESC LIMIT 1").fetchone()[0]

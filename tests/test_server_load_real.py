@@ -12,7 +12,7 @@ import pytest
 
 from dualjudge.inference.cards import get_card
 from dualjudge.inference.weights import fetch
-from tests.test_run_real import ROOT, _cli, children  # noqa: F401 (children is a fixture)
+from tests.helpers.processes import ROOT, start_cli
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ def test_a_model_that_cannot_load_stops_alone_and_the_rerun_does_only_its_work(t
     out = tmp_path / "run"
 
     env = {**__import__("os").environ, "DUALJUDGE_MODELS": str(cards)}
-    proc = _cli("run", str(config), "--out", str(out), env=env)
+    proc = start_cli("run", str(config), "--out", str(out), env=env)
     children.append(proc)
     output, _ = proc.communicate(timeout=1500)
     flat = " ".join(output.split())
@@ -85,7 +85,7 @@ def test_a_model_that_cannot_load_stops_alone_and_the_rerun_does_only_its_work(t
         verdicts = con.execute("SELECT COUNT(*) FROM verdicts WHERE status = 'ok'").fetchone()[0]
     assert answers == {"smollm2-135m-instruct": 2} and verdicts == 2 * 2  # the healthy model finished its jobs
 
-    proc = _cli("run", str(config), "--out", str(out))  # the built-in card: gemma loads
+    proc = start_cli("run", str(config), "--out", str(out))  # the built-in card: gemma loads
     children.append(proc)
     output, _ = proc.communicate(timeout=1500)
     assert proc.returncode == 0, output

@@ -23,8 +23,8 @@ from dualjudge.protocol import QualityVerdict
 from dualjudge.runs.runner import Runner
 from dualjudge.storage.rows import AnswerRow, VerdictRow
 from dualjudge.studies.job import EXIT_ERRORS, counts, exit_status
-from tests.helpers import ScriptedEngine, ScriptedEngines, fill_schema
-from tests.provider import Provider
+from tests.helpers.engines import ScriptedEngine, ScriptedEngines, fill_schema
+from tests.helpers.provider import Provider
 
 QUICK = EndpointPolicy(failures=3, quiet_s=0.3, cooldown_s=60.0)
 
@@ -200,7 +200,7 @@ def test_without_restarts_the_job_stops_in_one_line_and_the_rerun_does_exactly_t
 @pytest.mark.parametrize("fault", ["reset", "hang"])
 def test_a_hosted_endpoint_that_fails_stops_the_job_and_the_reopened_engine_finishes_it(tmp_path, monkeypatch, fault):
     from dualjudge.studies.job import run_job
-    from tests.test_hosted import KEY, hosted_card
+    from tests.helpers.hosted import KEY, hosted_card
 
     monkeypatch.setattr("dualjudge.inference.engines.ENDPOINT_POLICY", QUICK)
     monkeypatch.setenv("DJ_HOSTED_KEY", KEY)

@@ -13,7 +13,7 @@ from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import GenerationRequest
 from dualjudge.studies.smoke import smoke, smoke_failures
-from tests.helpers import ScriptedEngines, fill_schema
+from tests.helpers.engines import ScriptedEngines, fill_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ import pytest
 
 from dualjudge.analysis.stability import icc1, stability
 from dualjudge.studies.job import run_job
-from tests.test_runs import CONFIG, Recorder, config
+from tests.helpers.runs import CONFIG, Recorder, config
 
 
 def test_icc1_reproduces_shrout_and_fleiss():

@@ -9,9 +9,8 @@ import sqlite3
 from pathlib import Path
 
 from dualjudge.storage.store import Store
-from tests.provider import Provider
-from tests.test_hosted import KEY, hosted_card
-from tests.test_hostile import HOSTED_RUN
+from tests.helpers.hosted import HOSTED_RUN, KEY, hosted_card
+from tests.helpers.provider import Provider
 
 
 def _study(tmp_path: Path, api: Provider) -> Path:
