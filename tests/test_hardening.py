@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from dualjudge.analysis.simulate import simulate
-from dualjudge.runs import runner as runner_mod
+from dualjudge.runs import context as context_mod
 from dualjudge.studies import job as job_mod
 from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers.engines import ScriptedEngines
@@ -37,7 +37,7 @@ def scripted_engine(monkeypatch):
     state: dict = {"answer": respond}
     factory = ScriptedEngines(lambda r: state["answer"](r))
     state["loaded"] = factory.loaded
-    monkeypatch.setattr(runner_mod, "Engines", lambda *args, **kwargs: factory)
+    monkeypatch.setattr(context_mod, "Engines", lambda *args, **kwargs: factory)
     # scripted engines need no weights, GPU or vLLM: the preflight (tests/test_preflight.py) has nothing to check
     monkeypatch.setattr(job_mod, "require_preflight", lambda config: [])
     return state

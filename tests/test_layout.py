@@ -59,3 +59,27 @@ def test_no_test_module_imports_another():
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
             wrong += [f"{path.name} imports {n}" for n in names if n.startswith("tests.test_")]
     assert wrong == []
+
+
+def test_the_runner_is_the_scheduling_loop_and_nothing_outside_runs_reads_it():
+    """runs/runner.py keeps the loop (at most 300 lines; Runner at most 150 lines and 10 methods); the
+    lease, replicas, job log and run context are modules of their own. Outside runs/ a Runner is only
+    made and run: what a run holds is read from its RunContext."""
+    source = (PACKAGE / "runs" / "runner.py").read_text()
+    runner = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == "Runner")
+    methods = [n for n in runner.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert len(source.splitlines()) <= 300
+    assert (runner.end_lineno or 0) - runner.lineno + 1 <= 150 and len(methods) <= 10
+    for part in ("context", "lease", "replica_pool", "job_log"):
+        assert (PACKAGE / "runs" / f"{part}.py").is_file()
+    reads = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "runs":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
+                    getattr(node.value.func, "id", None) == "Runner" and node.attr != "run":
+                reads.append(f"{path.name}: Runner(...).{node.attr}")
+            if isinstance(node, ast.Name) and node.id == "runner":
+                reads.append(f"{path.name}: a variable holding a Runner")
+    assert reads == []

@@ -276,7 +276,7 @@ def test_every_stage_of_the_study_has_its_counter_in_the_plan():
 
 
 def test_a_stage_added_to_the_study_runs_in_its_job_and_counts_in_its_length(tmp_path, monkeypatch):
-    from dualjudge.runs import runner, steps, study
+    from dualjudge.runs import jobs, steps, study
 
     built: list[str] = []
 
@@ -285,10 +285,10 @@ def test_a_stage_added_to_the_study_runs_in_its_job_and_counts_in_its_length(tmp
         return steps.Step(f"extra: {model}", lambda: [], lambda task, caller: None)
 
     cfg = config_with()
-    before = runner.expected_costs(cfg, 4)
+    before = jobs.expected_costs(cfg, 4)
     extra = study.Stage("extra", "judges", extra_step, lambda c, items: 1000 * items)
     monkeypatch.setattr(study, "STUDY", (*study.STUDY, extra))
-    after = runner.expected_costs(cfg, 4)
+    after = jobs.expected_costs(cfg, 4)
     assert all(after[(m, "judges")] > before[(m, "judges")] for m in cfg.judges.models)
     assert all(after[key] == before[key] for key in before if key[1] == "systems")
     run_job(cfg, tmp_path / "run", engines=Recorder())

@@ -20,6 +20,7 @@ from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, Endpoi
 from dualjudge.inference.types import EngineDown, GenerationRequest, Message, Sampling
 from dualjudge.inference.watch import Pace, WatchSettings, progress_tokens, watch_server
 from dualjudge.protocol import QualityVerdict
+from dualjudge.runs.context import RunContext
 from dualjudge.runs.runner import Runner
 from dualjudge.storage.rows import AnswerRow, VerdictRow
 from dualjudge.studies.job import EXIT_ERRORS, counts, exit_status
@@ -161,35 +162,35 @@ def _answered(engines: ScriptedEngines) -> list[str]:
 
 def test_a_server_that_dies_is_restarted_once_and_the_study_finishes_with_nothing_sent_twice(tmp_path):
     engines = DyingEngines("gemma-3-270m", answers=5)
-    runner = Runner(_config(1, tmp_path), tmp_path / "run", engines=engines)
-    report = asyncio.run(runner.run())
-    verdicts = runner.store.read(VerdictRow)
+    run = RunContext(_config(1, tmp_path), tmp_path / "run", engines=engines)
+    report = asyncio.run(Runner(run).run())
+    verdicts = run.store.read(VerdictRow)
     assert len(verdicts) == 4 * 2 and all(v.status == "ok" for v in verdicts)
     assert engines.loaded == ["smollm2-135m-instruct", "gemma-3-270m", "gemma-3-270m"]
     assert len(report.restarts) == 1 and "gemma-3-270m" in report.restarts[0] and "status -9" in report.restarts[0]
     sent = _answered(engines)
     assert len(sent) == len(set(sent))  # every request answered once: those cut off were never answered
-    logged = runner.store.db.execute("SELECT key FROM request_log GROUP BY key HAVING COUNT(*) > 1").fetchall()
-    assert logged == [] and not runner.store.error_kinds("verdicts")
+    logged = run.store.db.execute("SELECT key FROM request_log GROUP BY key HAVING COUNT(*) > 1").fetchall()
+    assert logged == [] and not run.store.error_kinds("verdicts")
 
 
 def test_without_restarts_the_job_stops_in_one_line_and_the_rerun_does_exactly_the_missing_work(tmp_path):
     out = tmp_path / "run"
     engines = DyingEngines("gemma-3-270m", answers=3)
-    runner = Runner(_config(0, tmp_path), out, engines=engines)
-    report = asyncio.run(runner.run())  # the job stops; the run ends
+    run = RunContext(_config(0, tmp_path), out, engines=engines)
+    report = asyncio.run(Runner(run).run())  # the job stops; the run ends
     assert len(report.failed_jobs) == 1
     line = report.failed_jobs[0]
     assert "\n" not in line and line.startswith("the judges job of gemma-3-270m on cpu:0 stopped: the server process exited")
     assert [j.failed for j in report.jobs if j.model == "gemma-3-270m"] == [line.removeprefix("the judges job of ")]
-    assert exit_status(counts(runner.store), report.failed_jobs)[0] == EXIT_ERRORS
-    done = {v.request_key for v in runner.store.read(VerdictRow)}
-    assert len(done) == 3 and not runner.store.error_kinds("verdicts")  # nothing recorded as an error
-    runner.store.close()
+    assert exit_status(counts(run.store), report.failed_jobs)[0] == EXIT_ERRORS
+    done = {v.request_key for v in run.store.read(VerdictRow)}
+    assert len(done) == 3 and not run.store.error_kinds("verdicts")  # nothing recorded as an error
+    run.store.close()
 
     healthy = DyingEngines("nobody", answers=0)
-    again = Runner(_config(0, tmp_path), out, engines=healthy)
-    asyncio.run(again.run())
+    again = RunContext(_config(0, tmp_path), out, engines=healthy)
+    asyncio.run(Runner(again).run())
     verdicts = again.store.read(VerdictRow)
     assert len(verdicts) == 8 and all(v.status == "ok" for v in verdicts)
     assert healthy.loaded == ["gemma-3-270m"]  # the answers were all there: only the judge is loaded again
@@ -271,8 +272,8 @@ def _two_systems(restarts: int) -> RunConfig:
 def test_a_model_that_cannot_start_is_retried_then_stops_alone_and_the_rerun_does_only_its_work(tmp_path):
     out = tmp_path / "run"
     engines = UnloadableEngines("gemma-3-270m")
-    runner = Runner(_two_systems(1), out, engines=engines)
-    report = asyncio.run(runner.run())
+    run = RunContext(_two_systems(1), out, engines=engines)
+    report = asyncio.run(Runner(run).run())
     assert engines.attempts == 2  # started, then once more (server_restarts = 1); its judges job never loads it
     assert len(report.failed_jobs) == 2
     systems, judges = report.failed_jobs
@@ -280,20 +281,20 @@ def test_a_model_that_cannot_start_is_retried_then_stops_alone_and_the_rerun_doe
     assert "exited with status 1 while starting: ValueError: max_model_len" in systems and "\n" not in systems
     assert judges.startswith("the judges job of gemma-3-270m: not started (gemma-3-270m on cpu:")
     # the healthy model answered everything and judged every answer there is (its own)
-    answers = runner.store.read(AnswerRow)
+    answers = run.store.read(AnswerRow)
     assert {a.system_model for a in answers} == {"smollm2-135m-instruct"} and len(answers) == 4
-    verdicts = runner.store.read(VerdictRow)
+    verdicts = run.store.read(VerdictRow)
     assert {v.judge_model for v in verdicts} == {"smollm2-135m-instruct"} and len(verdicts) == 4 * 2
     assert all(v.status == "ok" for v in verdicts)
-    assert exit_status(counts(runner.store), report.failed_jobs) == (EXIT_ERRORS, exit_status({}, report.failed_jobs)[1])
+    assert exit_status(counts(run.store), report.failed_jobs) == (EXIT_ERRORS, exit_status({}, report.failed_jobs)[1])
     assert "rerun the same command" in (exit_status({}, report.failed_jobs)[1] or "")
     stopped = [j for j in report.jobs if j.failed]
     assert [(j.model, j.stage) for j in stopped] == [("gemma-3-270m", "systems"), ("gemma-3-270m", "judges")]
-    runner.store.close()
+    run.store.close()
 
     healthy = DistinctEngines()
-    again = Runner(_two_systems(1), out, engines=healthy)
-    report = asyncio.run(again.run())
+    again = RunContext(_two_systems(1), out, engines=healthy)
+    report = asyncio.run(Runner(again).run())
     assert not report.failed_jobs
     # smollm2's answers and its verdicts on them were done: only gemma's answers, gemma's judging of all
     # eight answers, and smollm2's judging of gemma's four answers are sent

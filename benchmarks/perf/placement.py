@@ -27,7 +27,7 @@ from dualjudge.config import load_config
 from dualjudge.inference.devices import DeviceGroup, check_placement
 from dualjudge.inference.gpus import Gpu
 from dualjudge.runs.estimate import estimate
-from dualjudge.runs.runner import study_jobs
+from dualjudge.runs.jobs import study_jobs
 from dualjudge.runs.schedule import Stage, simulate
 
 STAGE_OF: dict[str, Stage] = {"answers": "systems", "padding": "systems"}  # every other plan row is a judges stage

@@ -23,6 +23,7 @@ from cache_replay import ScriptedEngines  # the instant engine (same folder)
 
 import dualjudge.inference.devices as devices
 from dualjudge.config import RunConfig
+from dualjudge.runs.context import RunContext
 from dualjudge.runs.runner import Runner
 
 MODELS = ["smollm2-135m-instruct", "gemma-3-270m", "gemma-3-4b-it", "qwen2.5-vl-3b-instruct"]
@@ -47,13 +48,13 @@ def measure(jobs: int, signs: list[str], folder: Path) -> tuple[int, float, int]
         "probes": {"order_pairs": 50, "padding_samples": 40},
         "engine": {"concurrency": 64, "devices": PLACEMENTS[jobs]},
     })
-    runner = Runner(config, folder / f"jobs{jobs}", engines=ScriptedEngines())
+    ctx = RunContext(config, folder / f"jobs{jobs}", engines=ScriptedEngines())
     try:
         t0 = time.perf_counter()
-        asyncio.run(runner.run())
+        asyncio.run(Runner(ctx).run())
         wall = time.perf_counter() - t0
     finally:
-        runner.store.close()
+        ctx.store.close()
     rows, bad = committed(folder / f"jobs{jobs}" / "results.sqlite")
     return rows, wall, bad
 

@@ -158,7 +158,7 @@ def _jobs_table(store: Store, running: bool) -> Table | None:
     whether a run holds the directory now; without one, a job that never ended was cut off (killed)."""
     import time
 
-    from dualjudge.runs.runner import recorded_jobs
+    from dualjudge.runs.job_log import recorded_jobs
 
     jobs = recorded_jobs(store)
     if not jobs:

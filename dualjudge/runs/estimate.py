@@ -58,8 +58,8 @@ from dualjudge.protocol.variants import variant_rubric
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan, steps
 from dualjudge.runs.caller import CacheMiss
+from dualjudge.runs.jobs import all_groups
 from dualjudge.runs.roofline import GPUS, GpuSpec, Work, cpu_spec, gpu_spec, load_seconds, serving_seconds
-from dualjudge.runs.runner import all_groups
 from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer, AnswerKey

@@ -169,6 +169,13 @@ class Schedule:
         self.ended.append(job)
         return self.replicas.pop(job, [])
 
+    def successor(self, job: Job, group: DeviceGroup | None) -> Job | None:
+        """After `job` ended: the job of the same model that `group` serves now in the same load (kept as
+        its first group, or joined to it as a replica), if any; None: the group goes back. The one walk
+        the runner (a job's lane, a replica) and the simulation both take."""
+        return next((j for j, first in self.running.items() if j.model == job.model and j != job
+                     and (first == group or group in self.replicas.get(j, ()))), None)
+
     def keep(self, systems: Job) -> Job | None:
         """After `systems` ended: its model's judges job, to run on in the same group and load, when the
         rule allows; None otherwise (the group goes back). When that judges job already runs elsewhere
@@ -327,19 +334,16 @@ def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable
             for group, server in st.servers.items():
                 spans.append(Span(job, group, server.start, now, server.loaded, server.replica))
             if job.stage == "systems":
-                kept = schedule.keep(job)
-                joined = schedule.replicas.get(kept, []) if kept is not None else []
-                back = [g for g in st.servers if g is not None and g != first and g not in joined]
-                if kept is not None:
-                    begin(kept, first, False, replica=schedule.running[kept] != first)
-                    for group, server in st.servers.items():
-                        if group is not None and group != first and group in joined:
-                            begin(kept, group, False, replica=True, load=server.load)
-                else:
-                    back += [first] if first is not None else []
+                schedule.keep(job)
             else:
-                back = [g for g in [first, *schedule.end(job)] if g is not None]
-            free.extend(back)
+                schedule.end(job)
+            for group, server in st.servers.items():  # each server goes on with the model's next job, or back
+                following = schedule.successor(job, group)
+                if following is not None:
+                    begin(following, group, False, replica=schedule.running[following] != group,
+                          load=0.0 if group == first else server.load)
+                elif group is not None:
+                    free.append(group)
         start_assigned()
     spans.sort(key=lambda s: (s.start, s.job.stage, s.job.model, s.replica))
     return Simulation(spans, max((s.end for s in spans), default=0.0), busy)

@@ -50,8 +50,9 @@ from dualjudge.report.explorer import write_explorer
 from dualjudge.rundir import RunDir
 from dualjudge.runs import steps
 from dualjudge.runs.caller import CachingCaller
+from dualjudge.runs.context import RunContext
+from dualjudge.runs.lease import run_alone
 from dualjudge.runs.progress import Progress
-from dualjudge.runs.runner import Runner
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.rows import Answer, VerdictRow
 from dualjudge.storage.store import Store, check_store_files
@@ -100,17 +101,16 @@ def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None
     config.card(options.editor)  # an unknown editor, bad options or a rubric that cannot be read: one line, before
     options.check(load_rubric())  # the lock or any file is written
     with run_lock(out):
-        runner = Runner(config, out, progress, engines)
+        ctx = RunContext(config, out, progress, engines)
         try:
-            record = asyncio.run(_clarify(runner, options))
-            config = runner.config
-            export_run(config, out, runner.store)
-            _manifest(out, config, record, runner.store.requests())
-            write_explorer(out, runner.store)
+            record = asyncio.run(_clarify(ctx, options))
+            export_run(config, out, ctx.store)
+            _manifest(out, config, record, ctx.store.requests())
+            write_explorer(out, ctx.store)
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
             return record
         finally:
-            runner.store.close()
+            ctx.store.close()
 
 
 def _config_of(out: Path) -> RunConfig:
@@ -122,35 +122,35 @@ def _config_of(out: Path) -> RunConfig:
         store.close()
 
 
-async def _clarify(runner: Runner, options: ClarifyOptions) -> ClarificationRecord:
-    config = runner.config
+async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRecord:
+    config = ctx.config
     config.card(options.editor)  # an unknown editor is a one-line error before any work
     original = load_rubric()
     options.check(original)
     settings = options.settings(config.run.seed, original)
-    previous = _previous(runner.out)
+    previous = _previous(ctx.out)
     if previous is not None and previous.settings != settings:
-        raise DualjudgeError(f"{runner.out} already holds a rubric clarification with other settings "
+        raise DualjudgeError(f"{ctx.out} already holds a rubric clarification with other settings "
                              f"({_differences(previous.settings, settings)}); clarify a copy of the run directory")
-    runner.prepare()
-    answers = runner.answers()
+    ctx.prepare()
+    answers = ctx.answers()
     if not answers:
-        raise DualjudgeError(f"{runner.out}: the run has no answers to judge")
+        raise DualjudgeError(f"{ctx.out}: the run has no answers to judge")
     seed = settings["seed"]
-    dev, test = split_signs([a.sign_code for a in answers], runner.catalogue, seed, options.dev_share)
-    rubric_dir = runner.out / RUBRICS_DIR
+    dev, test = split_signs([a.sign_code for a in answers], ctx.catalogue, seed, options.dev_share)
+    rubric_dir = ctx.out / RUBRICS_DIR
     rubric_dir.mkdir(exist_ok=True)
     write_text(rubric_dir / "original.toml", original.to_toml())
 
     # 2. the original rubric on every answer
-    ctx = _context(runner, (RUBRIC,), {}, answers)
+    original_judges = _context(ctx, (RUBRIC,), {}, answers)
     for judge in config.judges.models:
-        await runner.stage(judge, [_named(steps.judge_step(ctx, judge), f"rubric judges: {judge}")])
+        await run_alone(ctx, judge, [_named(steps.judge_step(original_judges, judge), f"rubric judges: {judge}")])
 
     # 3. the contested clauses, on the development split
     by_key = {a.key.astuple(): a for a in answers}
     rows = [_score_row(r, config.run.name, by_key[r.key()[:4]].sign_code)
-            for r in runner.store.read(VerdictRow, judge_variant=RUBRIC, kind=QUALITY.name, status="ok")
+            for r in ctx.store.read(VerdictRow, judge_variant=RUBRIC, kind=QUALITY.name, status="ok")
             if r.key()[:4] in by_key and by_key[r.key()[:4]].sign_code in dev]
     ranking = rank_clauses(clause_scores(rows), original.ids)
     selected, control = choose_clauses(ranking, options.k, seed)
@@ -170,21 +170,21 @@ async def _clarify(runner: Runner, options: ClarifyOptions) -> ClarificationReco
         """Once the editor is done: the rubrics saved, the record written; arm -> rubric file."""
         nonlocal record
         if not settled:
-            files, record = _save(runner.out, original, log, record, previous)
+            files, record = _save(ctx.out, original, log, record, previous)
             settled.update(files)
         return settled
 
     test_answers = [a for a in answers if a.sign_code in set(test)]
     judges = config.judges.models
     editor_judges = [options.editor] if options.editor in judges else []
-    await runner.stage(options.editor, [_editor_step(original, arms_clauses, seed, log),
-                                        *(_test_step(runner, j, test_answers, settle) for j in editor_judges)])
+    await run_alone(ctx, options.editor, [_editor_step(original, arms_clauses, seed, log),
+                                        *(_test_step(ctx, j, test_answers, settle) for j in editor_judges)])
     settle()
     for judge in judges:
         if judge not in editor_judges:
-            await runner.stage(judge, [_test_step(runner, judge, test_answers, settle)])
+            await run_alone(ctx, judge, [_test_step(ctx, judge, test_answers, settle)])
     record = record.model_copy(update={"status": "done"})
-    write_text(runner.out / CLARIFICATION, record.model_dump_json(indent=2))
+    write_text(ctx.out / CLARIFICATION, record.model_dump_json(indent=2))
     return record
 
 
@@ -208,7 +208,7 @@ def _save(out: Path, original: Rubric, log: EditorLog, record: ClarificationReco
     return {arm: str((out / RUBRICS_DIR / f"{arm}.toml").resolve()) for arm in rewritten}, record
 
 
-def _test_step(runner: Runner, judge: str, answers: list[Answer],
+def _test_step(ctx: RunContext, judge: str, answers: list[Answer],
                settle: Callable[[], dict[str, str]]) -> steps.Step[Any]:
     """The judge's verdicts on the test split with the clarified and control rubrics (those the editor
     made), built when the step starts, after the editor's step."""
@@ -219,7 +219,7 @@ def _test_step(runner: Runner, judge: str, answers: list[Answer],
         if not files:
             return []
         variants = tuple(ARMS[arm] for arm in files)
-        inner[:] = [steps.judge_step(_context(runner, variants, files, answers), judge)]
+        inner[:] = [steps.judge_step(_context(ctx, variants, files, answers), judge)]
         return inner[0].tasks()
 
     async def work(task: Any, caller: CachingCaller) -> None:
@@ -228,10 +228,10 @@ def _test_step(runner: Runner, judge: str, answers: list[Answer],
     return steps.Step(f"clarified/control judges: {judge}", tasks, work)
 
 
-def _context(runner: Runner, variants: tuple[str, ...], rubrics: dict[str, str], answers: list[Answer]) -> steps.Context:
-    judges = runner.config.judges.model_copy(update={"variants": variants, "rubrics": rubrics})
-    config = runner.config.model_copy(update={"judges": judges})
-    return steps.Context(config, runner.store, runner.catalogue, lambda _model: answers,
+def _context(ctx: RunContext, variants: tuple[str, ...], rubrics: dict[str, str], answers: list[Answer]) -> steps.Context:
+    judges = ctx.config.judges.model_copy(update={"variants": variants, "rubrics": rubrics})
+    config = ctx.config.model_copy(update={"judges": judges})
+    return steps.Context(config, ctx.store, ctx.catalogue, lambda _model: answers,
                          lambda _model: [a.key for a in answers])
 
 

@@ -20,9 +20,12 @@ from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
+from dualjudge.runs.context import RunContext, RunReport
 from dualjudge.runs.estimate import DEFAULT_IMAGE_TOKENS
+from dualjudge.runs.job_log import recorded_jobs
+from dualjudge.runs.jobs import all_groups, device_groups
 from dualjudge.runs.progress import Progress
-from dualjudge.runs.runner import Runner, RunReport, all_groups, device_groups, recorded_jobs
+from dualjudge.runs.runner import Runner
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
 from dualjudge.studies.export import RUN_FILES, verdict_table, write_probe_tables, write_table
@@ -175,24 +178,24 @@ def run_job(config: RunConfig, out: Path, progress: Progress | None = None,
 
 
 def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines: EngineFactory | None) -> JobResult:
-    runner = Runner(config, out, progress, engines)
+    ctx = RunContext(config, out, progress, engines)
     try:
-        report = asyncio.run(runner.run())
-        table = export_run(config, out, runner.store)
-        c = counts(runner.store)
-        last = LastSession(session=runner.session, requests_sent=report.sessions_requests,
+        report = asyncio.run(Runner(ctx).run())
+        table = export_run(config, out, ctx.store)
+        c = counts(ctx.store)
+        last = LastSession(session=ctx.session, requests_sent=report.sessions_requests,
                            cache_hits=report.cache_hits, models_loaded=report.models_loaded, failures=report.failures,
                            verdict_failures_by_judge=report.verdict_failures)
         write_manifest(build_manifest(
-            config, out, last_session=last, counts=c, requests=runner.store.requests(),
-            devices=[g.label for g in runner.groups], jobs=recorded_jobs(runner.store),
+            config, out, last_session=last, counts=c, requests=ctx.store.requests(),
+            devices=[g.label for g in ctx.groups], jobs=recorded_jobs(ctx.store),
             cache_file=config.engine.cache or str(RunDir(out).store)), out)
         if len(table):
-            write_explorer(out, runner.store)
+            write_explorer(out, ctx.store)
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
         return JobResult(out, report, table, c)
     finally:
-        runner.store.close()
+        ctx.store.close()
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

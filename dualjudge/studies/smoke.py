@@ -25,7 +25,7 @@ from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import EngineDown, Sampling
 from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.systems import Item, run_system
-from dualjudge.runs.runner import device_groups, runs_here
+from dualjudge.runs.jobs import device_groups, runs_here
 from dualjudge.runs.testbed import testbed_items
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import build_variants, variant_rows
