@@ -166,7 +166,7 @@ def test_expected_completion_tokens_come_from_the_caches_means_else_stated_defau
 def test_image_tokens_are_counted_from_the_card_and_their_source_is_said():
     from dualjudge.inference.cards import get_card
     from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
-    from dualjudge.runs.estimate import DEFAULT_IMAGE_TOKENS, TokenCounter
+    from dualjudge.runs.counting import DEFAULT_IMAGE_TOKENS, TokenCounter
 
     idefics = TokenCounter(get_card("idefics3-8b-llama3"))
     text = GenerationRequest((Message("user", "what sign is this?"),), Sampling())
@@ -174,7 +174,7 @@ def test_image_tokens_are_counted_from_the_card_and_their_source_is_said():
     assert idefics.count(image).prompt - idefics.count(text).prompt == 2873
     assert "Idefics3 processor" in idefics.image_method
     with pytest.MonkeyPatch.context() as mp:  # a card without image_tokens whose files are not here
-        mp.setattr("dualjudge.runs.estimate.locate", lambda card: None)
+        mp.setattr("dualjudge.runs.counting.locate", lambda card: None)
         tiny = TokenCounter(get_card("tiny-llava"))
         assert tiny.count(image).prompt - tiny.count(text).prompt == DEFAULT_IMAGE_TOKENS
         assert "has no image_tokens" in tiny.image_method
@@ -183,7 +183,7 @@ def test_image_tokens_are_counted_from_the_card_and_their_source_is_said():
 def test_a_prefix_the_server_has_cached_is_prefilled_once_and_unknown_outputs_are_new():
     from dualjudge.inference.cards import get_card
     from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
-    from dualjudge.runs.estimate import MESSAGE_OVERHEAD, TokenCounter
+    from dualjudge.runs.counting import MESSAGE_OVERHEAD, TokenCounter
 
     counter = TokenCounter(get_card("idefics3-8b-llama3"))  # about four characters a token, 2873 an image
     rubric = Message("system", "x" * 400)  # 100 tokens of instructions every verdict shares
@@ -208,7 +208,7 @@ def test_image_tokens_come_from_the_models_own_processor_when_its_files_are_here
     from dualjudge.inference.tiny import IMAGE_SIZE, PATCH
     from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
     from dualjudge.inference.weights import fetch
-    from dualjudge.runs.estimate import TokenCounter
+    from dualjudge.runs.counting import TokenCounter
 
     fetch(get_card("tiny-llava"), log=lambda _: None)  # built locally
     tiny = TokenCounter(get_card("tiny-llava"), image_px=512)
@@ -268,28 +268,104 @@ def test_the_plan_counts_each_judge_variant(tmp_path):
         assert actual.get((r.model, r.stage), 0) <= r.requests if r.upper_bound else actual[(r.model, r.stage)] == r.requests
 
 
-def test_every_stage_of_the_study_has_its_counter_in_the_plan():
-    from dualjudge.runs.estimate import COUNTERS
-    from dualjudge.runs.study import STUDY
+NEW_STAGE = '''"""A stage in one file: each judge says, for every answer, whether it is longer than it needs to be."""
 
-    assert list(COUNTERS) == [s.name for s in STUDY]  # the plan counts the stages in the study's order
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from dualjudge.config import RunConfig
+from dualjudge.inference.types import GenerationRequest, Message, Sampling
+from dualjudge.protocol.rubric import Rubric
+from dualjudge.runs.caller import CachingCaller
+from dualjudge.runs.counting import Planner, Seen, StageCount, probe
+from dualjudge.runs.stage import Stage
+from dualjudge.runs.steps import Context, Step
+from dualjudge.storage.rows import Answer, Row
 
 
-def test_a_stage_added_to_the_study_runs_in_its_job_and_counts_in_its_length(tmp_path, monkeypatch):
-    from dualjudge.runs import jobs, steps, study
+@dataclass(frozen=True, kw_only=True)
+class BrevityRow(Row):
+    TABLE: ClassVar[str] = "brevity"
+    KEY: ClassVar[tuple[str, ...]] = ("variant_id", "repeat", "system_model", "strategy", "judge_model")
 
-    built: list[str] = []
+    variant_id: str
+    repeat: int
+    system_model: str
+    strategy: str
+    judge_model: str
+    reply: str | None
 
-    def extra_step(ctx, model, items, of):
-        built.append(model)
-        return steps.Step(f"extra: {model}", lambda: [], lambda task, caller: None)
 
+def request(answer: Answer) -> GenerationRequest:
+    question = f"Is this description longer than it needs to be? Answer yes or no.\\n\\n{answer.text}"
+    return GenerationRequest((Message("user", question),), Sampling(temperature=0.0, max_tokens=4, seed=1))
+
+
+def step(ctx: Context, judge: str) -> Step[Answer]:
+    def tasks() -> list[Answer]:
+        done = ctx.store.done_keys(BrevityRow)
+        return [a for a in ctx.answers(None) if a.text and (*a.key.astuple(), judge) not in done]
+
+    async def work(answer: Answer, caller: CachingCaller) -> None:
+        reply = await caller(request(answer))
+        ctx.store.record(BrevityRow(**answer.key.fields(), judge_model=judge, reply=reply.text,
+                                    status="ok" if reply.text is not None else "error"))
+
+    return Step(f"brevity: {judge}", tasks, work)
+
+
+async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen) -> StageCount | None:
+    row = StageCount(judge, "brevity")
+    for answer in seen.every:
+        row.requests += 1
+        if answer.key in seen.known:
+            _, hits = await probe(lambda call: call(request(seen.known[answer.key])), planner.caches,
+                                  planner.identities[judge])
+            row.cached += hits
+        row.completion_tokens += 4
+    return row
+
+
+def tokens(config: RunConfig, items: int) -> int:
+    return 4 * items * config.testbed.repeats * len(config.systems.strategies) * len(config.systems.models)
+
+
+STAGE = Stage("brevity", "judges", lambda ctx, model, items, of: step(ctx, model), count, tokens, rows=(BrevityRow,))
+'''
+
+
+def test_a_new_stage_is_one_file_and_one_line(tmp_path, monkeypatch):
+    """A stage written as one module (its row, step, count and token bound; NEW_STAGE) and added to the
+    study in one line: the schedule weighs it, the plan counts its requests, the runner sends exactly those
+    and records them in the table made from its row type, and a rerun sends none of them again."""
+    import importlib.util
+    import sys
+
+    from dualjudge.runs import jobs, study
+
+    (tmp_path / "brevity.py").write_text(NEW_STAGE)
+    spec = importlib.util.spec_from_file_location("brevity", tmp_path / "brevity.py")
+    assert spec is not None and spec.loader is not None
+    brevity = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "brevity", brevity)  # as an import of the file would
+    spec.loader.exec_module(brevity)
     cfg = config_with()
     before = jobs.expected_costs(cfg, 4)
-    extra = study.Stage("extra", "judges", extra_step, lambda c, items: 1000 * items)
-    monkeypatch.setattr(study, "STUDY", (*study.STUDY, extra))
+    monkeypatch.setattr(study, "STUDY", (*study.STUDY, brevity.STAGE))  # the one line
     after = jobs.expected_costs(cfg, 4)
     assert all(after[(m, "judges")] > before[(m, "judges")] for m in cfg.judges.models)
     assert all(after[key] == before[key] for key in before if key[1] == "systems")
-    run_job(cfg, tmp_path / "run", engines=Recorder())
-    assert sorted(built) == sorted(cfg.judges.models)  # the runner ran it once in each judges job
+
+    out = tmp_path / "run"
+    planned = {(r.model, r.stage): r.requests for r in estimate(cfg, out, engines=Recorder()).rows}
+    run_job(cfg, out, engines=Recorder())
+    with sqlite3.connect(out / "results.sqlite") as con:
+        sent = dict(con.execute("SELECT judge_model, COUNT(*) FROM brevity WHERE status = 'ok' GROUP BY judge_model"))
+        answers = con.execute("SELECT COUNT(*) FROM answers WHERE status = 'ok'").fetchone()[0]
+    assert sent == {j: answers for j in cfg.judges.models} and answers > 0
+    assert all(planned[(j, "brevity")] == answers for j in cfg.judges.models)
+    again = Recorder()
+    run_job(cfg, out, engines=again)
+    assert again.calls == 0  # every answer of the new stage, like every other, comes from the store

@@ -16,7 +16,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.rundir import RunDir
-from dualjudge.runs import plan, steps
+from dualjudge.runs import plan, steps, study
 from dualjudge.runs.jobs import device_groups, runs_here
 from dualjudge.runs.progress import Progress, QuietProgress
 from dualjudge.runs.testbed import build_testbed, testbed_items
@@ -58,6 +58,9 @@ class RunContext:
         cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
         self.store = Store(RunDir(out).store, cache)
         check_fingerprint(config, out, self.store)
+        for stage in study.STUDY:  # a stage's own rows (the built-in ones are the store's)
+            for row in stage.rows:
+                self.store.ensure(row)
         self.variants: dict[str, Any] = {}
 
     def local(self, model: str) -> bool:

@@ -20,6 +20,7 @@ is. `readonly=True` (status, export) opens with SQLite's read-only mode and neve
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import sqlite3
@@ -35,46 +36,32 @@ from dualjudge.outcome import FINAL
 from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import ROW_TYPES, Row
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS answers (
-    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    status TEXT NOT NULL, text TEXT, predicted_category TEXT, format_ok INTEGER,
-    prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, calls INTEGER,
-    request_keys TEXT, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy));
-CREATE TABLE IF NOT EXISTS verdicts (
-    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
-    scores TEXT, reasoning TEXT, criteria TEXT, completion_tokens INTEGER, request_key TEXT, attempts INTEGER NOT NULL, error TEXT,
-    updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind));
-CREATE TABLE IF NOT EXISTS order_probe (
-    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL,
-    first_model TEXT NOT NULL, first_strategy TEXT NOT NULL, second_model TEXT NOT NULL, second_strategy TEXT NOT NULL,
-    status TEXT NOT NULL, winner_ab INTEGER, winner_ba INTEGER, flipped INTEGER,
-    attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, judge_model, judge_variant, first_model, first_strategy, second_model,
-                 second_strategy));
-CREATE TABLE IF NOT EXISTS padding_texts (
-    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    status TEXT NOT NULL, text TEXT, added_words INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy));
-CREATE TABLE IF NOT EXISTS request_log (
+META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+REQUEST_LOG_SCHEMA = """CREATE TABLE IF NOT EXISTS request_log (
     session TEXT NOT NULL, key TEXT NOT NULL, model TEXT NOT NULL, ok INTEGER NOT NULL, attempts INTEGER,
-    latency_s REAL, completion_tokens INTEGER, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS padding_probe (
-    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL,
-    original REAL, padded REAL, shift REAL, flipped INTEGER, attempts INTEGER NOT NULL, error TEXT,
-    updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind));
-CREATE TABLE IF NOT EXISTS judge_passes (
-    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, system_model TEXT NOT NULL, strategy TEXT NOT NULL,
-    judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, pass_index INTEGER NOT NULL,
-    status TEXT NOT NULL, value REAL, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
-    PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind, pass_index));
-"""
+    latency_s REAL, completion_tokens INTEGER, at REAL NOT NULL);"""
+SQL_TYPES = {"str": "TEXT", "Status": "TEXT", "int": "INTEGER", "float": "REAL"}
+ALWAYS_SET = ("status", "attempts")  # besides the key: every row has them (NOT NULL)
+
+
+def table_ddl(row: type[Row]) -> str:
+    """A work table's CREATE statement, derived from its row type: the key's columns first (NOT NULL, the
+    primary key), then status, the row's own fields, attempts, error and `updated` (when it was written).
+    A field's SQL type follows its annotation (str, int, float); only the key, status and attempts are
+    NOT NULL."""
+    types = {f.name: str(f.type) for f in dataclasses.fields(row)}
+    order = [*row.KEY, "status", *(n for n in types if n not in (*row.KEY, "status", "attempts", "error")),
+             "attempts", "error"]
+    columns = []
+    for name in order:
+        sql = SQL_TYPES[types[name].split("|")[0].strip()]
+        columns.append(f"{name} {sql}{' NOT NULL' if name in row.KEY or name in ALWAYS_SET else ''}")
+    columns.append("updated REAL NOT NULL")
+    return (f"CREATE TABLE IF NOT EXISTS {row.TABLE} (\n    " + ", ".join(columns) +
+            f",\n    PRIMARY KEY ({', '.join(row.KEY)}));")
+
+
+SCHEMA = "\n".join([META_SCHEMA, *(table_ddl(row) for row in ROW_TYPES), REQUEST_LOG_SCHEMA]) + "\n"
 CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS {schema}.cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, text TEXT NOT NULL, finish_reason TEXT,
@@ -361,10 +348,15 @@ class Store:
         return _Transaction(self.db)
 
     # -- work rows -----------------------------------------------------------------------------
-    def done_keys(self, table: str) -> set[tuple[Any, ...]]:
-        """Primary keys of rows in a final state (ok or parse_failure): work that is not redone."""
-        cols = ", ".join(TABLE_KEYS[table])
-        return {tuple(r) for r in self.db.execute(f"SELECT {cols} FROM {table} WHERE status IN ({_FINAL_SQL})")}
+    def done_keys(self, row: type[Row]) -> set[tuple[Any, ...]]:
+        """Primary keys of a table's rows in a final state (ok or parse_failure): work that is not redone."""
+        cols = ", ".join(row.KEY)
+        return {tuple(r) for r in self.db.execute(f"SELECT {cols} FROM {row.TABLE} WHERE status IN ({_FINAL_SQL})")}
+
+    def ensure(self, row: type[Row]) -> None:
+        """The work table of a row type that is not one of the built-in ROW_TYPES (a stage's own), made
+        from the type when missing."""
+        self.db.execute(table_ddl(row))
 
     def record(self, result: Row) -> None:
         """Insert a result; an existing error row is replaced (attempts add up), a final row never is."""

@@ -53,6 +53,7 @@ from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.context import RunContext
 from dualjudge.runs.lease import run_alone
 from dualjudge.runs.progress import Progress
+from dualjudge.runs.stages.verdicts import judge_step
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.rows import Answer, VerdictRow
 from dualjudge.storage.store import Store, check_store_files
@@ -145,7 +146,7 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     # 2. the original rubric on every answer
     original_judges = _context(ctx, (RUBRIC,), {}, answers)
     for judge in config.judges.models:
-        await run_alone(ctx, judge, [_named(steps.judge_step(original_judges, judge), f"rubric judges: {judge}")])
+        await run_alone(ctx, judge, [_named(judge_step(original_judges, judge), f"rubric judges: {judge}")])
 
     # 3. the contested clauses, on the development split
     by_key = {a.key.astuple(): a for a in answers}
@@ -219,7 +220,7 @@ def _test_step(ctx: RunContext, judge: str, answers: list[Answer],
         if not files:
             return []
         variants = tuple(ARMS[arm] for arm in files)
-        inner[:] = [steps.judge_step(_context(ctx, variants, files, answers), judge)]
+        inner[:] = [judge_step(_context(ctx, variants, files, answers), judge)]
         return inner[0].tasks()
 
     async def work(task: Any, caller: CachingCaller) -> None:

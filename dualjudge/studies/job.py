@@ -21,7 +21,7 @@ from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
 from dualjudge.runs.context import RunContext, RunReport
-from dualjudge.runs.estimate import DEFAULT_IMAGE_TOKENS
+from dualjudge.runs.counting import DEFAULT_IMAGE_TOKENS
 from dualjudge.runs.job_log import recorded_jobs
 from dualjudge.runs.jobs import all_groups, device_groups
 from dualjudge.runs.progress import Progress

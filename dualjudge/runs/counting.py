@@ -1,0 +1,227 @@
+"""Counting a stage before any model loads: what its requests cost (prompt, prefill, images), how
+many the caches answer, and the state the stages' counts share. Each stage's own count lives in its
+module under runs/stages/; estimate.py adds them up into `dualjudge plan`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dualjudge.config import RunConfig
+from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.types import GenerationRequest, GenerationResult
+from dualjudge.inference.weights import locate
+from dualjudge.protocol.systems import Item
+from dualjudge.runs.caller import CacheMiss
+from dualjudge.storage.rows import Answer, AnswerKey
+from dualjudge.storage.store import Store
+from dualjudge.testbed.catalogue import Catalogue
+
+T = TypeVar("T")
+CHARS_PER_TOKEN = 4
+DEFAULT_IMAGE_TOKENS = 576  # a 24 x 24 LLaVA-style grid, for a card that does not say
+MESSAGE_OVERHEAD = 4  # chat-template tokens around each message
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What requests cost a server: their prompt tokens, the part it has to prefill, the images it encodes."""
+
+    prompt: int = 0
+    prefill: int = 0
+    images: int = 0
+
+
+@dataclass
+class StageCount:
+    model: str
+    stage: str
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0  # of the requests still to send (earlier outputs at their expected length)
+    completion_tokens: int = 0  # of the requests still to send, at most (max_tokens each)
+    prefill_tokens: int = 0  # of prompt_tokens, what the server computes: a prefix it has cached counts once
+    images: int = 0  # images the vision encoder still has to encode
+    upper_bound: bool = False  # the count depends on results and is at most this
+
+    @property
+    def to_send(self) -> int:
+        return self.requests - self.cached
+
+    def add(self, charge: Charge) -> None:
+        self.prompt_tokens += charge.prompt
+        self.prefill_tokens += charge.prefill
+        self.images += charge.images
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "to_send": self.to_send}
+
+
+class CacheProbe:
+    """A caller that answers from the caches only and counts what it answered; a miss raises CacheMiss."""
+
+    def __init__(self, caches: list[Store], identity: str) -> None:
+        self.caches = caches
+        self.identity = identity
+        self.hits = 0
+
+    async def __call__(self, request: GenerationRequest) -> GenerationResult:
+        if request.sampling.deterministic:
+            key = request.key(self.identity)
+            for cache in self.caches:
+                hit = cache.cache_get(key)
+                if hit is not None:
+                    self.hits += 1
+                    return hit
+        raise CacheMiss(request.key(self.identity))
+
+
+def processor_image_tokens(path: Path, px: int) -> int | None:
+    """The prompt tokens one px x px image adds for the model whose files are at `path`, as its own
+    processor expands it (a one-line prompt with and without the image); None when the processor cannot
+    say (no processor, no image token, no chat template)."""
+    try:
+        from PIL import Image as PILImage
+        from transformers import AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(str(path))  # type: ignore[no-untyped-call]  # an untyped library
+        if not hasattr(processor, "image_processor"):
+            return None
+        image = PILImage.new("RGB", (px, px), (255, 255, 255))
+
+        def prompt(with_image: bool) -> str:
+            content = [{"type": "image"}] if with_image else []
+            messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What sign is this?"}]}]
+            return str(processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+
+        with_image = processor(text=[prompt(True)], images=[image], return_tensors="np")["input_ids"].shape[-1]
+        without = processor(text=[prompt(False)], return_tensors="np")["input_ids"].shape[-1]
+    except Exception:  # any processor's own failure means "cannot say": the card's figure is used
+        return None
+    return int(with_image - without) if with_image > without else None
+
+
+class TokenCounter:
+    """The model's tokenizer when its weights are here; otherwise about four characters a token. Image
+    tokens: the model's own processor on a `image_px` image when its files are here, else the card's
+    `image_tokens` (its source stated), else a default."""
+
+    def __init__(self, card: ModelCard, image_px: int = 512) -> None:
+        self.encode: Callable[[str], int] | None = None
+        found = locate(card)
+        self._path = found.path if found is not None else None
+        self._px = image_px
+        if found is not None:
+            try:
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(str(found.path))
+                self.encode = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            except (OSError, ValueError, ImportError):
+                self.encode = None
+        self.method = "tokenizer" if self.encode else f"about {CHARS_PER_TOKEN} characters a token"
+        self.image_tokens = card.image_tokens or DEFAULT_IMAGE_TOKENS
+        self.images = 0  # images counted so far
+        images = (f"{card.image_tokens} a image ({card.image_tokens_source or 'the card'})" if card.image_tokens else
+                  f"{DEFAULT_IMAGE_TOKENS} a image (the card has no image_tokens)")
+        self.image_method = images
+        self._asked = False  # the processor is asked at the first image (text-only runs never load it)
+        self._prefixes: set[str] = set()  # message prefixes a server of this model has already prefilled
+
+    def _ask_processor(self) -> None:
+        self._asked = True
+        counted = processor_image_tokens(self._path, self._px) if self._path is not None else None
+        if counted is not None:
+            self.image_tokens = counted
+            self.image_method = f"{counted} a image (the model's own processor, {self._px} px)"
+
+    def _tokens(self, text: str) -> int:
+        return self.encode(text) if self.encode else math.ceil(len(text) / CHARS_PER_TOKEN)
+
+    def count(self, request: GenerationRequest, pending: int = 0, times: int = 1) -> Charge:
+        """`times` requests like this one, `pending` tokens of earlier outputs not yet known in each: their prompt
+        tokens (images included) and what a prefix-caching server prefills of them. The leading messages an
+        earlier request already sent are cached; the last message of each further copy is new (it holds what
+        differs: the answer judged, the restatement), and so is everything after an unknown earlier output."""
+        if times <= 0:
+            return Charge()
+        messages = request.messages
+        if any(m.image is not None for m in messages) and not self._asked:
+            self._ask_processor()
+        cost = [self._tokens(m.text) + MESSAGE_OVERHEAD + (self.image_tokens if m.image is not None else 0)
+                for m in messages]
+        keys, running = [], hashlib.sha256()
+        for m in messages:
+            running.update(json.dumps(m.identity(), sort_keys=True).encode())
+            keys.append(running.hexdigest())
+        limit = len(messages)
+        if pending:  # the unknown earlier outputs are the assistant turns (else the last message): new from there
+            limit = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages) - 1)
+        cached = max((k + 1 for k in range(limit) if keys[k] in self._prefixes), default=0)
+        self._prefixes.update(keys[:limit])
+        last = len(messages) - 1
+        images = sum(m.image is not None for m in messages[cached:])
+        later_images = (times - 1) * int(messages[last].image is not None) if messages else 0
+        self.images += images + later_images
+        prompt = sum(cost) + pending
+        prefill = sum(cost[cached:]) + pending + (times - 1) * ((cost[last] if messages else 0) + pending)
+        return Charge(times * prompt, prefill, images + later_images)
+
+
+async def probe(work: Callable[[CacheProbe], Awaitable[T]], caches: list[Store], identity: str) -> tuple[T | None, int]:
+    """Run one task's protocol against the caches: its result when every call was cached, and the hits."""
+    probe = CacheProbe(caches, identity)
+    try:
+        return await work(probe), probe.hits
+    except CacheMiss:
+        return None, probe.hits
+
+
+@dataclass
+class Seen:
+    """What the planner has found so far: the run's variants as items, every planned answer, the answers
+    and restatements the caches hold, and how many restatements the padding probe makes at most."""
+
+    items: list[Item]
+    every: list[Answer]
+    known: dict[AnswerKey, Answer] = field(default_factory=dict)
+    padded: dict[AnswerKey, str] = field(default_factory=dict)
+    padding_bound: int = 0
+
+
+@dataclass
+class Planner:
+    """What every stage's count reads: the configuration, the caches, the catalogue, each model's identity
+    and token counter, and the expected length of an answer not yet generated."""
+
+    config: RunConfig
+    caches: list[Store]
+    catalogue: Catalogue
+    identities: dict[str, str]
+    counters: dict[str, TokenCounter]
+    answer_tokens: int  # an answer not yet generated, inside the prompts that carry it
+
+    async def judged(self, judge: str, stage: str, tasks: Iterable[tuple[Answer, Any]], known: dict[AnswerKey, Answer],
+                     run: Callable[[Answer, Any, CacheProbe], Awaitable[object]],
+                     request: Callable[[Answer, Any], GenerationRequest], calls: int = 1) -> StageCount:
+        """A judge step over answers: each task's calls answered from the caches when its answer is known."""
+        row = StageCount(judge, stage)
+        counter = self.counters[judge]
+        for answer, extra in tasks:
+            row.requests += calls
+            hits = 0
+            if answer.key in known:
+                found = known[answer.key]
+                _, hits = await probe(lambda call: run(found, extra, call), self.caches, self.identities[judge])
+                row.cached += hits
+            if hits < calls:
+                pending = 0 if answer.key in known else self.answer_tokens
+                r = request(known.get(answer.key, answer), extra)
+                row.add(counter.count(r, pending=pending, times=calls - hits))
+                row.completion_tokens += (calls - hits) * r.sampling.max_tokens
+        return row
