@@ -27,12 +27,14 @@ JOBS ?= 2
 test: $(STAMP) lint
 	$(PY) -m pytest -n $(JOBS) --durations=25
 
-# Types and style: mypy (strict on the core, see pyproject.toml) and ruff; either failing fails `make test`.
+# Types and style: mypy (strict on the whole package, see pyproject.toml), ruff's checks and its formatting;
+# any failing fails `make test` (`ruff format dualjudge tests benchmarks scripts` formats).
 lint: $(STAMP)
 	$(PY) -m ruff check dualjudge tests benchmarks scripts
+	$(PY) -m ruff format --check dualjudge tests benchmarks scripts
 	$(PY) -m mypy
 
-# The quick loop: no real engine, no whole run, no subprocess, no browser (about 2 minutes on 2 cores).
+# The quick loop: no real engine, no whole run, no subprocess, no browser (about 3 minutes on 2 cores).
 test-quick: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m "not slow and not whole" --durations=10
 
@@ -41,7 +43,8 @@ check: $(STAMP)
 	@changed="$$(git diff --name-only --diff-filter=d HEAD -- '*.py'; git ls-files --others --exclude-standard -- '*.py')"; \
 	package="$$(echo "$$changed" | grep '^dualjudge/' || true)"; \
 	if [ -z "$$changed" ]; then echo "no Python file changed"; exit 0; fi; \
-	$(PY) -m ruff check $$changed && { [ -z "$$package" ] || $(PY) -m mypy $$package; }
+	$(PY) -m ruff check $$changed && $(PY) -m ruff format --check $$changed && \
+	{ [ -z "$$package" ] || $(PY) -m mypy $$package; }
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m "not slow" --durations=15

@@ -109,8 +109,9 @@ class JudgesSection(_Section):
             if problem:
                 raise ValueError(problem)
         if self.overall == "judge_given" and any(v != HOLISTIC for v in self.variants):
-            raise ValueError("the rubric variants use the paper's overall (mean_of_subscores); "
-                             "set judges.overall = \"mean_of_subscores\"")
+            raise ValueError(
+                'the rubric variants use the paper\'s overall (mean_of_subscores); set judges.overall = "mean_of_subscores"'
+            )
         for name in self.variants:
             try:
                 rubric = variant_rubric(name, self.rubrics)
@@ -156,7 +157,7 @@ class RunConfig(_Section):
         if self.testbed.modality == "image":
             for name in self.systems.models:
                 if "image" not in self.card(name).modalities:
-                    raise ValueError(f"systems.models: {name} is text-only; set testbed.modality = \"text\"")
+                    raise ValueError(f'systems.models: {name} is text-only; set testbed.modality = "text"')
         return self
 
     def fingerprint(self) -> str:
@@ -167,8 +168,10 @@ class RunConfig(_Section):
         data = {name: fields for name, fields in data.items() if fields}  # a plumbing-only section adds nothing
         if self.judges.rubrics and "judges" in data:  # a rubric is its text, wherever its file lies
             hashes = self.rubric_hashes()
-            data["judges"] = {**data["judges"], "rubrics": {name: hashes.get(f"rubric:{name}", "unused")
-                                                            for name in sorted(self.judges.rubrics)}}
+            data["judges"] = {
+                **data["judges"],
+                "rubrics": {name: hashes.get(f"rubric:{name}", "unused") for name in sorted(self.judges.rubrics)},
+            }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
     def rubric_hashes(self) -> dict[str, str]:

@@ -62,13 +62,11 @@ def check_output_dir(path: Path, option: str = "--out", outputs: Iterable[str] =
     for name in outputs:
         target = path / name
         if target.is_dir():
-            raise DualjudgeError(f"{target}: is a folder where dualjudge writes a file; move it away or use another "
-                                 f"{option}")
+            raise DualjudgeError(f"{target}: is a folder where dualjudge writes a file; move it away or use another {option}")
     for name in folders:
         target = path / name
         if target.exists() and not target.is_dir():
-            raise DualjudgeError(f"{target}: is a file where dualjudge writes a folder; move it away or use another "
-                                 f"{option}")
+            raise DualjudgeError(f"{target}: is a file where dualjudge writes a folder; move it away or use another {option}")
     return path
 
 

@@ -28,10 +28,7 @@ def _root(env: str | None) -> Path:
     for root in candidates:
         if (root / "data" / "signs.toml").is_file():
             return root
-    raise DualjudgeError(
-        "cannot find the dualjudge resource folders (data/signs.toml); "
-        "set DUALJUDGE_HOME to the repository root"
-    )
+    raise DualjudgeError("cannot find the dualjudge resource folders (data/signs.toml); set DUALJUDGE_HOME to the repository root")
 
 
 def data_dir() -> Path:

@@ -43,8 +43,10 @@ def side_by_side_groups() -> tuple[str, str]:
 
 # what makes a test "whole": it runs a study (scripted or real), plans one, starts a process or a browser,
 # itself or through a fixture it uses; `make test-quick` leaves these out
-WHOLE = re.compile(r"run_job\(|\bcli\(\s*\"(run|plan|view)\"|\bestimate\(|subprocess|Popen|_cli\(|chromium|"
-                   r"screenshot|open_page\(|clarify\(|Provider\(")
+WHOLE = re.compile(
+    r"run_job\(|\bcli\(\s*\"(run|plan|view)\"|\bestimate\(|subprocess|Popen|_cli\(|chromium|"
+    r"screenshot|open_page\(|clarify\(|Provider\("
+)
 
 
 def _sources(item: pytest.Item) -> Iterator[str]:
@@ -52,7 +54,7 @@ def _sources(item: pytest.Item) -> Iterator[str]:
     if function is not None:
         yield inspect.getsource(function)
     info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+    for defs in info.name2fixturedefs.values() if info is not None else ():
         for d in defs:
             if str(getattr(d, "baseid", "")).startswith("tests"):  # the project's own fixtures
                 try:

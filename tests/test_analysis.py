@@ -42,8 +42,9 @@ def test_planted_self_preference_is_recovered_across_simulations():
 
 def test_no_planted_effect_gives_intervals_around_zero():
     planted = Planted(family_bonus={"qwen-j": 0.0, "google-j": 0.0, "meta-j": 0.0, "mistral-j": 0.0})
-    result = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=3), n_resamples=300,
-                             outcomes=("overall",))["overall"]
+    result = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=3), n_resamples=300, outcomes=("overall",))[
+        "overall"
+    ]
     entries = result["judges"]
     assert sum(e["ci_low"] <= 0 <= e["ci_high"] for e in entries) >= 3
     assert all(e["p_adjusted"] >= e["p"] for e in entries)
@@ -52,8 +53,9 @@ def test_no_planted_effect_gives_intervals_around_zero():
 
 def test_self_and_family_are_separated_when_a_family_has_two_models():
     planted = Planted(self_bonus=0.5)
-    result = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=5), n_resamples=200,
-                             outcomes=("overall",))["overall"]
+    result = self_preference(simulate(planted, items_per_sign=7, repeats=2, seed=5), n_resamples=200, outcomes=("overall",))[
+        "overall"
+    ]
     pooled = result["pooled"]
     assert "self" in pooled and pooled["self"]["ci"][0] <= 0.5 <= pooled["self"]["ci"][1] + 0.1
     assert pooled["self"]["estimate"] > 0.25
@@ -102,14 +104,42 @@ def _constructed() -> pd.DataFrame:
     }
     for v, cases in spec.items():
         for i, (overall, eq) in enumerate(cases):
-            rows.append({"run_id": "c", "item_id": f"{v}-{i}", "sign_code": f"S{i % 3}", "category": "stop",
-                         "visibility": v, "mode": "none" if v == 1.0 else "bottom_up", "repeat": 0, "system": "sa",
-                         "system_model": "m", "system_family": "f", "predicted_category": "stop", "format_ok": True,
-                         "judge_model": "j", "judge_family": "f", "accuracy": overall, "completeness": overall,
-                         "relevance": overall, "overall": overall, "equivalent": eq, "quality_status": "ok",
-                         "equivalence_status": "ok"})
-    rows.append({**rows[0], "item_id": "failed", "quality_status": "parse_failure", "overall": None,
-                 "accuracy": None, "completeness": None, "relevance": None})
+            rows.append(
+                {
+                    "run_id": "c",
+                    "item_id": f"{v}-{i}",
+                    "sign_code": f"S{i % 3}",
+                    "category": "stop",
+                    "visibility": v,
+                    "mode": "none" if v == 1.0 else "bottom_up",
+                    "repeat": 0,
+                    "system": "sa",
+                    "system_model": "m",
+                    "system_family": "f",
+                    "predicted_category": "stop",
+                    "format_ok": True,
+                    "judge_model": "j",
+                    "judge_family": "f",
+                    "accuracy": overall,
+                    "completeness": overall,
+                    "relevance": overall,
+                    "overall": overall,
+                    "equivalent": eq,
+                    "quality_status": "ok",
+                    "equivalence_status": "ok",
+                }
+            )
+    rows.append(
+        {
+            **rows[0],
+            "item_id": "failed",
+            "quality_status": "parse_failure",
+            "overall": None,
+            "accuracy": None,
+            "completeness": None,
+            "relevance": None,
+        }
+    )
     return pd.DataFrame(rows)
 
 
@@ -166,8 +196,20 @@ def test_summary_json_contract(tmp_path, sim):
     for outcome in ("overall", "equivalent"):
         sp = written["self_preference"][outcome]
         assert set(sp) >= {"estimable", "reason", "judges", "pooled", "interaction", "missing", "warnings"}
-        assert set(sp["judges"][0]) >= {"judge", "family", "identified", "estimate", "ci_low", "ci_high", "p",
-                                        "p_adjusted", "self", "family_other", "reason", "sensitivity"}
+        assert set(sp["judges"][0]) >= {
+            "judge",
+            "family",
+            "identified",
+            "estimate",
+            "ci_low",
+            "ci_high",
+            "p",
+            "p_adjusted",
+            "self",
+            "family_other",
+            "reason",
+            "sensitivity",
+        }
         assert set(sp["pooled"]["same_family"]) >= {"estimate", "se", "ci"}
     assert written["agreement"]["alpha_overall"]["level"] == "interval"
     assert written["agreement"]["alpha_equivalent"]["level"] == "nominal"
@@ -186,15 +228,18 @@ def test_agreement_between_identical_judges_is_perfect(sim):
     assert res["pairwise"]["copy-j vs qwen-j"]["kappa_equivalent"] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("mutate,needle", [
-    (lambda f: f.drop(columns=["item_id", "judge_model"]), "missing columns item_id, judge_model"),
-    (lambda f: f.drop(columns=["overall", "equivalent"]), "needs an overall column"),
-    (lambda f: f.assign(overall="high"), "column overall must be numeric, found 'high'"),
-    (lambda f: f.assign(equivalent="maybe"), "column equivalent must be boolean"),
-    (lambda f: f.assign(overall=11.0), "scores must lie between 0 and 10"),
-    (lambda f: f.assign(quality_status="fine"), "unknown states"),
-    (lambda f: f.assign(visibility=1.5), "visibility must lie"),
-])
+@pytest.mark.parametrize(
+    "mutate,needle",
+    [
+        (lambda f: f.drop(columns=["item_id", "judge_model"]), "missing columns item_id, judge_model"),
+        (lambda f: f.drop(columns=["overall", "equivalent"]), "needs an overall column"),
+        (lambda f: f.assign(overall="high"), "column overall must be numeric, found 'high'"),
+        (lambda f: f.assign(equivalent="maybe"), "column equivalent must be boolean"),
+        (lambda f: f.assign(overall=11.0), "scores must lie between 0 and 10"),
+        (lambda f: f.assign(quality_status="fine"), "unknown states"),
+        (lambda f: f.assign(visibility=1.5), "visibility must lie"),
+    ],
+)
 def test_malformed_tables_are_one_line_errors(tmp_path, mutate, needle):
     path = tmp_path / "bad.csv"
     mutate(_constructed()).to_csv(path, index=False)

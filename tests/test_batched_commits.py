@@ -36,8 +36,18 @@ def test_writes_are_committed_in_batches_and_every_row_is_seen_after_a_flush(tmp
         assert other.execute("SELECT COUNT(*) FROM request_log").fetchone()[0] == BATCH_ROWS // 4
         assert other.execute("SELECT COUNT(*) FROM cache").fetchone()[0] == BATCH_ROWS // 4
         for i in range(BATCH_ROWS):  # a full batch commits by itself
-            store.record(VerdictRow(variant_id=f"v{i}", repeat=0, system_model="m", strategy="sa", judge_model="j",
-                                    judge_variant="holistic", kind="quality", status="ok"))
+            store.record(
+                VerdictRow(
+                    variant_id=f"v{i}",
+                    repeat=0,
+                    system_model="m",
+                    strategy="sa",
+                    judge_model="j",
+                    judge_variant="holistic",
+                    kind="quality",
+                    status="ok",
+                )
+            )
         assert other.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] >= BATCH_ROWS - 1
         store.set_meta("k", "v")  # metadata is committed at once, with what came before
         assert other.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0] == BATCH_ROWS
@@ -82,8 +92,13 @@ endpoints = {{ "toy-vlm" = ["{api.url}"] }}
 [models]
 dir = "{cards}"
 """)
-        proc = subprocess.Popen([sys.executable, "-m", "dualjudge.cli", "run", str(config), "--out", str(out)], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, preexec_fn=_reset_signals)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dualjudge.cli", "run", str(config), "--out", str(out)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_reset_signals,
+        )
         try:
             deadline = time.time() + 300
             while _count(db, "SELECT COUNT(*) FROM verdicts") < 40:  # the judges are at work
@@ -101,8 +116,14 @@ dir = "{cards}"
         assert sent_first and sent_first <= cached  # a logged success always has its cache row: one commit
         sent_before = len(api.bodies)
         assert sent_before - len(sent_first) <= BATCH_ROWS + 8  # at most the open batch and the requests in flight
-        again = subprocess.run([sys.executable, "-m", "dualjudge.cli", "run", str(config), "--out", str(out)], cwd=ROOT,
-                               capture_output=True, text=True, timeout=600, preexec_fn=_reset_signals)
+        again = subprocess.run(
+            [sys.executable, "-m", "dualjudge.cli", "run", str(config), "--out", str(out)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            preexec_fn=_reset_signals,
+        )
         assert again.returncode == 0, again.stdout + again.stderr
     with sqlite3.connect(db) as con:
         sessions = [s for (s,) in con.execute("SELECT session FROM request_log GROUP BY session ORDER BY MIN(at)")]

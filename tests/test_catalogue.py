@@ -24,9 +24,14 @@ def test_exactly_25_snake_case_categories(cat):
 
 def test_near_miss_pairs_present(cat):
     ids = set(cat.category_ids)
-    for pair in [("no_stopping", "no_waiting"), ("maximum_speed", "minimum_speed"), ("stop", "give_way"),
-                 ("give_way_to_oncoming", "priority_over_oncoming"), ("mini_roundabout", "roundabout_ahead"),
-                 ("no_vehicles", "no_motor_vehicles")]:
+    for pair in [
+        ("no_stopping", "no_waiting"),
+        ("maximum_speed", "minimum_speed"),
+        ("stop", "give_way"),
+        ("give_way_to_oncoming", "priority_over_oncoming"),
+        ("mini_roundabout", "roundabout_ahead"),
+        ("no_vehicles", "no_motor_vehicles"),
+    ]:
         assert set(pair) <= ids
 
 

@@ -23,8 +23,9 @@ from tests.helpers.runs import CONFIG, config, respond
 
 IDS = load_rubric().ids
 SIGNS = '["616", "670V30", "602", "601.1"]'
-RUN = (CONFIG.replace('signs = ["616", "670V30"]', f"signs = {SIGNS}")
-       .replace("[judges]\n", '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n'))
+RUN = CONFIG.replace('signs = ["616", "670V30"]', f"signs = {SIGNS}").replace(
+    "[judges]\n", '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n'
+)
 
 
 def good_rewrite(ids) -> str:
@@ -43,8 +44,7 @@ class Judges(ScriptedEngines):
     def _respond_as(self, model: str):
         def answer(request):
             self.calls += 1
-            schema = request.constraint.schema if request.constraint is not None and request.constraint.kind == "json" \
-                else None
+            schema = request.constraint.schema if request.constraint is not None and request.constraint.kind == "json" else None
             if schema is not None and schema.get("title") == "RubricRewrite":
                 return self.editor(request, model)
             if schema is not None and schema.get("title") == "RubricQualityVerdict":
@@ -56,6 +56,7 @@ class Judges(ScriptedEngines):
                         data["exceptions"] = (data["exceptions"] + 1) % 3
                 return json.dumps(data)
             return respond(request)
+
         return answer
 
     @asynccontextmanager
@@ -86,8 +87,15 @@ def _scores(disagree: dict[str, int]) -> pd.DataFrame:
     rows = []
     for item in range(12):
         for j, judge in enumerate(("a", "b", "c")):
-            row = {"run_id": "r", "item_id": f"i{item}", "repeat": 0, "system": "sa", "system_model": "m",
-                   "sign_code": "616" if item < 6 else "602", "judge_model": judge}
+            row = {
+                "run_id": "r",
+                "item_id": f"i{item}",
+                "repeat": 0,
+                "system": "sa",
+                "system_model": "m",
+                "sign_code": "616" if item < 6 else "602",
+                "judge_model": judge,
+            }
             for cid in IDS:
                 row[cid] = 2 if j == 0 or item >= disagree.get(cid, 0) else j - 1
             rows.append(row)
@@ -117,17 +125,24 @@ def test_k_is_bounded_by_half_the_rubric():
         choose_clauses(ranking, 4, 0)
 
 
-@pytest.mark.parametrize("reply, problem", [
-    ("not json", "not JSON"),
-    (json.dumps({"figure": "Figure. 2: a; 1: b; 0: c"}), "dropped clause action"),
-    (json.dumps({"figure": "F. 2: a; 1: b; 0: c", "action": "A. 2: a; 1: b; 0: c", "sign": "S. 2: a; 1: b; 0: c"}),
-     "not given: sign"),
-    (json.dumps({"figure": "Figure without its bands", "action": "A. 2: a; 1: b; 0: c"}), "score bands"),
-    (json.dumps({"figure": 3, "action": "A. 2: a; 1: b; 0: c"}), "not an object of clause texts"),
-    (None, "no reply"),
-    (json.dumps({"figure": load_rubric().text_of("figure"), "action": "A. 2: a; 1: b; 0: c"}),
-     "clause figure came back unchanged"),
-])
+@pytest.mark.parametrize(
+    "reply, problem",
+    [
+        ("not json", "not JSON"),
+        (json.dumps({"figure": "Figure. 2: a; 1: b; 0: c"}), "dropped clause action"),
+        (
+            json.dumps({"figure": "F. 2: a; 1: b; 0: c", "action": "A. 2: a; 1: b; 0: c", "sign": "S. 2: a; 1: b; 0: c"}),
+            "not given: sign",
+        ),
+        (json.dumps({"figure": "Figure without its bands", "action": "A. 2: a; 1: b; 0: c"}), "score bands"),
+        (json.dumps({"figure": 3, "action": "A. 2: a; 1: b; 0: c"}), "not an object of clause texts"),
+        (None, "no reply"),
+        (
+            json.dumps({"figure": load_rubric().text_of("figure"), "action": "A. 2: a; 1: b; 0: c"}),
+            "clause figure came back unchanged",
+        ),
+    ],
+)
 def test_a_malformed_rewrite_is_rejected(reply, problem):
     rewrite = read_rewrite(load_rubric(), ("figure", "action"), reply)
     assert rewrite.texts is None and any(problem in p for p in rewrite.problems)
@@ -224,8 +239,11 @@ def test_an_editor_that_breaks_the_structure_is_retried_then_reported_and_never_
         return json.dumps({cid: "dropped the bands" for cid in ids})  # the control arm: broken on every try
 
     engines = Judges(editor)
-    run_job(config(tmp_path, RUN.replace('variants = ["holistic", "rubric"]', 'variants = ["holistic"]')),
-            tmp_path / "run", engines=engines)
+    run_job(
+        config(tmp_path, RUN.replace('variants = ["holistic", "rubric"]', 'variants = ["holistic"]')),
+        tmp_path / "run",
+        engines=engines,
+    )
     record = clarify(tmp_path / "run", ClarifyOptions("gemma-3-270m", k=2, seed=4), engines=engines)
     clarified = [a for a in record.editor.attempts if a.arm == "clarified"]
     assert [a.used for a in clarified] == [False, True] and "not JSON" in clarified[0].problems[0]
@@ -242,12 +260,15 @@ def test_an_editor_that_breaks_the_structure_is_retried_then_reported_and_never_
     assert "control: **not made**" in md
 
 
-@pytest.mark.parametrize("args, problem", [
-    (["--editor", "no-such-model"], "no-such-model"),
-    (["--editor", "gemma-3-270m", "--k", "0"], "--k must be from 1 to 3"),
-    (["--editor", "gemma-3-270m", "--dev-share", "1.5"], "--dev-share must be between 0 and 1"),
-    (["--editor", "gemma-3-270m", "--seed", "-1"], "--seed must be 0 or more"),
-])
+@pytest.mark.parametrize(
+    "args, problem",
+    [
+        (["--editor", "no-such-model"], "no-such-model"),
+        (["--editor", "gemma-3-270m", "--k", "0"], "--k must be from 1 to 3"),
+        (["--editor", "gemma-3-270m", "--dev-share", "1.5"], "--dev-share must be between 0 and 1"),
+        (["--editor", "gemma-3-270m", "--seed", "-1"], "--seed must be 0 or more"),
+    ],
+)
 def test_bad_options_are_one_line_errors_that_change_nothing(cli, experiment, args, problem):
     out, _, _ = experiment
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "run.lock"}
@@ -271,12 +292,20 @@ def test_the_experiment_on_a_planted_table_reports_each_contrast_and_self_prefer
 
     frame = table({"rubric": 2.0, "rubric:clarified": 0.6, "rubric:control": 2.0}, n_signs=12, items=4)
     codes = sorted(frame["sign_code"].unique())
-    record = {"settings": {"editor": "e", "k": 2, "dev_share": 0.5, "seed": 0, "original_rubric_sha256": "x"},
-              "split": {"dev": codes[:4], "test": codes[4:], "stratified_by": "sign group"}, "statistic": "s",
-              "ranking": [], "selected": ["figure"], "control": ["sign"],
-              "editor": {"model": "e", "attempts": [], "tries": 4}, "arms": ["original", "clarified", "control"],
-              "variants": {}, "rubrics": {"clarified": "rubrics/clarified.toml", "control": "rubrics/control.toml"},
-              "rubric_sha256": {}, "status": "done"}
+    record = {
+        "settings": {"editor": "e", "k": 2, "dev_share": 0.5, "seed": 0, "original_rubric_sha256": "x"},
+        "split": {"dev": codes[:4], "test": codes[4:], "stratified_by": "sign group"},
+        "statistic": "s",
+        "ranking": [],
+        "selected": ["figure"],
+        "control": ["sign"],
+        "editor": {"model": "e", "attempts": [], "tries": 4},
+        "arms": ["original", "clarified", "control"],
+        "variants": {},
+        "rubrics": {"clarified": "rubrics/clarified.toml", "control": "rubrics/control.toml"},
+        "rubric_sha256": {},
+        "status": "done",
+    }
     result = Clarification.model_validate(experiment(frame, record, None, n_resamples=300))
     for contrast in ("clarified - original", "clarified - control"):
         d = result.differences[contrast]["overall"]
@@ -290,8 +319,9 @@ def test_the_experiment_on_a_planted_table_reports_each_contrast_and_self_prefer
 
 
 def test_a_run_with_one_judge_cannot_rank_clauses_and_says_so(tmp_path):
-    one = RUN.replace('[judges]\nvariants', '[judges]\nmodels = ["gemma-3-270m"]\nvariants').replace(
-        '\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]', '\n[probes]')
+    one = RUN.replace("[judges]\nvariants", '[judges]\nmodels = ["gemma-3-270m"]\nvariants').replace(
+        '\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]', "\n[probes]"
+    )
     engines = Judges()
     run_job(config(tmp_path, one), tmp_path / "run", engines=engines)
     with pytest.raises(DualjudgeError, match="scored by two judges"):

@@ -3,8 +3,7 @@ from PIL import Image
 
 def test_build_and_sheet(cli, tmp_path):
     out = tmp_path / "tb"
-    code, stdout, _ = cli("data", "build", "--out", str(out), "--size", "64", "--signs", "616,670V30",
-                          "--visibilities", "1.0,0.3")
+    code, stdout, _ = cli("data", "build", "--out", str(out), "--size", "64", "--signs", "616,670V30", "--visibilities", "1.0,0.3")
     assert code == 0
     assert "wrote 6 variants of 2 signs" in stdout
     assert (out / "variants.parquet").is_file()

@@ -47,15 +47,24 @@ def test_two_attached_endpoints_each_hold_their_own_concurrency(tmp_path: Path, 
     with Provider(served=("toy-vlm",)) as a, Provider(served=("toy-vlm",)) as b:
         for p in (a, b):
             p.delay_s = 0.05
-        config = RunConfig(**{
-            "run": {"name": "replicas", "seed": 1},
-            "testbed": {"signs": ["616", "512"], "visibilities": [1.0, 0.5, 0.3], "modes": ["bottom_up"], "repeats": 2,
-                        "modality": "text", "size": 64},
-            "systems": {"models": ["toy-vlm"], "strategies": ["sa", "cot"], "sign_type": "parsed", "max_tokens": 64},
-            "judges": {"models": ["toy-vlm"], "max_tokens": 128},
-            "probes": {"order": False, "padding": False},
-            "engine": {"concurrency": per_endpoint, "endpoints": {"toy-vlm": [a.url, b.url]}},
-            "models": {"dir": str(cards)}})
+        config = RunConfig(
+            **{
+                "run": {"name": "replicas", "seed": 1},
+                "testbed": {
+                    "signs": ["616", "512"],
+                    "visibilities": [1.0, 0.5, 0.3],
+                    "modes": ["bottom_up"],
+                    "repeats": 2,
+                    "modality": "text",
+                    "size": 64,
+                },
+                "systems": {"models": ["toy-vlm"], "strategies": ["sa", "cot"], "sign_type": "parsed", "max_tokens": 64},
+                "judges": {"models": ["toy-vlm"], "max_tokens": 128},
+                "probes": {"order": False, "padding": False},
+                "engine": {"concurrency": per_endpoint, "endpoints": {"toy-vlm": [a.url, b.url]}},
+                "models": {"dir": str(cards)},
+            }
+        )
         result = run_job(config, tmp_path / "run")
     assert (result.table["quality_status"] == "ok").all() and len(result.table) == 2 * 3 * 2 * 2
     # each endpoint filled its own slots (today's cap of `concurrency` for the whole model would halve this)

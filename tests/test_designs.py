@@ -18,11 +18,16 @@ from tests.helpers.designs import table
 @pytest.mark.parametrize("value, level", [("overall", "interval"), ("equivalent", "nominal")])
 def test_alpha_from_per_sign_sums_is_krippendorffs(value, level):
     frame = table({"holistic": 1.5}, n_signs=5, missing=0.25, seed=3)
-    sums = alpha_sums(frame.assign(equivalent=frame["equivalent"].astype(float)), value,
-                      "quality_status", sorted(frame["sign_code"].unique()))
+    sums = alpha_sums(
+        frame.assign(equivalent=frame["equivalent"].astype(float)), value, "quality_status", sorted(frame["sign_code"].unique())
+    )
     ours = alpha_from_sums(sums.sum(axis=0, keepdims=True))[0]
-    wide = frame.pivot_table(index=["item_id", "system_model"], columns="judge_model", values=value,
-                             aggfunc="first").astype(float).to_numpy().T
+    wide = (
+        frame.pivot_table(index=["item_id", "system_model"], columns="judge_model", values=value, aggfunc="first")
+        .astype(float)
+        .to_numpy()
+        .T
+    )
     assert ours == pytest.approx(krippendorff.alpha(reliability_data=wide, level_of_measurement=level), abs=1e-12)
 
 
@@ -50,8 +55,10 @@ def test_differences_are_paired_on_what_both_variants_judged():
     dropped = shifted[~(rubric & (shifted["sign_code"] == "600"))]  # the rubric judges skipped one sign
     out = compare_designs(dropped, None, None, seed=0, n_resamples=200)
     per_judge = [d for d in out["differences"] if d["judge"] == "j_a"][0]
-    expected = (dropped[(dropped["judge_model"] == "j_a") & (dropped["judge_variant"] == "rubric")]["overall"].mean()
-                - shifted[(shifted["judge_model"] == "j_a") & ~rubric & (shifted["sign_code"] != "600")]["overall"].mean())
+    expected = (
+        dropped[(dropped["judge_model"] == "j_a") & (dropped["judge_variant"] == "rubric")]["overall"].mean()
+        - shifted[(shifted["judge_model"] == "j_a") & ~rubric & (shifted["sign_code"] != "600")]["overall"].mean()
+    )
     assert per_judge["overall"]["estimate"] == pytest.approx(expected)
     assert per_judge["overall"]["n"] == 5 * 6 * 3 and per_judge["overall"]["signs"] == 5
     assert out["alpha_differences"]["rubric"]["answers"] == 5 * 6 * 3
@@ -63,10 +70,21 @@ def test_order_probe_flips_are_differenced_pair_by_pair():
     for variant, p in (("holistic", 0.4), ("rubric", 0.1)):
         for s in range(10):
             for k in range(8):
-                rows.append({"variant_id": f"{600 + s}_{k}", "sign_code": f"{600 + s}", "repeat": 0, "judge_model": "j_a",
-                             "first_model": "s_a", "first_strategy": "sa", "second_model": "s_b",
-                             "second_strategy": "sa", "status": "ok", "flipped": int(rng.random() < p),
-                             "judge_variant": variant})
+                rows.append(
+                    {
+                        "variant_id": f"{600 + s}_{k}",
+                        "sign_code": f"{600 + s}",
+                        "repeat": 0,
+                        "judge_model": "j_a",
+                        "first_model": "s_a",
+                        "first_strategy": "sa",
+                        "second_model": "s_b",
+                        "second_strategy": "sa",
+                        "status": "ok",
+                        "flipped": int(rng.random() < p),
+                        "judge_variant": variant,
+                    }
+                )
     order = pd.DataFrame(rows)
     frame = table({"holistic": 1.0, "rubric": 1.0}, n_signs=10)
     out = compare_designs(frame, order, None, seed=0, n_resamples=400)
@@ -88,8 +106,7 @@ def test_a_table_with_two_variants_gets_each_summary_and_the_comparison(tmp_path
     assert summary.judge_variant == "holistic" and list(summary.variants) == ["rubric"]
     assert summary.n_rows == summary.variants["rubric"].n_rows == len(frame) // 2
     d = summary.designs
-    assert d.reference == "holistic" and [(r.judge, r.variant) for r in d.rows][:2] == [("j_a", "holistic"),
-                                                                                       ("j_a", "rubric")]
+    assert d.reference == "holistic" and [(r.judge, r.variant) for r in d.rows][:2] == [("j_a", "holistic"), ("j_a", "rubric")]
     assert d.alpha["rubric"]["overall"].alpha > d.alpha["holistic"]["overall"].alpha
     assert d.alpha_differences["rubric"]["overall"].ci_low > 0
     assert all(r.self_preference is not None for r in d.rows)  # three families: every judge is identified

@@ -27,8 +27,13 @@ def _project_root_folders() -> set[str]:
     found: set[str] = set()
     for path in (ROOT / "dualjudge").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.Call) \
-                    and getattr(node.left.func, "id", None) == "project_root" and isinstance(node.right, ast.Constant):
+            if (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Div)
+                and isinstance(node.left, ast.Call)
+                and getattr(node.left.func, "id", None) == "project_root"
+                and isinstance(node.right, ast.Constant)
+            ):
                 found.add(str(node.right.value).split("/")[0])
     return found
 

@@ -67,12 +67,18 @@ def tiny_server(tiny, tmp_path_factory):
 
 
 def _judge_and_system_requests(n_signs: int = len(SIGNS)) -> tuple[list[GenerationRequest], list[GenerationRequest]]:
-    judges = [build_judge_request(kind, s, r) for s, r in zip(SIGNS[:n_signs], RESPONSES)
-              for kind in ("quality", "equivalence")]
-    systems = [build_step_request("sa", 0, Item(f"{s.code}_v1.0_none", s.code, "A red ring around black digits."),
-                                  modality="text", sign_type_mode="constrained",
-                                  sampling=Sampling(temperature=0.7, max_tokens=160, seed=i))
-               for i, s in enumerate(SIGNS[:n_signs])]
+    judges = [build_judge_request(kind, s, r) for s, r in zip(SIGNS[:n_signs], RESPONSES) for kind in ("quality", "equivalence")]
+    systems = [
+        build_step_request(
+            "sa",
+            0,
+            Item(f"{s.code}_v1.0_none", s.code, "A red ring around black digits."),
+            modality="text",
+            sign_type_mode="constrained",
+            sampling=Sampling(temperature=0.7, max_tokens=160, seed=i),
+        )
+        for i, s in enumerate(SIGNS[:n_signs])
+    ]
     return judges, systems
 
 
@@ -102,8 +108,9 @@ def _serves_a_batch(engine, n_signs: int = len(SIGNS)) -> None:
 
 
 def test_vllm_cpu_serves_smollm2_with_valid_verdicts_and_sign_types(smollm2_server, smollm2):
-    _serves_a_batch(EndpointEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)],
-                               smollm2.identity))
+    _serves_a_batch(
+        EndpointEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)], smollm2.identity)
+    )
 
 
 def test_transformers_engine_serves_smollm2_the_same_way(smollm2):
@@ -116,15 +123,22 @@ def test_transformers_engine_serves_smollm2_the_same_way(smollm2):
 def test_vllm_cpu_accepts_a_png_variant_with_both_constraint_kinds(tiny_server, tiny):
     engine = EndpointEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
     item = Item("616_v1.0_none", "616", "unused", _png("616"))
-    regex_req = build_step_request("sa", 0, item, modality="image", sign_type_mode="constrained",
-                                   sampling=Sampling(temperature=0.7, max_tokens=120, seed=3))
-    schema = {"type": "object", "properties": {"equivalent": {"type": "boolean"}}, "required": ["equivalent"],
-              "additionalProperties": False}
+    regex_req = build_step_request(
+        "sa", 0, item, modality="image", sign_type_mode="constrained", sampling=Sampling(temperature=0.7, max_tokens=120, seed=3)
+    )
+    schema = {
+        "type": "object",
+        "properties": {"equivalent": {"type": "boolean"}},
+        "required": ["equivalent"],
+        "additionalProperties": False,
+    }
     from dualjudge.inference.types import Constraint
 
-    json_req = GenerationRequest((Message("user", "Is it the same rule?", item.image),),
-                                 Sampling(temperature=0.0, max_tokens=30, seed=0),
-                                 Constraint.json_schema(schema))
+    json_req = GenerationRequest(
+        (Message("user", "Is it the same rule?", item.image),),
+        Sampling(temperature=0.0, max_tokens=30, seed=0),
+        Constraint.json_schema(schema),
+    )
 
     async def go():
         r = await engine.generate(regex_req)
@@ -144,8 +158,7 @@ def _prove_constraint(engine, image: Image | None) -> None:
     pattern = sign_type_pattern(60)
     sampled = [Sampling(temperature=0.9, max_tokens=80, seed=i) for i in range(4)]
     free = [GenerationRequest((Message("user", f"Sign {i}", image),), sampled[i]) for i in range(4)]
-    bound = [GenerationRequest((Message("user", f"Sign {i}", image),), sampled[i], Constraint.regex(pattern))
-             for i in range(4)]
+    bound = [GenerationRequest((Message("user", f"Sign {i}", image),), sampled[i], Constraint.regex(pattern)) for i in range(4)]
 
     async def go():
         a = await asyncio.gather(*[engine.generate(r) for r in free])
@@ -173,8 +186,9 @@ def test_bad_model_folder_fails_with_the_log_tail(tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "no_such_architecture"}')
-    server = VllmServer(get_card("smollm2-135m-instruct"), LocalWeights(broken, "broken@0", {}), log_dir=tmp_path,
-                        startup_timeout=300)
+    server = VllmServer(
+        get_card("smollm2-135m-instruct"), LocalWeights(broken, "broken@0", {}), log_dir=tmp_path, startup_timeout=300
+    )
     with pytest.raises(DualjudgeError, match=r"exited with status .*full log: ") as info:
         server.start()
     assert "\n" not in str(info.value)
@@ -199,8 +213,9 @@ def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_pat
     requests = [GenerationRequest((Message("user", f"Sign {i}"),), greedy) for i in range(16)]
 
     async def scenario():
-        engine = EndpointEngine("tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1,
-                            backoff_s=0.2, concurrency=4)
+        engine = EndpointEngine(
+            "tiny-llava", [Endpoint(server.base_url, server.api_key)], tiny.identity, retries=1, backoff_s=0.2, concurrency=4
+        )
         tasks = [asyncio.create_task(engine.generate(r)) for r in requests]
         # kill the server once the first answers are back and the rest are still queued or in flight
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

@@ -21,6 +21,8 @@ from tests.helpers.browser import answer_keys, card_keys, error_rows, open_page
 from tests.helpers.runs import CONFIG, Recorder, config
 
 RUN = CONFIG.replace("[judges]\n", '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n')
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("explorer")
@@ -55,17 +57,17 @@ def test_the_explorer_data_hold_every_answer_once_with_every_verdict(run):
 def test_the_report_leads_with_findings_whose_numbers_link_to_the_explorer(run):
     md = (run / "report.md").read_text()
     assert md.index("## Findings") < md.index("## Which system is best") < md.index("## Strategies")
-    findings = md[md.index("## Findings"):md.index("## Which system is best")]
+    findings = md[md.index("## Findings") : md.index("## Which system is best")]
     assert "48 answers from 2 system model(s)" in findings and "on 2 signs and 6 variants" in findings
     assert "**Warning:** only 2 signs" in findings
     sent = json.loads((run / "manifest.json").read_text())["requests"]
-    assert sent["sent"] > 0 and f"The run sent {sent['sent']} requests to its models over 1 session(s); 0 failed" \
-        in findings
+    assert sent["sent"] > 0 and f"The run sent {sent['sent']} requests to its models over 1 session(s); 0 failed" in findings
     table = pd.read_parquet(run / "verdicts.parquet")
     for judge in ("gemma-3-270m", "smollm2-135m-instruct"):
         n = len(error_rows(table, judge))
-        assert f"Type II (not equivalent yet scored good) [{n}](explorer.html#judge={judge}&type=type2&variant=holistic)" \
-            in findings
+        assert (
+            f"Type II (not equivalent yet scored good) [{n}](explorer.html#judge={judge}&type=type2&variant=holistic)" in findings
+        )
     assert re.search(r"\| \[\d+\]\(explorer\.html#judge=[^&]+&type=type2&visibility=0\.5&variant=holistic\) \|", md)
 
 
@@ -107,9 +109,10 @@ def test_filters_by_answer_and_judge_agree_with_the_table(run):
     assert set(card_keys(page)) == answer_keys(own)
     page = open_page(run / "explorer.html", "sort=residual")
     assert len(page.cards) == 48  # a page of 50 at most
-    wide = table[table["judge_variant"] == "holistic"].pivot_table(index=["item_id", "system_model", "system", "repeat"],
-                                                                  columns="judge_model", values="overall")
-    spread = (wide.max(axis=1) - wide.min(axis=1))
+    wide = table[table["judge_variant"] == "holistic"].pivot_table(
+        index=["item_id", "system_model", "system", "repeat"], columns="judge_model", values="overall"
+    )
+    spread = wide.max(axis=1) - wide.min(axis=1)
     page = open_page(run / "explorer.html", "disagree=3&limit=all")
     assert len(page.cards) == int((spread >= 3).sum())
 
@@ -120,8 +123,13 @@ def test_view_writes_the_explorer_and_says_where(cli, run):
     assert code == 0, err
     assert (run / "explorer.html").is_file() and "explorer.html" in out
     html = (run / "explorer.html").read_text()
-    data = json.loads(html[html.index('type="application/json">') + len('type="application/json">'):
-                           html.index("</script>", html.index('type="application/json">'))].replace("<\\/", "</"))
+    data = json.loads(
+        html[
+            html.index('type="application/json">') + len('type="application/json">') : html.index(
+                "</script>", html.index('type="application/json">')
+            )
+        ].replace("<\\/", "</")
+    )
     assert len(data["answers"]) == 48
 
 
@@ -130,8 +138,12 @@ def test_the_failures_filter_shows_exactly_the_answers_with_a_failed_verdict(tmp
     from tests.helpers.runs import respond
 
     def flaky(request):
-        if request.constraint is not None and request.constraint.kind == "json" and \
-                request.constraint.schema["title"] == "QualityVerdict" and "No entry" in request.messages[1].text:
+        if (
+            request.constraint is not None
+            and request.constraint.kind == "json"
+            and request.constraint.schema["title"] == "QualityVerdict"
+            and "No entry" in request.messages[1].text
+        ):
             return "not a verdict"
         return respond(request)
 

@@ -15,6 +15,7 @@ from dualjudge.analysis.simulate import simulate
 def _strict(path) -> dict:
     def refuse(token: str) -> float:
         raise AssertionError(f"summary.json holds {token}")
+
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
@@ -25,7 +26,8 @@ def sim() -> pd.DataFrame:
 
 def test_a_table_with_only_the_required_columns_gets_a_useful_report(cli, tmp_path, sim):
     minimal = sim[["item_id", "system_model", "judge_model", "overall", "equivalent"]].assign(
-        item_id=sim["item_id"] + "_" + sim["system"] + "_" + sim["repeat"].astype(str))
+        item_id=sim["item_id"] + "_" + sim["system"] + "_" + sim["repeat"].astype(str)
+    )
     path = tmp_path / "minimal.csv"
     minimal.to_csv(path, index=False)
     code, out, err = cli("analyze", str(path), "--out", str(tmp_path / "a"), "--resamples", "100")
@@ -41,12 +43,29 @@ def test_a_table_with_only_the_required_columns_gets_a_useful_report(cli, tmp_pa
 
 
 def test_another_scale_and_its_cuts(cli, tmp_path, sim):
-    five = sim.assign(overall=sim["overall"] / 2, accuracy=sim["accuracy"] / 2, completeness=sim["completeness"] / 2,
-                      relevance=sim["relevance"] / 2)
+    five = sim.assign(
+        overall=sim["overall"] / 2,
+        accuracy=sim["accuracy"] / 2,
+        completeness=sim["completeness"] / 2,
+        relevance=sim["relevance"] / 2,
+    )
     path = tmp_path / "five.csv"
     five.to_csv(path, index=False)
-    code, _, err = cli("analyze", str(path), "--out", str(tmp_path / "b"), "--resamples", "100", "--scale-max", "5",
-                       "--high", "3.5", "--low", "2.5", "--high-inclusive")
+    code, _, err = cli(
+        "analyze",
+        str(path),
+        "--out",
+        str(tmp_path / "b"),
+        "--resamples",
+        "100",
+        "--scale-max",
+        "5",
+        "--high",
+        "3.5",
+        "--low",
+        "2.5",
+        "--high-inclusive",
+    )
     assert code == 0, err
     summary = _strict(tmp_path / "b" / "summary.json")
     assert summary["scale"]["good"] == ">= 3.5" and summary["scale"]["poor"] == "< 2.5"
@@ -57,8 +76,7 @@ def test_another_scale_and_its_cuts(cli, tmp_path, sim):
     assert summary["judges"][judge]["type2"]["count"] == expected
     too_high = tmp_path / "ten.csv"
     sim.to_csv(too_high, index=False)
-    code, _, err = cli("analyze", str(too_high), "--out", str(tmp_path / "c"), "--scale-max", "5", "--high", "3.5",
-                       "--low", "2.5")
+    code, _, err = cli("analyze", str(too_high), "--out", str(tmp_path / "c"), "--scale-max", "5", "--high", "3.5", "--low", "2.5")
     assert code == 2 and "between 0 and 5" in err
     code, _, err = cli("analyze", str(too_high), "--out", str(tmp_path / "d"), "--high", "11")
     assert code == 2 and "--high" in err

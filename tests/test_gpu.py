@@ -38,8 +38,11 @@ def test_a_constrained_verdict_on_the_gpu_with_the_in_process_engine():
     if weights is None:
         pytest.skip("SmolLM2 weights not fetched here (dualjudge models fetch smollm2-135m-instruct)")
     engine = TransformersEngine(card, weights, "smollm2@gpu", device="cuda:0", max_batch=4)
-    request = GenerationRequest((Message("user", "Judge: 'No entry.' against 'No entry for vehicles.'"),),
-                                Sampling(temperature=0.0, max_tokens=200, seed=0), QualityVerdict.constraint(200))
+    request = GenerationRequest(
+        (Message("user", "Judge: 'No entry.' against 'No entry for vehicles.'"),),
+        Sampling(temperature=0.0, max_tokens=200, seed=0),
+        QualityVerdict.constraint(200),
+    )
 
     async def go():
         try:

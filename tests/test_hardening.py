@@ -62,8 +62,11 @@ def small_table(tmp_path: Path, n_signs: int = 4, **changes) -> Path:
 def test_run_whose_judge_fails_a_whole_cell_exits_0_with_its_report(cli, tmp_path, scripted_engine):
     def quality_fails_for_gemma_answers(request):
         if request.constraint is not None and request.constraint.kind == "json":
-            if request.constraint.schema["title"] == "QualityVerdict" and "seeded" in request.messages[1].text \
-                    and "MA" not in request.messages[1].text:
+            if (
+                request.constraint.schema["title"] == "QualityVerdict"
+                and "seeded" in request.messages[1].text
+                and "MA" not in request.messages[1].text
+            ):
                 return "not a verdict"
         return respond(request)
 
@@ -170,8 +173,7 @@ def test_unusable_shared_cache_is_refused(cli, tmp_path, fault, scripted_engine)
 def _output_cases(tmp_path: Path) -> list[tuple[str, Path, str]]:
     a_file = tmp_path / "a_file"
     a_file.write_text("keep me")
-    return [("an existing file", a_file, "is an existing file"),
-            ("under a file", a_file / "sub", "which is a file")]
+    return [("an existing file", a_file, "is an existing file"), ("under a file", a_file / "sub", "which is a file")]
 
 
 def test_output_folders_that_cannot_be_used_are_refused_before_any_work(cli, tmp_path, scripted_engine):
@@ -187,8 +189,7 @@ def test_output_folders_that_cannot_be_used_are_refused_before_any_work(cli, tmp
 def test_result_file_that_is_a_folder_is_refused_before_any_work(cli, tmp_path, scripted_engine):
     out = tmp_path / "run"
     (out / "verdicts.parquet").mkdir(parents=True)
-    refused(cli, ["run", str(write_config(tmp_path)), "--out", str(out)], "is a folder where dualjudge writes",
-            [out])
+    refused(cli, ["run", str(write_config(tmp_path)), "--out", str(out)], "is a folder where dualjudge writes", [out])
     assert scripted_engine["loaded"] == []
     analysis = tmp_path / "analysis"
     (analysis / "report.md").mkdir(parents=True)
@@ -203,8 +204,7 @@ def test_output_files_that_cannot_be_written_are_refused(cli, tmp_path):
     refused(cli, ["data", "sheet", "--testbed", str(build), "--out", str(folder)], "is a folder", [folder, build])
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
-    refused(cli, ["data", "sheet", "--testbed", str(build), "--out", str(a_file / "s.png")], "which is a file",
-            [a_file, build])
+    refused(cli, ["data", "sheet", "--testbed", str(build), "--out", str(a_file / "s.png")], "which is a file", [a_file, build])
 
 
 @pytest.fixture()
@@ -238,8 +238,7 @@ def test_unwritable_outputs_are_refused_before_any_work(cli, tmp_path, read_only
     small["sign_code"] = small["sign_code"].map({f"S{i:02d}": c for i, c in enumerate(default_catalogue().codes)})
     small["response"] = "an answer"
     small.to_parquet(run_dir / "verdicts.parquet")
-    refused(cli, ["human", "export", str(run_dir), "--out", str(out / "s.csv")], "is not writable",
-            [read_only_folder, run_dir])
+    refused(cli, ["human", "export", str(run_dir), "--out", str(out / "s.csv")], "is not writable", [read_only_folder, run_dir])
     assert scripted_engine["loaded"] == []
 
 
@@ -253,22 +252,30 @@ def test_config_paths_that_are_not_config_files(cli, tmp_path):
     refused(cli, ["run", str(latin1)], "not UTF-8", [latin1])
 
 
-@pytest.mark.parametrize("change,needle", [
-    (('models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]',
-      'models = ["smollm2-135m-instruct", "smollm2-135m-instruct"]\n[probes]'), "listed twice"),
-    (('strategies = ["sa", "ma"]', "strategies = []"), "systems.strategies: must not be empty"),
-    (('signs = ["616", "670V30"]', "signs = []"), "testbed.signs"),
-    (('modes = ["bottom_up", "random_block"]', "modes = []"), "testbed.modes: must not be empty"),
-    (('[probes]', 'kinds = []\n[probes]'), "judges.kinds: must not be empty"),
-    (('visibilities = [1.0, 0.5]', "visibilities = [1.0, 1.0]"), "listed twice"),
-    (('visibilities = [1.0, 0.5]', "visibilities = [1.0, 0.5555]"), "more than 3 decimals"),
-    (('visibilities = [1.0, 0.5]', "visibilities = [1.0, 0.0]"), "outside (0, 1]"),
-    (("repeats = 2", "repeats = true"), "testbed.repeats: Input should be a valid integer"),
-    (("repeats = 2", "repeats = 2.0"), "testbed.repeats: Input should be a valid integer"),
-    (("max_tokens = 96", 'max_tokens = 96\ntemperature = "0.7"'), "systems.temperature: Input should be a valid number"),
-    (("seed = 3", "seed = -1"), "run.seed"),
-    (('[probes]', 'max_tokens = 64\n[probes]'), "judges.max_tokens"),
-])
+@pytest.mark.parametrize(
+    "change,needle",
+    [
+        (
+            (
+                'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]',
+                'models = ["smollm2-135m-instruct", "smollm2-135m-instruct"]\n[probes]',
+            ),
+            "listed twice",
+        ),
+        (('strategies = ["sa", "ma"]', "strategies = []"), "systems.strategies: must not be empty"),
+        (('signs = ["616", "670V30"]', "signs = []"), "testbed.signs"),
+        (('modes = ["bottom_up", "random_block"]', "modes = []"), "testbed.modes: must not be empty"),
+        (("[probes]", "kinds = []\n[probes]"), "judges.kinds: must not be empty"),
+        (("visibilities = [1.0, 0.5]", "visibilities = [1.0, 1.0]"), "listed twice"),
+        (("visibilities = [1.0, 0.5]", "visibilities = [1.0, 0.5555]"), "more than 3 decimals"),
+        (("visibilities = [1.0, 0.5]", "visibilities = [1.0, 0.0]"), "outside (0, 1]"),
+        (("repeats = 2", "repeats = true"), "testbed.repeats: Input should be a valid integer"),
+        (("repeats = 2", "repeats = 2.0"), "testbed.repeats: Input should be a valid integer"),
+        (("max_tokens = 96", 'max_tokens = 96\ntemperature = "0.7"'), "systems.temperature: Input should be a valid number"),
+        (("seed = 3", "seed = -1"), "run.seed"),
+        (("[probes]", "max_tokens = 64\n[probes]"), "judges.max_tokens"),
+    ],
+)
 def test_config_refuses_duplicates_empties_and_loose_types(cli, tmp_path, change, needle):
     old, new = change
     assert old in CONFIG
@@ -278,21 +285,27 @@ def test_config_refuses_duplicates_empties_and_loose_types(cli, tmp_path, change
 
 def test_visibilities_are_exact_in_variant_ids_never_rounded(cli, tmp_path):
     out = tmp_path / "tb"
-    code, _, err = cli("data", "build", "--out", str(out), "--size", "64", "--signs", "616",
-                       "--visibilities", "1.0,0.55,0.04,0.5")
+    code, _, err = cli("data", "build", "--out", str(out), "--size", "64", "--signs", "616", "--visibilities", "1.0,0.55,0.04,0.5")
     assert code == 0, err
     ids = set(pd.read_csv(out / "variants.csv")["variant_id"])
     assert {"616_v0.55_bottom_up", "616_v0.04_random_block", "616_v0.5_bottom_up", "616_v1.0_none"} <= ids
-    refused(cli, ["data", "build", "--out", str(tmp_path / "tb2"), "--visibilities", "0.1234"],
-            "more than 3 decimals", [tmp_path / "tb2"])
+    refused(
+        cli,
+        ["data", "build", "--out", str(tmp_path / "tb2"), "--visibilities", "0.1234"],
+        "more than 3 decimals",
+        [tmp_path / "tb2"],
+    )
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["data", "build", "--seed", "-1"], "--seed"),
-    (["data", "build", "--size", "0"], "--size"),
-    (["models", "serve", "smollm2-135m-instruct", "--port", "-1"], "--port"),
-    (["models", "serve", "smollm2-135m-instruct", "--port", "70000"], "--port"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["data", "build", "--seed", "-1"], "--seed"),
+        (["data", "build", "--size", "0"], "--size"),
+        (["models", "serve", "smollm2-135m-instruct", "--port", "-1"], "--port"),
+        (["models", "serve", "smollm2-135m-instruct", "--port", "70000"], "--port"),
+    ],
+)
 def test_out_of_range_options_name_the_option(cli, tmp_path, args, needle):
     refused(cli, args, needle, [])
 
@@ -304,9 +317,20 @@ def _labels(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("option,value", [("--epsilon", "-1"), ("--epsilon", "5"), ("--epsilon", "nan"),
-                                          ("--q", "0"), ("--q", "2"), ("--q", "nan"), ("--min-items", "-1"),
-                                          ("--min-items", "0"), ("--metric", "f1")])
+@pytest.mark.parametrize(
+    "option,value",
+    [
+        ("--epsilon", "-1"),
+        ("--epsilon", "5"),
+        ("--epsilon", "nan"),
+        ("--q", "0"),
+        ("--q", "2"),
+        ("--q", "nan"),
+        ("--min-items", "-1"),
+        ("--min-items", "0"),
+        ("--metric", "f1"),
+    ],
+)
 def test_alt_test_options_are_validated(cli, tmp_path, option, value):
     refused(cli, ["stats", "alt-test", str(_labels(tmp_path)), "--candidate", "x", option, value], option, [])
 
@@ -350,11 +374,12 @@ def test_analyze_one_sign_table_writes_its_report(cli, tmp_path):
 
 def _bomb_png(path: Path, side: int = 20000) -> None:
     """A tiny PNG whose header claims a huge image (Pillow's decompression-bomb guard)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     ihdr = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0")) +
-                     chunk(b"IEND", b""))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0")) + chunk(b"IEND", b""))
 
 
 def test_artwork_inputs_that_cannot_be_read(cli, tmp_path):
@@ -362,8 +387,7 @@ def test_artwork_inputs_that_cannot_be_read(cli, tmp_path):
     art.mkdir()
     _bomb_png(art / "616.png")
     out = tmp_path / "tb"
-    refused(cli, ["data", "build", "--out", str(out), "--signs", "616", "--images", str(art)], "implausibly large",
-            [art, out])
+    refused(cli, ["data", "build", "--out", str(out), "--signs", "616", "--images", str(art)], "implausibly large", [art, out])
     loop = tmp_path / "loop"
     loop.mkdir()
     (loop / "616.png").symlink_to(loop / "616.svg")
@@ -394,14 +418,14 @@ def test_testbed_manifests_that_cannot_be_used(cli, tmp_path):
     truncated = case("truncated")
     frame.to_parquet(truncated / "variants.parquet")
     (truncated / "variants.parquet").write_bytes((truncated / "variants.parquet").read_bytes()[:200])
-    refused(cli, ["data", "sheet", "--testbed", str(truncated), "--out", str(sheet)], "unreadable testbed manifest",
-            [truncated, sheet])
+    refused(
+        cli, ["data", "sheet", "--testbed", str(truncated), "--out", str(sheet)], "unreadable testbed manifest", [truncated, sheet]
+    )
     escape = case("escape")
     secret = tmp_path / "secret.png"
     secret.write_bytes((build / frame["image_path"].iloc[0]).read_bytes())
     frame.assign(image_path="../secret.png").to_parquet(escape / "variants.parquet")
-    refused(cli, ["data", "sheet", "--testbed", str(escape), "--out", str(sheet)], "outside the testbed folder",
-            [escape, sheet])
+    refused(cli, ["data", "sheet", "--testbed", str(escape), "--out", str(sheet)], "outside the testbed folder", [escape, sheet])
 
 
 def test_killed_build_leaves_no_staging_behind_once_rebuilt(cli, tmp_path):
@@ -446,8 +470,12 @@ def test_a_second_export_never_replaces_the_key_annotations_refer_to(cli, run_di
     annotations = _annotated(first, tmp_path / "ann.csv")
     key = run_dir / "human_sample.json"
     for args in (["--seed", "5"], ["--n", "12"]):
-        refused(cli, ["human", "export", str(run_dir), "--out", str(tmp_path / "second.csv"), *args],
-                "--replace-key", [key, tmp_path / "second.csv"])
+        refused(
+            cli,
+            ["human", "export", str(run_dir), "--out", str(tmp_path / "second.csv"), *args],
+            "--replace-key",
+            [key, tmp_path / "second.csv"],
+        )
     for bad_n in ("0", "-3"):
         refused(cli, ["human", "export", str(run_dir), "--out", str(tmp_path / "x.csv"), "--n", bad_n], "--n", [key])
     # the same export again is fine; the annotations still import
@@ -455,10 +483,11 @@ def test_a_second_export_never_replaces_the_key_annotations_refer_to(cli, run_di
     code, _, err = cli("human", "import", str(run_dir), str(annotations))
     assert code == 0, err
     # a replaced key: the old annotations no longer match and are refused, naming the mismatch
-    assert cli("human", "export", str(run_dir), "--out", str(tmp_path / "new.csv"), "--n", "10", "--seed", "5",
-               "--replace-key")[0] == 0
-    refused(cli, ["human", "import", str(run_dir), str(annotations)], "belong to another export",
-            [run_dir / "human_check.json"])
+    assert (
+        cli("human", "export", str(run_dir), "--out", str(tmp_path / "new.csv"), "--n", "10", "--seed", "5", "--replace-key")[0]
+        == 0
+    )
+    refused(cli, ["human", "import", str(run_dir), str(annotations)], "belong to another export", [run_dir / "human_check.json"])
 
 
 def test_human_import_refuses_blank_ids_and_damaged_keys(cli, run_dir, tmp_path):
@@ -476,14 +505,22 @@ def test_human_import_refuses_blank_ids_and_damaged_keys(cli, run_dir, tmp_path)
 def test_a_second_run_on_a_busy_directory_exits_2_naming_the_holder(cli, tmp_path, scripted_engine):
     out = tmp_path / "run"
     out.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from dualjudge.storage.lock import run_lock\n"
-        f"with run_lock(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)")],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from pathlib import Path; from dualjudge.storage.lock import run_lock\n"
+                f"with run_lock(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)"
+            ),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
-        line = refused(cli, ["run", str(write_config(tmp_path)), "--out", str(out)], f"pid {holder.pid}",
-                       [out / "results.sqlite"])
+        line = refused(cli, ["run", str(write_config(tmp_path)), "--out", str(out)], f"pid {holder.pid}", [out / "results.sqlite"])
         assert "in use by another dualjudge run" in line
         assert scripted_engine["loaded"] == []
     finally:

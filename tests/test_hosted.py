@@ -58,16 +58,25 @@ class _Handler(BaseHTTPRequestHandler):
         fmt = body.get("response_format")
         if fmt:
             title = fmt["json_schema"]["name"]
-            verdict = {"QualityVerdict": {"reasoning": "r", "accuracy": 8, "completeness": 7, "relevance": 9},
-                       "EquivalenceVerdict": {"reasoning": "r", "equivalent": True},
-                       "PairwiseVerdict": {"reasoning": "r", "winner": "A"}}[title]
+            verdict = {
+                "QualityVerdict": {"reasoning": "r", "accuracy": 8, "completeness": 7, "relevance": 9},
+                "EquivalenceVerdict": {"reasoning": "r", "equivalent": True},
+                "PairwiseVerdict": {"reasoning": "r", "winner": "A"},
+            }[title]
             text = json.dumps(verdict)
         else:
             text = "A red ring and a white bar: no entry.\nSIGN_TYPE: no_entry"
-        self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}],
-                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+        self._send(
+            200,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            },
+        )
 
     def _send(self, code: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -115,7 +124,7 @@ def test_preflight_checks_the_key_variable_and_the_regex_a_hosted_api_cannot_enf
     assert check.status == "warn" and "DJ_HOSTED_KEY is not set" in check.reasons[1]
     assert "not reproducible offline" in check.reasons[0]
     (check,) = check_models({"gpt-4o": ["system"]}, {"gpt-4o": card}, for_run=True, regex=True)
-    assert check.status == "fail" and any("sign_type = \"parsed\"" in r for r in check.failed)
+    assert check.status == "fail" and any('sign_type = "parsed"' in r for r in check.failed)
     monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
     (check,) = check_models({"gpt-4o": ["system", "judge"]}, {"gpt-4o": card}, for_run=True, regex=False)
     assert check.failed == []
@@ -133,8 +142,9 @@ def test_json_goes_as_response_format_regex_is_refused_unsent_and_429s_back_off(
     card = _card(tmp_path, hosted_card(api.url))
     api.limited = 2
     events: list[str] = []
-    judge = GenerationRequest((Message("user", "judge this"),), Sampling(temperature=0.0, max_tokens=64, seed=0),
-                              QualityVerdict.constraint())
+    judge = GenerationRequest(
+        (Message("user", "judge this"),), Sampling(temperature=0.0, max_tokens=64, seed=0), QualityVerdict.constraint()
+    )
     regex = GenerationRequest((Message("user", "answer"),), Sampling(), Constraint.regex(sign_type_pattern(10)))
 
     async def go():
@@ -169,14 +179,23 @@ def test_a_hosted_system_and_judge_run_through_the_runner_and_leave_no_key_behin
     cards.mkdir()
     (cards / "gpt-4o.toml").write_text(hosted_card(api.url))
     monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
-    config = RunConfig(**{
-        "run": {"name": "hosted", "seed": 1},
-        "testbed": {"signs": ["616"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1, "modality": "text",
-                    "size": 64},
-        "systems": {"models": ["gpt-4o"], "strategies": ["sa", "ma"], "sign_type": "parsed", "max_tokens": 64},
-        "judges": {"models": ["gpt-4o"], "max_tokens": 128},
-        "probes": {"order": True, "order_pairs": 1, "padding": False},
-        "models": {"dir": str(cards)}})
+    config = RunConfig(
+        **{
+            "run": {"name": "hosted", "seed": 1},
+            "testbed": {
+                "signs": ["616"],
+                "visibilities": [1.0, 0.5],
+                "modes": ["bottom_up"],
+                "repeats": 1,
+                "modality": "text",
+                "size": 64,
+            },
+            "systems": {"models": ["gpt-4o"], "strategies": ["sa", "ma"], "sign_type": "parsed", "max_tokens": 64},
+            "judges": {"models": ["gpt-4o"], "max_tokens": 128},
+            "probes": {"order": True, "order_pairs": 1, "padding": False},
+            "models": {"dir": str(cards)},
+        }
+    )
     out = tmp_path / "run"
     result = run_job(config, out)
     assert result.report.models_loaded == ["gpt-4o"]  # the system model judges in the same session

@@ -49,8 +49,12 @@ class FailFirst(ScriptedEngines):
         self.failing = failing
 
     def respond_as(self, model: str, request: GenerationRequest) -> str | Exception:
-        if self.failing and request.constraint is not None and request.constraint.kind == "regex" \
-                and "616" in " ".join(m.text for m in request.messages):
+        if (
+            self.failing
+            and request.constraint is not None
+            and request.constraint.kind == "regex"
+            and "616" in " ".join(m.text for m in request.messages)
+        ):
             return RuntimeError("HTTP 503: provider unavailable")
         return respond(request)
 
@@ -79,8 +83,9 @@ def test_a_rerun_after_failures_draws_the_same_probe_samples_as_a_run_without_th
 def test_a_rubric_edited_between_sessions_is_refused_on_resume_and_the_manifest_keeps_its_hash(tmp_path):
     rubric = tmp_path / "mine.toml"
     rubric.write_text((ROOT / "prompts" / "rubrics" / "rubric.toml").read_text())
-    text = CONFIG.replace("[judges]\nmodels", '[judges]\nvariants = ["rubric:mine"]\nmax_tokens = 320\n'
-                                              'rubrics = {mine = "mine.toml"}\nmodels')
+    text = CONFIG.replace(
+        "[judges]\nmodels", '[judges]\nvariants = ["rubric:mine"]\nmax_tokens = 320\nrubrics = {mine = "mine.toml"}\nmodels'
+    )
     cfg = _config(tmp_path, text)  # the rubric path is relative to the configuration file
     run_job(cfg, tmp_path / "run", engines=ScriptedEngines(respond))
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -100,7 +105,7 @@ def test_paths_in_a_configuration_are_relative_to_its_file(tmp_path, monkeypatch
 
 
 # -- 3 and 4. markup from names, tables and model outputs is never executed ----------------------------------
-PWNED_NAME = '<img src=x onerror="document.title=\'pwned\'">'
+PWNED_NAME = "<img src=x onerror=\"document.title='pwned'\">"
 
 
 def test_report_html_shows_markup_in_names_as_text(cli, tmp_path):
@@ -157,11 +162,18 @@ def test_the_explorer_shows_every_answer_whatever_the_answers_contain(tmp_path):
 
     def hostile(request: GenerationRequest) -> str:
         out = respond(request)
-        return out if request.constraint is None or request.constraint.kind == "json" else \
-            MARKUP.replace("SIGN_TYPE: no_entry", out.splitlines()[-1])
+        return (
+            out
+            if request.constraint is None or request.constraint.kind == "json"
+            else MARKUP.replace("SIGN_TYPE: no_entry", out.splitlines()[-1])
+        )
 
-    cfg = _config(tmp_path, CONFIG.replace('models = ["smollm2-135m-instruct", "gemma-3-270m"]\nstrategies',
-                                           'models = ["smollm2-135m-instruct"]\nstrategies'))
+    cfg = _config(
+        tmp_path,
+        CONFIG.replace(
+            'models = ["smollm2-135m-instruct", "gemma-3-270m"]\nstrategies', 'models = ["smollm2-135m-instruct"]\nstrategies'
+        ),
+    )
     result = run_job(cfg, tmp_path / "run", engines=ScriptedEngines(hostile))
     page = open_page(tmp_path / "run" / "explorer.html", "limit=all")  # no script error, the page is ready
     answers = result.table.drop_duplicates(["item_id", "repeat", "system", "system_model"])
@@ -174,26 +186,39 @@ def _hosted_config(api: Provider, tmp_path: Path, **engine: object) -> RunConfig
     cards = tmp_path / "cards"
     cards.mkdir(exist_ok=True)
     (cards / "gpt-4o.toml").write_text(hosted_card(api.url))
-    return RunConfig(**{
-        "run": {"name": "hostile", "seed": 1},
-        "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
-                    "modality": "text", "size": 64},
-        "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
-        "judges": {"models": ["gpt-4o"], "max_tokens": 160},
-        "probes": {"order": False, "padding": False},
-        "engine": {"retries": 3, "concurrency": 2, **engine},
-        "models": {"dir": str(cards)}})
+    return RunConfig(
+        **{
+            "run": {"name": "hostile", "seed": 1},
+            "testbed": {
+                "signs": ["616", "602"],
+                "visibilities": [1.0, 0.5],
+                "modes": ["bottom_up"],
+                "repeats": 1,
+                "modality": "text",
+                "size": 64,
+            },
+            "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
+            "judges": {"models": ["gpt-4o"], "max_tokens": 160},
+            "probes": {"order": False, "padding": False},
+            "engine": {"retries": 3, "concurrency": 2, **engine},
+            "models": {"dir": str(cards)},
+        }
+    )
 
 
 def _request() -> GenerationRequest:
-    return GenerationRequest((Message("user", "judge"),), Sampling(temperature=0.0, max_tokens=64, seed=0),
-                             QualityVerdict.constraint())
+    return GenerationRequest(
+        (Message("user", "judge"),), Sampling(temperature=0.0, max_tokens=64, seed=0), QualityVerdict.constraint()
+    )
 
 
-@pytest.mark.parametrize("fault", ["html", "not_json", "empty_choices", "deep_content", "huge_int", "surrogate",
-                                   "huge_usage", "negative_usage", "deep_body"])
+@pytest.mark.parametrize(
+    "fault",
+    ["html", "not_json", "empty_choices", "deep_content", "huge_int", "surrogate", "huge_usage", "negative_usage", "deep_body"],
+)
 def test_a_malformed_reply_fails_that_request_and_a_retry_recovers(fault):
     with Provider(served=("m",)) as api:
+
         async def go():
             engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=2, backoff_s=0.01, dialect="openai")
             try:
@@ -214,6 +239,7 @@ def test_a_malformed_reply_fails_that_request_and_a_retry_recovers(fault):
 
 def test_content_given_as_parts_is_joined_as_text():
     with Provider(served=("m",)) as api:
+
         async def go():
             engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=0, dialect="openai")
             try:
@@ -339,11 +365,14 @@ def test_a_key_a_provider_echoes_back_is_stored_and_shown_scrubbed(tmp_path, mon
     assert details and all("Incorrect API key: Bearer ***" in d for d in details)
 
 
-@pytest.mark.parametrize("url, needle", [
-    ("http://user:sk-secret@host:8000/v1", "holds credentials"),
-    ("http://host:99999/v1", "Port out of range"),
-    ("ftp://host/v1", "not an http(s) URL"),
-])
+@pytest.mark.parametrize(
+    "url, needle",
+    [
+        ("http://user:sk-secret@host:8000/v1", "holds credentials"),
+        ("http://host:99999/v1", "Port out of range"),
+        ("ftp://host/v1", "not an http(s) URL"),
+    ],
+)
 def test_an_endpoint_url_with_credentials_or_a_bad_port_is_refused_in_one_line(cli, tmp_path, url, needle):
     config = tmp_path / "c.toml"
     config.write_text(CONFIG.replace('backend = "vllm"', f'backend = "vllm"\nendpoints = {{ "gemma-3-270m" = ["{url}"] }}'))
@@ -362,10 +391,15 @@ def test_an_endpoint_url_with_credentials_or_a_bad_port_is_refused_in_one_line(c
 def test_clarify_without_the_key_the_run_used_is_one_line_and_without_a_key_needs_none(tmp_path, monkeypatch):
     from dualjudge.studies.job import stored_config
 
-    keyed = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real"\n'
-                                             'endpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }'))
-    open_ = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\n'
-                                             'endpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }'))
+    keyed = _config(
+        tmp_path,
+        CONFIG.replace(
+            'backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real"\nendpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }'
+        ),
+    )
+    open_ = _config(
+        tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\nendpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }')
+    )
     monkeypatch.delenv("DUALJUDGE_API_KEY", raising=False)
     for cfg, needs in ((keyed, True), (open_, False)):
         store = Store(tmp_path / f"{needs}.sqlite")
@@ -413,16 +447,19 @@ def table_csv(tmp_path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("change, needle", [
-    (lambda f: f.iloc[:0], "the table has no rows"),
-    (lambda f: f.assign(run_id=""), "column run_id is blank"),
-    (lambda f: f.assign(visibility=np.where(np.arange(len(f)) == 2, np.nan, f["visibility"])), "visibility must lie"),
-    (lambda f: f.assign(repeat=0.5), "repeat must be a whole number"),
-    (lambda f: f.assign(repeat=-1), "repeat must be a whole number"),
-    (lambda f: f.assign(judge_variant="rubric:???"), "unknown judge_variant 'rubric:???'"),
-    (lambda f: f.assign(overall_convention="median"), "unknown overall_convention 'median'"),
-    (lambda f: f.rename(columns={"overall": " overall"}), "column ' overall' has spaces around its name"),
-])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda f: f.iloc[:0], "the table has no rows"),
+        (lambda f: f.assign(run_id=""), "column run_id is blank"),
+        (lambda f: f.assign(visibility=np.where(np.arange(len(f)) == 2, np.nan, f["visibility"])), "visibility must lie"),
+        (lambda f: f.assign(repeat=0.5), "repeat must be a whole number"),
+        (lambda f: f.assign(repeat=-1), "repeat must be a whole number"),
+        (lambda f: f.assign(judge_variant="rubric:???"), "unknown judge_variant 'rubric:???'"),
+        (lambda f: f.assign(overall_convention="median"), "unknown overall_convention 'median'"),
+        (lambda f: f.rename(columns={"overall": " overall"}), "column ' overall' has spaces around its name"),
+    ],
+)
 def test_tables_that_used_to_pass_silently_are_refused_in_one_line(cli, tmp_path, table_csv, change, needle):
     path = tmp_path / "bad.csv"
     change(pd.read_csv(table_csv)).to_csv(path, index=False)
@@ -432,14 +469,21 @@ def test_tables_that_used_to_pass_silently_are_refused_in_one_line(cli, tmp_path
 def test_base_llm_lineage_on_a_table_without_those_columns_is_refused(cli, tmp_path, table_csv):
     path = tmp_path / "nobase.csv"
     pd.read_csv(table_csv).drop(columns=["judge_base_llm", "system_base_llm"]).to_csv(path, index=False)
-    refused(cli, ["stats", "self-preference", str(path), "--lineage", "base_llm", "--resamples", "100"],
-            "no judge_base_llm / system_base_llm columns", [path])
+    refused(
+        cli,
+        ["stats", "self-preference", str(path), "--lineage", "base_llm", "--resamples", "100"],
+        "no judge_base_llm / system_base_llm columns",
+        [path],
+    )
 
 
-@pytest.mark.parametrize("rows, needle", [
-    ([("a", "x", 1.0), ("a", "y", float("inf"))], "finite numeric labels"),
-    ([("", "x", 1.0), ("a", "y", 2.0)], "item is blank"),
-])
+@pytest.mark.parametrize(
+    "rows, needle",
+    [
+        ([("a", "x", 1.0), ("a", "y", float("inf"))], "finite numeric labels"),
+        ([("", "x", 1.0), ("a", "y", 2.0)], "item is blank"),
+    ],
+)
 def test_label_tables_that_used_to_pass_silently(cli, tmp_path, rows, needle):
     path = tmp_path / "labels.csv"
     pd.DataFrame(rows, columns=["item", "annotator", "label"]).to_csv(path, index=False)
@@ -449,10 +493,8 @@ def test_label_tables_that_used_to_pass_silently(cli, tmp_path, rows, needle):
 def test_options_that_named_nothing_are_refused(cli, tmp_path):
     labels = tmp_path / "labels.csv"
     pd.DataFrame([("a", "x", 1), ("a", "llm", 1)], columns=["item", "annotator", "label"]).to_csv(labels, index=False)
-    refused(cli, ["stats", "alt-test", str(labels), "--candidate", "llm", "--humans", ""], "--humans names no annotator",
-            [labels])
-    refused(cli, ["data", "build", "--signs", ",", "--out", str(tmp_path / "tb")], "--signs names nothing",
-            [tmp_path / "tb"])
+    refused(cli, ["stats", "alt-test", str(labels), "--candidate", "llm", "--humans", ""], "--humans names no annotator", [labels])
+    refused(cli, ["data", "build", "--signs", ",", "--out", str(tmp_path / "tb")], "--signs names nothing", [tmp_path / "tb"])
     config = tmp_path / "c.toml"
     config.write_text(CONFIG)
     refused(cli, ["plan", str(config), "--measured", str(tmp_path / "nowhere")], "not a run directory", [config])
@@ -462,17 +504,24 @@ def test_options_that_named_nothing_are_refused(cli, tmp_path):
 
 
 # -- 12 and 13. nothing is written before a one-line error, and it comes at once ------------------------------
-@pytest.mark.parametrize("change, needle", [
-    (('backend = "vllm"', 'backend = "vllm"\ndevices = [[99]]'), "not on this machine"),
-    (('size = 64', 'size = 64\nimages = "no-such-art"'), "testbed.images"),
-    (('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["localhost:8000"]'),
-     "cannot be an endpoint: not an http(s) URL"),
-    (('backend = "vllm"', 'backend = "vllm"\nreplicas = "yes"'), "engine.replicas: Input should be a valid boolean"),
-    (('backend = "vllm"', 'backend = "vllm"\nreplicas = 1'), "engine.replicas: Input should be a valid boolean"),
-    (('backend = "vllm"', 'backend = "vllm"\nrequest_timeout_s = inf'), "request_timeout_s: Input should be a finite"),
-    (('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["http://127.0.0.1:99999/v1"]'),
-     "Port out of range"),
-])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (('backend = "vllm"', 'backend = "vllm"\ndevices = [[99]]'), "not on this machine"),
+        (("size = 64", 'size = 64\nimages = "no-such-art"'), "testbed.images"),
+        (
+            ('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["localhost:8000"]'),
+            "cannot be an endpoint: not an http(s) URL",
+        ),
+        (('backend = "vllm"', 'backend = "vllm"\nreplicas = "yes"'), "engine.replicas: Input should be a valid boolean"),
+        (('backend = "vllm"', 'backend = "vllm"\nreplicas = 1'), "engine.replicas: Input should be a valid boolean"),
+        (('backend = "vllm"', 'backend = "vllm"\nrequest_timeout_s = inf'), "request_timeout_s: Input should be a finite"),
+        (
+            ('backend = "vllm"', 'backend = "vllm"\n[engine.endpoints]\n"gemma-3-270m" = ["http://127.0.0.1:99999/v1"]'),
+            "Port out of range",
+        ),
+    ],
+)
 def test_bad_settings_leave_no_run_directory_behind(cli, tmp_path, change, needle):
     config = tmp_path / "c.toml"
     config.write_text(CONFIG.replace(*change))

@@ -41,8 +41,16 @@ def _annotate(sample: pd.DataFrame, annotators=("ann1", "ann2")) -> pd.DataFrame
     for k, a in enumerate(annotators):
         for i, r in sample.iterrows():
             score = (i * 3 + k) % 11
-            rows.append({**r.to_dict(), "annotator": a, "accuracy": score, "completeness": score,
-                         "relevance": max(0, score - 1), "equivalent": int(score > 6)})
+            rows.append(
+                {
+                    **r.to_dict(),
+                    "annotator": a,
+                    "accuracy": score,
+                    "completeness": score,
+                    "relevance": max(0, score - 1),
+                    "equivalent": int(score > 6),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -61,13 +69,16 @@ def test_import_compares_humans_with_each_judge(run_dir, tmp_path):
     assert (run_dir / "human_check.json").is_file()
 
 
-@pytest.mark.parametrize("mutate,needle", [
-    (lambda a: a.assign(sample_id=["H999"] + list(a["sample_id"][1:])), "unknown sample ids H999"),
-    (lambda a: a.assign(accuracy=[11] + list(a["accuracy"][1:])), "accuracy must be an integer 0-10"),
-    (lambda a: pd.concat([a, a.iloc[:1]]), "duplicate row for sample"),
-    (lambda a: a.assign(equivalent=["maybe"] + list(a["equivalent"][1:])), "equivalent must be 0 or 1"),
-    (lambda a: a.drop(columns=["relevance"]), "missing columns relevance"),
-])
+@pytest.mark.parametrize(
+    "mutate,needle",
+    [
+        (lambda a: a.assign(sample_id=["H999"] + list(a["sample_id"][1:])), "unknown sample ids H999"),
+        (lambda a: a.assign(accuracy=[11] + list(a["accuracy"][1:])), "accuracy must be an integer 0-10"),
+        (lambda a: pd.concat([a, a.iloc[:1]]), "duplicate row for sample"),
+        (lambda a: a.assign(equivalent=["maybe"] + list(a["equivalent"][1:])), "equivalent must be 0 or 1"),
+        (lambda a: a.drop(columns=["relevance"]), "missing columns relevance"),
+    ],
+)
 def test_import_validation_errors(run_dir, tmp_path, mutate, needle):
     sample = export_sample(run_dir / "verdicts.parquet", tmp_path / "s.csv", n=10)
     mutate(_annotate(sample, ("ann1",))).to_csv(tmp_path / "bad.csv", index=False)
@@ -112,8 +123,11 @@ def test_agreed_good_includes_an_overall_of_exactly_seven():
 
 def test_one_human_overall_score_against_the_judge_overall_and_each_sub_score(run_dir, tmp_path):
     sample = export_sample(run_dir / "verdicts.parquet", tmp_path / "s.csv", n=30)
-    ann = sample.assign(annotator="ann1", human_overall=[(i * 7) % 11 for i in range(len(sample))],
-                        equivalent=[int(i % 3 == 0) for i in range(len(sample))])
+    ann = sample.assign(
+        annotator="ann1",
+        human_overall=[(i * 7) % 11 for i in range(len(sample))],
+        equivalent=[int(i % 3 == 0) for i in range(len(sample))],
+    )
     ann.to_csv(tmp_path / "a.csv", index=False)  # sub-scores left empty: they are optional
     res = import_annotations(run_dir, tmp_path / "a.csv")
     j = res["judges"]["qwen-j"]

@@ -85,11 +85,16 @@ def test_a_judge_at_the_boundary_is_reported_never_estimated():
     result = self_preference(validate(frame, "simulated"), n_resamples=RESAMPLES, outcomes=("overall",))
     judges = _judges(result)
     stopped = [j for j, e in judges.items() if not e["identified"]]
-    assert stopped and all("boundary solution" in judges[j]["reason"] or "same score" in judges[j]["reason"]
-                           or judges[j]["reason"].startswith("merged with")  # a copy is merged before fitting
-                           for j in stopped if j in ("qwen-7b", "gemma-12b"))
-    assert all(e["warnings"] for e in judges.values() if e["identified"]) or \
-        any(" merged with " in w for w in result["overall"]["warnings"])  # the copy is named to the others
+    assert stopped and all(
+        "boundary solution" in judges[j]["reason"]
+        or "same score" in judges[j]["reason"]
+        or judges[j]["reason"].startswith("merged with")  # a copy is merged before fitting
+        for j in stopped
+        if j in ("qwen-7b", "gemma-12b")
+    )
+    assert all(e["warnings"] for e in judges.values() if e["identified"]) or any(
+        " merged with " in w for w in result["overall"]["warnings"]
+    )  # the copy is named to the others
     for e in judges.values():
         if e["identified"]:
             assert e["se"] > 1e-3
@@ -157,10 +162,15 @@ def test_family_labels_that_differ_only_in_case_are_warned_about(cli, tmp_path):
 
 
 def test_zero_one_floats_with_blanks_read_as_booleans():
-    frame = pd.DataFrame({"item_id": ["a", "a", "b", "b"], "system_model": ["s"] * 4, "judge_model": ["j", "k"] * 2,
-                          "equivalent": [1.0, 0.0, np.nan, 1.0]})
+    frame = pd.DataFrame(
+        {
+            "item_id": ["a", "a", "b", "b"],
+            "system_model": ["s"] * 4,
+            "judge_model": ["j", "k"] * 2,
+            "equivalent": [1.0, 0.0, np.nan, 1.0],
+        }
+    )
     table = validate(frame)
-    assert table["equivalent"].tolist()[:2] == [True, False] and table["equivalent"].isna().tolist() == [False, False,
-                                                                                                          True, False]
+    assert table["equivalent"].tolist()[:2] == [True, False] and table["equivalent"].isna().tolist() == [False, False, True, False]
     with pytest.raises(Exception, match="must be boolean, found 0.5"):
         validate(frame.assign(equivalent=[1.0, 0.5, np.nan, 1.0]))

@@ -46,8 +46,9 @@ def _stub_gpu(tmp_path: Path, listing: str) -> dict[str, str]:
 
 
 def _plan(project: Path, env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(["make", "--no-print-directory", "-n", "test", *args], cwd=project, env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "test", *args], cwd=project, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -72,8 +73,9 @@ def test_a_stamp_of_the_other_choice_reinstalls_and_a_current_one_does_not(proje
 
 
 def _script(venv: Path, extras: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(SCRIPT), str(venv), extras, "--plan"], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, **env})
+    return subprocess.run(
+        ["bash", str(SCRIPT), str(venv), extras, "--plan"], cwd=ROOT, capture_output=True, text=True, env={**os.environ, **env}
+    )
 
 
 def test_switching_builds_removes_the_other_one_first():

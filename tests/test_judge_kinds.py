@@ -45,9 +45,16 @@ def readability(tmp_path):
     folder = tmp_path / "prompts"
     folder.mkdir()
     (folder / "judge_readability.toml").write_text(PROMPT)
-    kind = declare(JudgeKind("readability", ReadabilityVerdict, (ScoreField("clarity", "integer"),
-                                                                  ScoreField("plain", "boolean")),
-                             value="clarity", decided=lambda clarity: clarity >= 5, prompts=folder))
+    kind = declare(
+        JudgeKind(
+            "readability",
+            ReadabilityVerdict,
+            (ScoreField("clarity", "integer"), ScoreField("plain", "boolean")),
+            value="clarity",
+            decided=lambda clarity: clarity >= 5,
+            prompts=folder,
+        )
+    )
     try:
         yield kind
     finally:
@@ -55,15 +62,20 @@ def readability(tmp_path):
 
 
 def test_a_third_kind_declared_in_a_test_runs_end_to_end(tmp_path, readability):
-    text = (CONFIG.replace('models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]',
-                           'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n'
-                           'kinds = ["quality", "equivalence", "readability"]\npasses = 2\n[probes]'))
+    text = CONFIG.replace(
+        'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]',
+        'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n'
+        'kinds = ["quality", "equivalence", "readability"]\npasses = 2\n[probes]',
+    )
     assert 'kinds = ["quality", "equivalence", "readability"]' in text
     rec = Recorder()
     result = run_job(config(tmp_path, text), tmp_path / "run", engines=rec)
-    asked = [r for e in rec.opened for r in e.requests
-             if r.constraint is not None and r.constraint.kind == "json"
-             and r.constraint.schema.get("title") == "ReadabilityVerdict"]
+    asked = [
+        r
+        for e in rec.opened
+        for r in e.requests
+        if r.constraint is not None and r.constraint.kind == "json" and r.constraint.schema.get("title") == "ReadabilityVerdict"
+    ]
     assert asked and all("how readable" in r.messages[0].text for r in asked)  # its own prompt file
 
     # the store: its verdicts, with the declared scores
@@ -77,8 +89,7 @@ def test_a_third_kind_declared_in_a_test_runs_end_to_end(tmp_path, readability):
     # the export: its columns after the protocol's, in the declared order; the protocol's columns untouched
     table = pd.read_csv(tmp_path / "run" / "verdicts.csv")
     assert list(table.columns) == list(table_columns())
-    assert table.columns.get_loc("plain") < table.columns.get_loc("quality_status") < table.columns.get_loc(
-        "readability_status")
+    assert table.columns.get_loc("plain") < table.columns.get_loc("quality_status") < table.columns.get_loc("readability_status")
     assert (table["readability_status"] == "ok").all() and table["clarity"].between(0, 10).all()
     assert set(table["plain"]) <= {True, False} and (result.table["quality_status"] == "ok").all()
     passes = pd.read_csv(tmp_path / "run" / "judge_passes.csv")
@@ -91,7 +102,8 @@ def test_a_third_kind_declared_in_a_test_runs_end_to_end(tmp_path, readability):
     probed = padding[padding["kind"] == "readability"]
     assert len(probed) and probed["flipped"].notna().all()
     assert probed["flipped"].astype(bool).tolist() == [
-        judge_kind("readability").flipped(o, p) for o, p in zip(probed["original"], probed["padded"])]
+        judge_kind("readability").flipped(o, p) for o, p in zip(probed["original"], probed["padded"])
+    ]
 
     # the analysis reads the table with its columns; the protocol's statistics are unchanged by it
     read = read_table(tmp_path / "run" / "verdicts.parquet")
@@ -119,7 +131,7 @@ def test_a_table_without_another_kinds_columns_reads_as_not_asked(tmp_path, read
 def test_an_unknown_kind_in_a_configuration_is_one_line(tmp_path):
     from dualjudge.errors import DualjudgeError
 
-    text = CONFIG.replace('[probes]', 'kinds = ["quality", "fluency"]\n[probes]', 1)
+    text = CONFIG.replace("[probes]", 'kinds = ["quality", "fluency"]\n[probes]', 1)
     with pytest.raises(DualjudgeError, match="unknown judge kind 'fluency'; choose from quality, equivalence"):
         config(tmp_path, text)
     assert [k.name for k in declared()][:2] == ["quality", "equivalence"]

@@ -20,7 +20,7 @@ from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers.engines import assert_verdict_closes, toy_grammar_compiler
 from tests.helpers.runs import CONFIG, Recorder, config
 
-VARIANTS = CONFIG.replace('[judges]\n', '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n')
+VARIANTS = CONFIG.replace("[judges]\n", '[judges]\nvariants = ["holistic", "rubric"]\nmax_tokens = 320\n')
 
 
 def test_the_shipped_rubric_has_six_clauses_each_with_its_bands():
@@ -30,15 +30,20 @@ def test_the_shipped_rubric_has_six_clauses_each_with_its_bands():
     assert all(f"- {cid}: " in block for cid in rubric.ids) and block.count("2: ") >= 6
 
 
-@pytest.mark.parametrize("text, problem", [
-    ('name = "r"\n[[clauses]]\nid = "a"\ntext = "x 2: a; 1: b; 0: c"\n[[clauses]]\nid = "a"\ntext = "y 2: a; 1: b; 0: c"',
-     "ids repeat"),
-    ('name = "r"\n[[clauses]]\nid = "a"\ntext = "no bands"', "score bands"),
-    ('name = "r"\n[[clauses]]\nid = "a"\ntext = "0: a; 1: b; 2: c"', "not all there in that order"),
-    ('name = "r"\n[[clauses]]\nid = "overall"\ntext = "2: a; 1: b; 0: c"', "lower-case name and not one of"),
-    ('name = "r"\nclauses = []', "non-empty list"),
-    ('name = "r"\n[[clauses]]\nid = "a"', "exactly an id and a text"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        (
+            'name = "r"\n[[clauses]]\nid = "a"\ntext = "x 2: a; 1: b; 0: c"\n[[clauses]]\nid = "a"\ntext = "y 2: a; 1: b; 0: c"',
+            "ids repeat",
+        ),
+        ('name = "r"\n[[clauses]]\nid = "a"\ntext = "no bands"', "score bands"),
+        ('name = "r"\n[[clauses]]\nid = "a"\ntext = "0: a; 1: b; 2: c"', "not all there in that order"),
+        ('name = "r"\n[[clauses]]\nid = "overall"\ntext = "2: a; 1: b; 0: c"', "lower-case name and not one of"),
+        ('name = "r"\nclauses = []', "non-empty list"),
+        ('name = "r"\n[[clauses]]\nid = "a"', "exactly an id and a text"),
+    ],
+)
 def test_a_malformed_rubric_is_refused_in_one_line(text, problem):
     with pytest.raises(DualjudgeError, match=problem):
         parse_rubric(text, "r.toml")
@@ -67,19 +72,29 @@ def test_a_rewrite_that_breaks_the_structure_is_named():
 def test_rubric_verdicts_score_every_clause_before_concluding():
     ids = load_rubric().ids
     quality = rubric_verdict("quality", ids).model_json_schema()
-    assert list(quality["properties"])[:1 + len(ids)] == ["reasoning", *ids]
+    assert list(quality["properties"])[: 1 + len(ids)] == ["reasoning", *ids]
     assert list(quality["properties"])[-3:] == ["accuracy", "completeness", "relevance"]
     assert all(quality["properties"][c]["maximum"] == 2 for c in ids)
     pairwise = list(rubric_verdict("pairwise", ids).model_json_schema()["properties"])
-    assert pairwise[-1] == "winner" and pairwise[1:1 + len(ids)] == [f"a_{c}" for c in ids]
+    assert pairwise[-1] == "winner" and pairwise[1 : 1 + len(ids)] == [f"a_{c}" for c in ids]
     equivalence = list(rubric_verdict("equivalence", ids).model_json_schema()["properties"])
     assert equivalence[-1] == "equivalent" and set(ids) < set(equivalence)
 
 
 def test_a_rubric_verdict_is_read_with_its_criteria_and_the_mean_of_its_axes():
     model = rubric_verdict("quality", load_rubric().ids)
-    data = {"reasoning": "r", "sign": 2, "applies_to": 1, "figure": 0, "action": 2, "exceptions": 2, "unsupported": 1,
-            "accuracy": 9, "completeness": 6, "relevance": 9}
+    data = {
+        "reasoning": "r",
+        "sign": 2,
+        "applies_to": 1,
+        "figure": 0,
+        "action": 2,
+        "exceptions": 2,
+        "unsupported": 1,
+        "accuracy": 9,
+        "completeness": 6,
+        "relevance": 9,
+    }
     outcome = interpret(model, GenerationResult(json.dumps(data)))
     assert outcome.status == "ok" and outcome.verdict.overall == 8.0
     assert outcome.verdict.criteria() == {k: data[k] for k in load_rubric().ids}
@@ -102,21 +117,23 @@ def test_the_rubric_and_its_text_are_in_the_cache_key():
     holistic = build_judge_request("quality", sign, "No entry.")
     rubric = load_rubric()
     with_rubric = build_judge_request("quality", sign, "No entry.", rubric=rubric)
-    edited = build_judge_request("quality", sign, "No entry.", rubric=rubric.with_texts("e", {
-        "sign": "Edited. 2: a; 1: b; 0: c"}))
+    edited = build_judge_request("quality", sign, "No entry.", rubric=rubric.with_texts("e", {"sign": "Edited. 2: a; 1: b; 0: c"}))
     keys = {r.key("m@1") for r in (holistic, with_rubric, edited)}
     assert len(keys) == 3
     assert "- sign: Sign identified" in with_rubric.messages[0].text
     assert verdict_type("quality", rubric=rubric).__name__ == "RubricQualityVerdict"
 
 
-@pytest.mark.parametrize("judges, problem", [
-    ('variants = ["holistic", "rubric:clear"]', "names no rubric file"),
-    ('variants = ["pairwise"]', "unknown judge variant"),
-    ('variants = ["rubric"]\nmax_tokens = 200', "judges.max_tokens: judge variant 'rubric'"),
-    ('variants = ["rubric"]\nmax_tokens = 320\noverall = "judge_given"', "mean_of_subscores"),
-    ('variants = ["rubric:x"]\nmax_tokens = 320\nrubrics = {x = "/nonexistent/r.toml"}', "rubric file not found"),
-])
+@pytest.mark.parametrize(
+    "judges, problem",
+    [
+        ('variants = ["holistic", "rubric:clear"]', "names no rubric file"),
+        ('variants = ["pairwise"]', "unknown judge variant"),
+        ('variants = ["rubric"]\nmax_tokens = 200', "judges.max_tokens: judge variant 'rubric'"),
+        ('variants = ["rubric"]\nmax_tokens = 320\noverall = "judge_given"', "mean_of_subscores"),
+        ('variants = ["rubric:x"]\nmax_tokens = 320\nrubrics = {x = "/nonexistent/r.toml"}', "rubric file not found"),
+    ],
+)
 def test_a_bad_variant_configuration_is_refused(tmp_path, judges, problem):
     with pytest.raises(DualjudgeError, match=problem):
         config(tmp_path, CONFIG.replace("[judges]\n", f"[judges]\n{judges}\n"))
@@ -160,11 +177,9 @@ def test_probes_are_run_and_exported_per_variant(variant_run):
 
 def test_adding_a_variant_leaves_the_holistic_verdicts_and_their_keys_as_they_were(tmp_path, variant_run):
     tmp, _ = variant_run
-    run_job(config(tmp_path, CONFIG.replace('[judges]\n', '[judges]\nmax_tokens = 320\n')), tmp_path / "run",
-            engines=Recorder())
+    run_job(config(tmp_path, CONFIG.replace("[judges]\n", "[judges]\nmax_tokens = 320\n")), tmp_path / "run", engines=Recorder())
     alone = {r.key(): r.request_key for r in Store(tmp_path / "run" / "results.sqlite").read(VerdictRow)}
-    both = {r.key(): r.request_key for r in Store(tmp / "run" / "results.sqlite").read(VerdictRow)
-            if r.judge_variant == "holistic"}
+    both = {r.key(): r.request_key for r in Store(tmp / "run" / "results.sqlite").read(VerdictRow) if r.judge_variant == "holistic"}
     assert alone == both
 
 

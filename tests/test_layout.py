@@ -10,9 +10,27 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "dualjudge"
 # lower imports higher never: base modules < testbed < inference < protocol < storage, analysis < report
 # < runs (orchestration) < studies (whole runs) < cli
-RANK = {"errors": 0, "files": 0, "paths": 0, "tomlfile": 0, "schema": 0, "outcome": 0, "rundir": 0, "testbed": 1,
-        "inference": 2, "protocol": 3, "storage": 4, "analysis": 4, "report": 5, "config": 5, "runs": 6, "studies": 7,
-        "cli": 8, "__main__": 9, "__init__": 0}
+RANK = {
+    "errors": 0,
+    "files": 0,
+    "paths": 0,
+    "tomlfile": 0,
+    "schema": 0,
+    "outcome": 0,
+    "rundir": 0,
+    "testbed": 1,
+    "inference": 2,
+    "protocol": 3,
+    "storage": 4,
+    "analysis": 4,
+    "report": 5,
+    "config": 5,
+    "runs": 6,
+    "studies": 7,
+    "cli": 8,
+    "__main__": 9,
+    "__init__": 0,
+}
 
 
 def _layer(path: Path) -> str:
@@ -25,8 +43,13 @@ def test_no_layer_imports_a_layer_above_it():
     for path in sorted(PACKAGE.rglob("*.py")):
         own = _layer(path)
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else []
+            )
             for name in names:
                 parts = name.split(".")
                 if parts[0] == "dualjudge" and len(parts) > 1 and parts[1] != own and RANK[parts[1]] > RANK[own]:
@@ -43,7 +66,8 @@ def test_importing_any_module_reads_no_project_file():
         "names = [m.name for m in pkgutil.walk_packages(dualjudge.__path__, 'dualjudge.')\n"
         "         if not m.name.endswith('__main__')]\n"
         "for name in names: importlib.import_module(name)\n"
-        "print(len(names))\n")
+        "print(len(names))\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.strip()) > 40
@@ -55,8 +79,13 @@ def test_no_test_module_imports_another():
     wrong = []
     for path in sorted(tests.glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else []
+            )
             wrong += [f"{path.name} imports {n}" for n in names if n.startswith("tests.test_")]
     assert wrong == []
 
@@ -78,8 +107,12 @@ def test_the_runner_is_the_scheduling_loop_and_nothing_outside_runs_reads_it():
         if path.relative_to(PACKAGE).parts[0] == "runs":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call) and \
-                    getattr(node.value.func, "id", None) == "Runner" and node.attr != "run":
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == "Runner"
+                and node.attr != "run"
+            ):
                 reads.append(f"{path.name}: Runner(...).{node.attr}")
             if isinstance(node, ast.Name) and node.id == "runner":
                 reads.append(f"{path.name}: a variable holding a Runner")

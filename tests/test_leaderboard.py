@@ -51,8 +51,10 @@ def test_one_strong_self_preferring_judge_turns_the_naive_ranking_and_the_calibr
         assert {(c["higher"], c["lower"]) for c in turned} >= {("gemma-12b", "qwen-7b")}
         c = next(c for c in turned if c["higher"] == "gemma-12b")
         assert 0 < c["ci_low"] < c["difference"] < c["ci_high"]
-        assert c["sentence"].startswith("the naive panel (mean of every verdict) ranks qwen-7b above gemma-12b; with "
-                                        "the judges' biases taken out gemma-12b is ahead by")
+        assert c["sentence"].startswith(
+            "the naive panel (mean of every verdict) ranks qwen-7b above gemma-12b; with "
+            "the judges' biases taken out gemma-12b is ahead by"
+        )
         # without qwen-7b's own verdicts the naive panel is right again: self-exclusion is not wrong here
         assert not [c for c in board["changes"] if c["ranking"] == "self_excluded"]
         top = board["rows"][0]
@@ -62,9 +64,13 @@ def test_one_strong_self_preferring_judge_turns_the_naive_ranking_and_the_calibr
 
 def test_agreeing_unbiased_judges_give_the_naive_order_and_no_ranking_changes():
     quiet = {j: 0.3 for j in FOUR}
-    sc = replace(SCENARIOS["agreeing judges, no bias"], noise=quiet, n_signs=15,
-                 quality={"qwen-7b": 0.0, "gemma-12b": 0.6, "llama-11b": -0.6, "pixtral-12b": 1.2},
-                 strategies={"sa": 0.0, "cot": 0.5})
+    sc = replace(
+        SCENARIOS["agreeing judges, no bias"],
+        noise=quiet,
+        n_signs=15,
+        quality={"qwen-7b": 0.0, "gemma-12b": 0.6, "llama-11b": -0.6, "pixtral-12b": 1.2},
+        strategies={"sa": 0.0, "cot": 0.5},
+    )
     boards = _boards(sc, 3)
     for by in ("system_model", "system"):
         b = boards[by]
@@ -87,8 +93,7 @@ def test_scores_differences_and_rank_intervals_cover_the_planted_truth():
             ranks = {g: 1 + sum(w > v for w in t.values()) for g, v in t.items()}
             covered["score"] += [r["ci_low"] <= t[r["group"]] <= r["ci_high"] for r in b["rows"]]
             covered["rank"] += [r["rank_low"] <= ranks[r["group"]] <= r["rank_high"] for r in b["rows"]]
-            covered["difference"] += [d["ci_low"] <= t[d["higher"]] - t[d["lower"]] <= d["ci_high"]
-                                      for d in b["differences"]]
+            covered["difference"] += [d["ci_low"] <= t[d["higher"]] - t[d["lower"]] <= d["ci_high"] for d in b["differences"]]
             est = {r["group"]: r["estimate"] for r in b["rows"]}
             wrong_pairs += sum(est[g] <= est[h] for g in t for h in t if t[g] - t[h] > 0.3)
             assert abs(sum(r["p_best"] for r in b["rows"]) - 1) < 1e-9
@@ -99,8 +104,9 @@ def test_scores_differences_and_rank_intervals_cover_the_planted_truth():
 
 def test_two_judges_of_two_families_give_no_calibrated_ranking_and_say_why(cli, tmp_path):
     """The demo's real run: each judge's own-family effect and its family's quality are one unknown."""
-    sc = Scenario("two by two", {"a-m": "a", "b-m": "b"}, {"a-m": "a", "b-m": "b"}, {"a-m": 0.2, "b-m": 0.0},
-                  n_signs=8, items_per_sign=4)
+    sc = Scenario(
+        "two by two", {"a-m": "a", "b-m": "b"}, {"a-m": "a", "b-m": "b"}, {"a-m": 0.2, "b-m": 0.0}, n_signs=8, items_per_sign=4
+    )
     frame, _ = simulate(sc, 0)
     path = tmp_path / "two.csv"
     frame.to_csv(path, index=False)
@@ -127,8 +133,9 @@ def _contract(result: dict, by: str, outcome: str) -> None:
 def test_the_cli_contract_on_a_table_from_the_analysis_simulator(cli, tmp_path, by, outcome):
     path = tmp_path / "t.csv"
     quick_table(n_signs=8, items_per_sign=4, repeats=1, seed=2).to_csv(path, index=False)
-    code, out, err = cli("stats", "systems", str(path), "--by", by, "--outcome", outcome, "--json",
-                         "--resamples", "100", "--seed", "5")
+    code, out, err = cli(
+        "stats", "systems", str(path), "--by", by, "--outcome", outcome, "--json", "--resamples", "100", "--seed", "5"
+    )
     assert code == 0, err
     result = json.loads(out)
     _contract(result, by, outcome)
@@ -136,8 +143,9 @@ def test_the_cli_contract_on_a_table_from_the_analysis_simulator(cli, tmp_path, 
     assert len(result["rows"]) == len(result["naive"]) == groups
     if by == "both":
         assert all(" / " in r["group"] for r in result["rows"])
-    again = json.loads(cli("stats", "systems", str(path), "--by", by, "--outcome", outcome, "--json",
-                           "--resamples", "100", "--seed", "5")[1])
+    again = json.loads(
+        cli("stats", "systems", str(path), "--by", by, "--outcome", outcome, "--json", "--resamples", "100", "--seed", "5")[1]
+    )
     assert again == result  # the same seed, the same numbers
 
 
@@ -145,7 +153,8 @@ def test_the_cli_contract_on_foreign_tables(cli, tmp_path):
     """Tables made elsewhere: only the required columns (no signs, no families, no strategy), and another scale."""
     sim = quick_table(n_signs=6, items_per_sign=7, repeats=1, seed=3)
     minimal = sim[["item_id", "system_model", "judge_model", "overall", "equivalent"]].assign(
-        item_id=sim["item_id"] + "_" + sim["system"] + "_" + sim["repeat"].astype(str))
+        item_id=sim["item_id"] + "_" + sim["system"] + "_" + sim["repeat"].astype(str)
+    )
     path = tmp_path / "minimal.csv"
     minimal.to_csv(path, index=False)
     code, out, err = cli("stats", "systems", str(path), "--json", "--resamples", "100")
@@ -190,20 +199,22 @@ def test_answers_with_one_verdict_are_left_out_and_said_to_be():
 
 
 def test_the_shipped_simulated_table_is_what_the_simulator_makes():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "simulated" / "make.py"), "--check"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "simulated" / "make.py"), "--check"], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_simulated_tables_report_says_so_and_shows_the_planted_truth(cli, tmp_path):
     out = tmp_path / "sim"
-    code, _, err = cli("analyze", str(ROOT / "benchmarks" / "simulated" / "cross-family.parquet"), "--out", str(out),
-                       "--resamples", "200")
+    code, _, err = cli(
+        "analyze", str(ROOT / "benchmarks" / "simulated" / "cross-family.parquet"), "--out", str(out), "--resamples", "200"
+    )
     assert code == 0, err
     md = (out / "report.md").read_text()
     assert md.splitlines()[0].startswith("# dualjudge report: SIMULATED DATA")
     assert "**These data are simulated**" in md and "qwen-7b +1.6" in md
-    section = md[md.index("## Which system is best"):md.index("## Strategies")]
+    section = md[md.index("## Which system is best") : md.index("## Strategies")]
     assert "planted overall (this sample)" in section and "Ranking change: the naive panel" in section
     summary = json.loads((out / "summary.json").read_text())
     planted = summary["simulation"]["truth_systems"]["overall"]["system_model"]
@@ -211,7 +222,7 @@ def test_the_simulated_tables_report_says_so_and_shows_the_planted_truth(cli, tm
     assert [r["group"] for r in rows] == sorted(planted, key=lambda g: -planted[g])
     assert all(abs(r["estimate"] - planted[r["group"]]) < 0.1 for r in rows)
     assert (out / "figures" / "systems.png").is_file()
-    findings = md[md.index("## Findings"):md.index("## Which system is best")]
+    findings = md[md.index("## Findings") : md.index("## Which system is best")]
     assert "Best system model with the judges' biases taken out: gemma-12b" in findings
     assert "the naive panel puts qwen-7b first" in findings
 
@@ -226,9 +237,10 @@ def test_a_damaged_planted_file_is_a_one_line_error(cli, tmp_path):
 
 def test_each_judge_variant_has_its_own_leaderboard_in_the_summary_and_report(cli, tmp_path):
     sim = quick_table(n_signs=6, items_per_sign=4, repeats=1, seed=4)
-    rubric = sim.assign(judge_variant="rubric",
-                        overall=np.where(sim["system_model"] == "meta-j", (sim["overall"] + 3).clip(upper=10),
-                                         sim["overall"]))
+    rubric = sim.assign(
+        judge_variant="rubric",
+        overall=np.where(sim["system_model"] == "meta-j", (sim["overall"] + 3).clip(upper=10), sim["overall"]),
+    )
     path = tmp_path / "variants.csv"
     pd.concat([sim.assign(judge_variant="holistic"), rubric]).to_csv(path, index=False)
     code, out, err = cli("analyze", str(path), "--out", str(tmp_path / "a"), "--resamples", "100")

@@ -48,8 +48,7 @@ def test_rank_intervals_and_differences_are_the_pairwise_definitions():
     # more groups than LIST_ALL: the differences listed are the neighbours in rank, each higher minus lower
     order = [r["group"] for r in board.rows]
     assert len(board.differences) == n - 1
-    assert {frozenset((d["higher"], d["lower"])) for d in board.differences} == \
-        {frozenset(p) for p in zip(order, order[1:])}
+    assert {frozenset((d["higher"], d["lower"])) for d in board.differences} == {frozenset(p) for p in zip(order, order[1:])}
     assert all(d["difference"] >= 0 and d["ci_low"] < d["difference"] < d["ci_high"] for d in board.differences)
 
 
@@ -61,8 +60,12 @@ def test_a_large_board_counts_every_change_and_lists_the_largest_per_ranking():
     changes, total = ranking_changes(board, {"naive": reversed_plain}, lambda c: "")
     crit = bonferroni(30, 200 * 199 // 2)
     point = scores[0]
-    sure = sum(point[i] - point[j] - crit * (cluster_se(scores[1:, i] - scores[1:, j], 30) or np.inf) > 0
-               for i in range(200) for j in range(200) if i != j)
+    sure = sum(
+        point[i] - point[j] - crit * (cluster_se(scores[1:, i] - scores[1:, j], 30) or np.inf) > 0
+        for i in range(200)
+        for j in range(200)
+        if i != j
+    )
     assert total == sure > MAX_CHANGES and len(changes) == MAX_CHANGES
     sizes = [c["difference"] for c in changes]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] == max(scores[0]) - min(scores[0])

@@ -38,8 +38,10 @@ def test_gemma_template_folds_system_into_the_first_user_turn():
 
     card = get_card("gemma-3-270m")
     text = Template(card.chat_template_path().read_text()).render(
-        bos_token="<bos>", add_generation_prompt=True,
-        messages=[{"role": "system", "content": "Be strict."}, {"role": "user", "content": "Hello"}])
+        bos_token="<bos>",
+        add_generation_prompt=True,
+        messages=[{"role": "system", "content": "Be strict."}, {"role": "user", "content": "Hello"}],
+    )
     assert text == "<bos><start_of_turn>user\nBe strict.\n\nHello<end_of_turn>\n<start_of_turn>model\n"
 
 
@@ -60,8 +62,11 @@ def test_hub_fetch_offline_says_how_to_place_weights(monkeypatch, tmp_path):
     monkeypatch.setenv("DUALJUDGE_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    with pytest.raises(DualjudgeError, match=r"HF_HUB_OFFLINE is set; place the weights .*huggingface-cli download "
-                                             r"Qwen/Qwen2.5-VL-7B-Instruct") as info:
+    with pytest.raises(
+        DualjudgeError,
+        match=r"HF_HUB_OFFLINE is set; place the weights .*huggingface-cli download "
+        r"Qwen/Qwen2.5-VL-7B-Instruct",
+    ) as info:
         weights_mod.fetch(get_card("qwen2.5-vl-7b-instruct"), log=lambda _: None)
     assert str(tmp_path / "models" / "qwen2.5-vl-7b-instruct") in str(info.value)
 

@@ -17,8 +17,9 @@ CODES = default_catalogue().codes
 LEVELS = [v for v in VISIBILITIES if v < 1.0]
 
 
-@pytest.mark.parametrize("size,mode", [(512, "random_block"), (512, "bottom_up"), (224, "random_block"),
-                                       (224, "bottom_up"), (96, "random_block")])
+@pytest.mark.parametrize(
+    "size,mode", [(512, "random_block"), (512, "bottom_up"), (224, "random_block"), (224, "bottom_up"), (96, "random_block")]
+)
 @pytest.mark.parametrize("v", LEVELS)
 def test_occluded_area_is_exact_for_every_sign(size, mode, v):
     """Within 0.5 % of the target area (bottom-up works in whole rows, so it needs >= ~200 px)."""
@@ -56,8 +57,12 @@ def test_control_has_no_occluder():
 def test_seed_depends_only_on_its_four_inputs():
     a = variant_seed(0, "616", 0.5, "random_block")
     assert a == variant_seed(0, "616", 0.5, "random_block")
-    others = {variant_seed(1, "616", 0.5, "random_block"), variant_seed(0, "617", 0.5, "random_block"),
-              variant_seed(0, "616", 0.3, "random_block"), variant_seed(0, "616", 0.5, "bottom_up")}
+    others = {
+        variant_seed(1, "616", 0.5, "random_block"),
+        variant_seed(0, "617", 0.5, "random_block"),
+        variant_seed(0, "616", 0.3, "random_block"),
+        variant_seed(0, "616", 0.5, "bottom_up"),
+    }
     assert a not in others and len(others) == 4
 
 

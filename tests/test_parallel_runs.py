@@ -24,8 +24,9 @@ def work(out: Path) -> dict[str, object]:
     with sqlite3.connect(out / "results.sqlite") as con:
         made: dict[str, object] = {"requests": sorted(k for (k,) in con.execute("SELECT key FROM request_log"))}
         for table in ("answers", "verdicts", "order_probe", "padding_texts", "padding_probe"):
-            made[table] = sorted(tuple(r) for r in con.execute(
-                f"SELECT * FROM {table}").fetchall() for r in [r[:-1]])  # all but `updated`
+            made[table] = sorted(
+                tuple(r) for r in con.execute(f"SELECT * FROM {table}").fetchall() for r in [r[:-1]]
+            )  # all but `updated`
     return made
 
 
@@ -54,8 +55,11 @@ def test_the_manifest_records_every_job_with_its_group_and_times(tmp_path):
     recorded = jobs(tmp_path / "run")
     in_order = sorted(recorded, key=lambda j: (j["group"], j["started_at"]))
     assert [(j["model"], j["stage"], j["group"], j["loaded"]) for j in in_order] == [
-        ("smollm2-135m-instruct", "systems", "cpu:0", True), ("smollm2-135m-instruct", "judges", "cpu:0", False),
-        ("gemma-3-270m", "systems", "cpu:1", True), ("gemma-3-270m", "judges", "cpu:1", False)]
+        ("smollm2-135m-instruct", "systems", "cpu:0", True),
+        ("smollm2-135m-instruct", "judges", "cpu:0", False),
+        ("gemma-3-270m", "systems", "cpu:1", True),
+        ("gemma-3-270m", "judges", "cpu:1", False),
+    ]
     assert all(set(j) >= {"model", "stage", "group", "started_at", "ended_at"} for j in recorded)
     assert all(float(j["started_at"]) <= float(j["ended_at"]) for j in recorded)
     by = {(j["model"], j["stage"]): j for j in recorded}
@@ -153,8 +157,9 @@ def test_a_model_that_cannot_load_stops_its_own_jobs_only_and_every_engine_is_cl
     assert report.failed_jobs and all("gemma-3-270m" in line for line in report.failed_jobs)
     assert any("exited with status 1 while starting" in line for line in report.failed_jobs)
     with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:  # smollm's own answers all finished
-        assert dict(con.execute("SELECT status, COUNT(*) FROM answers WHERE system_model = 'smollm2-135m-instruct' "
-                                "GROUP BY status")) == {"ok": 24}
+        assert dict(
+            con.execute("SELECT status, COUNT(*) FROM answers WHERE system_model = 'smollm2-135m-instruct' GROUP BY status")
+        ) == {"ok": 24}
     # a rerun with a working engine does only gemma's work and sends nothing twice
     resumed = Recorder()
     assert not run_job(config(tmp_path, TWO_GROUPS), tmp_path / "run", engines=resumed).report.failed_jobs
@@ -178,8 +183,10 @@ def test_the_rich_display_shows_every_active_stage_at_once():
         cache = progress.stage("judges: x (from cache)", 3, from_cache=True)
         cache.end()  # a cache pass that answered nothing leaves the display
         a.end()
-        assert [t.description for t in progress.bar.tasks] == ["systems: smollm2-135m-instruct [cpu:0]",
-                                                             "systems: gemma-3-270m [cpu:1]"]
+        assert [t.description for t in progress.bar.tasks] == [
+            "systems: smollm2-135m-instruct [cpu:0]",
+            "systems: gemma-3-270m [cpu:1]",
+        ]
         assert progress.bar.tasks[0].total == 1  # an ended stage's total is what it did
     finally:
         progress.close()
@@ -279,9 +286,9 @@ class Paced(Recorder):
             yield engine
 
 
-THREE_GROUPS_ONE_JUDGE = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\nreplica_min_s = 0\ndevices = [[0], [1], [2]]'
-                                        ).replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]',
-                                                  '[judges]\nmodels = ["gemma-3-4b-it"]')
+THREE_GROUPS_ONE_JUDGE = CONFIG.replace(
+    'backend = "vllm"', 'backend = "vllm"\nreplica_min_s = 0\ndevices = [[0], [1], [2]]'
+).replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]', '[judges]\nmodels = ["gemma-3-4b-it"]')
 
 
 def test_replicas_on_idle_groups_share_a_job_and_change_nothing_recorded(tmp_path, monkeypatch):
@@ -290,8 +297,11 @@ def test_replicas_on_idle_groups_share_a_job_and_change_nothing_recorded(tmp_pat
     assert "replica_min_s = 0" in THREE_GROUPS_ONE_JUDGE and '["gemma-3-4b-it"]' in THREE_GROUPS_ONE_JUDGE
     split, alone = Paced(), Paced()
     run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE), tmp_path / "split", engines=split)
-    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("devices = [[0], [1], [2]]", "devices = [[0]]")),
-            tmp_path / "alone", engines=alone)
+    run_job(
+        config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("devices = [[0], [1], [2]]", "devices = [[0]]")),
+        tmp_path / "alone",
+        engines=alone,
+    )
     # the same work, every request key sent once, whichever server answered it
     assert work(tmp_path / "split") == work(tmp_path / "alone")
     keys = [k for _, _, k in split.served]
@@ -311,7 +321,8 @@ def test_replicas_on_idle_groups_share_a_job_and_change_nothing_recorded(tmp_pat
         served[(m, g)] += 1
     judge_replicas = [j for j in replicas if j["model"] == "gemma-3-4b-it"]
     assert sum(j["requests"] for j in judge_replicas) == sum(
-        n for (m, g), n in served.items() if m == "gemma-3-4b-it" and g != first[("gemma-3-4b-it", "judges")])
+        n for (m, g), n in served.items() if m == "gemma-3-4b-it" and g != first[("gemma-3-4b-it", "judges")]
+    )
     assert not [j for j in jobs(tmp_path / "alone") if j["replica"]]  # one group: never a replica
 
 
@@ -319,8 +330,9 @@ def test_no_replicas_when_the_settings_say_so(tmp_path, monkeypatch):
     monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1, 2])
     monkeypatch.setattr("dualjudge.runs.runner.SPARE_CHECK_S", 0.02)
     engines = Paced()
-    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("replica_min_s = 0", "replicas = false")),
-            tmp_path / "run", engines=engines)
+    run_job(
+        config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("replica_min_s = 0", "replicas = false")), tmp_path / "run", engines=engines
+    )
     assert not [j for j in jobs(tmp_path / "run") if j["replica"]]
     assert len({g for m, g, _ in engines.served if m == "gemma-3-4b-it"}) == 1
     assert sorted(engines.loaded) == ["gemma-3-270m", "gemma-3-4b-it", "smollm2-135m-instruct"]
@@ -328,9 +340,9 @@ def test_no_replicas_when_the_settings_say_so(tmp_path, monkeypatch):
 
 def test_an_early_judge_judges_other_answers_and_its_systems_load_joins_it(tmp_path, monkeypatch):
     monkeypatch.setattr("dualjudge.inference.devices.allowed_cores", lambda: [0, 1, 2])
-    text = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\nreplica_min_s = 1e9\ndevices = [[0], [1], [2]]'
-                          ).replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]',
-                                    '[judges]\nmodels = ["smollm2-135m-instruct"]')
+    text = CONFIG.replace('backend = "vllm"', 'backend = "vllm"\nreplica_min_s = 1e9\ndevices = [[0], [1], [2]]').replace(
+        '[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]', '[judges]\nmodels = ["smollm2-135m-instruct"]'
+    )
     assert "replica_min_s" in text
     engines = Paced(slow={"smollm2-135m-instruct": 0.1})  # smollm answers slowly, gemma quickly
     run_job(config(tmp_path, text), tmp_path / "run", engines=engines)
@@ -347,8 +359,7 @@ def test_an_early_judge_judges_other_answers_and_its_systems_load_joins_it(tmp_p
     assert joined["started_at"] == systems["ended_at"]
     assert engines.loaded.count("smollm2-135m-instruct") == 2  # the spare group's load, and the first one
     alone = Paced()
-    run_job(config(tmp_path, text.replace("devices = [[0], [1], [2]]", "devices = [[0]]")), tmp_path / "alone",
-            engines=alone)
+    run_job(config(tmp_path, text.replace("devices = [[0], [1], [2]]", "devices = [[0]]")), tmp_path / "alone", engines=alone)
     assert work(tmp_path / "run") == work(tmp_path / "alone")
     assert engines.calls == alone.calls
 
@@ -380,6 +391,9 @@ def test_a_replica_that_goes_down_leaves_and_the_job_goes_on(tmp_path, monkeypat
     assert engines.loaded.count("gemma-3-4b-it") >= 2
     assert any("went down; the job goes on without it" in n for n in progress.notes), progress.notes
     alone = Paced()
-    run_job(config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("devices = [[0], [1], [2]]", "devices = [[0]]")),
-            tmp_path / "alone", engines=alone)
+    run_job(
+        config(tmp_path, THREE_GROUPS_ONE_JUDGE.replace("devices = [[0], [1], [2]]", "devices = [[0]]")),
+        tmp_path / "alone",
+        engines=alone,
+    )
     assert work(tmp_path / "run") == work(tmp_path / "alone")  # nothing lost, nothing recorded twice

@@ -12,8 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_runner_overhead_json_measures_the_whole_runner_against_an_instant_endpoint():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "perf" / "runner_overhead.py"), "--json",
-                           "--requests", "300"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "perf" / "runner_overhead.py"), "--json", "--requests", "300"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(result) >= {"requests_per_s", "cpu_ms_per_request"} and result["requests"] == 300
@@ -21,8 +26,13 @@ def test_runner_overhead_json_measures_the_whole_runner_against_an_instant_endpo
 
 
 def test_placement_json_simulates_the_cross_family_study_with_and_without_replicas():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "perf" / "placement.py"), "--json"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "perf" / "placement.py"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     both = json.loads(done.stdout.strip().splitlines()[-1])
     spare, plain = both["gpus"], both["gpus_without_replicas"]

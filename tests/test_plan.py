@@ -10,11 +10,14 @@ import pytest
 
 from dualjudge.config import RunConfig, load_config
 from dualjudge.errors import DualjudgeError
-from dualjudge.runs.estimate import Estimate, busy_seconds, estimate
+from dualjudge.runs.estimate import Estimate, estimate
+from dualjudge.runs.measured import busy_seconds
 from dualjudge.studies.job import run_job
 from tests.helpers.runs import CONFIG, Recorder, made
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
 def config_with(**changes: str) -> RunConfig:
     text = CONFIG
     for old, new in changes.items():
@@ -28,9 +31,11 @@ def rows(est: Estimate) -> dict[tuple[str, str], int]:
     return {(r.model, r.stage): r.requests for r in est.rows}
 
 
+JUDGES_AND_PROBES = 'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]'  # the judges' models line
+
+
 def test_the_plan_counts_every_request_the_runner_then_sends(tmp_path):
-    config = config_with(**{'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]':
-                            'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n[probes]'})
+    config = config_with(**{JUDGES_AND_PROBES: 'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n[probes]'})
     out = tmp_path / "run"
     engines = Recorder()  # no answer repeats another's words (a repeated request is sent once)
     before = estimate(config, out, engines=engines)
@@ -158,8 +163,7 @@ def test_expected_completion_tokens_come_from_the_caches_means_else_stated_defau
     gemma = fresh["gemma-3-270m"]
     assert "judge: default 110 tokens" in gemma.completion_basis
     assert f"judge: measured mean 7 tokens over {judged} cached responses" in learnt["gemma-3-270m"].completion_basis
-    to_send = sum(r.to_send for r in estimate(config, tmp_path / "new", engines=Recorder()).rows
-                  if r.model == "gemma-3-270m")
+    to_send = sum(r.to_send for r in estimate(config, tmp_path / "new", engines=Recorder()).rows if r.model == "gemma-3-270m")
     assert learnt["gemma-3-270m"].expected_completion_tokens == 7 * to_send
 
 
@@ -233,8 +237,16 @@ def test_plan_command_prints_json_and_a_table(cli, tmp_path):
     plan = json.loads(stdout)
     assert plan["total_requests"] == sum(r["requests"] for r in plan["rows"]) > 0
     assert {r["stage"] for r in plan["rows"]} == {"answers", "padding", "verdicts", "order probe", "padding judged"}
-    assert set(plan["rows"][0]) >= {"model", "stage", "requests", "cached", "to_send", "upper_bound",
-                                    "prompt_tokens", "completion_tokens"}
+    assert set(plan["rows"][0]) >= {
+        "model",
+        "stage",
+        "requests",
+        "cached",
+        "to_send",
+        "upper_bound",
+        "prompt_tokens",
+        "completion_tokens",
+    }
     smoke = load_config(ROOT / "benchmarks" / "smoke.toml")
     answers = next(r for r in plan["rows"] if r["stage"] == "answers")
     assert answers["requests"] == 4 * (1 + 3)  # 4 variants, SA and MA
@@ -247,20 +259,27 @@ def test_plan_command_prints_json_and_a_table(cli, tmp_path):
 def test_the_plan_counts_each_judge_variant(tmp_path):
     """Two judge designs: every judge stage (verdicts, order probe, padding judged, passes) once per
     variant, with the rubric prompts' own token counts; the plan equals what the runner sends."""
-    config = config_with(**{'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]':
-                            'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n'
-                            'variants = ["holistic", "rubric"]\nmax_tokens = 320\n[probes]'})
+    config = config_with(
+        **{
+            JUDGES_AND_PROBES: 'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n'
+            'variants = ["holistic", "rubric"]\nmax_tokens = 320\n[probes]'
+        }
+    )
     out = tmp_path / "run"
     engines = Recorder()
     before = estimate(config, out, engines=engines)
     assert rows(before)[("gemma-3-270m", "verdicts")] == 48 * 2 * 2
     assert rows(before)[("gemma-3-270m", "stability passes")] == 2 * 96 * 2
-    holistic = estimate(config_with(**{'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes]':
-                                       'models = ["smollm2-135m-instruct", "gemma-3-270m"]\nmax_tokens = 320\n[probes]'}),
-                        tmp_path / "other", engines=Recorder())
+    holistic = estimate(
+        config_with(**{JUDGES_AND_PROBES: 'models = ["smollm2-135m-instruct", "gemma-3-270m"]\nmax_tokens = 320\n[probes]'}),
+        tmp_path / "other",
+        engines=Recorder(),
+    )
     prompt = {(r.model, r.stage): r.prompt_tokens for r in before.rows}
-    assert prompt[("gemma-3-270m", "verdicts")] > 2 * {(r.model, r.stage): r.prompt_tokens
-                                                        for r in holistic.rows}[("gemma-3-270m", "verdicts")]
+    assert (
+        prompt[("gemma-3-270m", "verdicts")]
+        > 2 * {(r.model, r.stage): r.prompt_tokens for r in holistic.rows}[("gemma-3-270m", "verdicts")]
+    )
     result = run_job(config, out, engines=engines)
     assert result.report.sessions_requests == engines.calls == before.total_requests
     actual = made(out / "results.sqlite")

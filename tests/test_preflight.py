@@ -74,6 +74,7 @@ def test_a_removed_architecture_fails_and_says_since_when():
 def test_a_preflight_step_that_cannot_run_warns_and_names_what_was_not_checked(monkeypatch):
     """On a machine where importing vLLM fails (it cannot infer a device), the architecture and the serving
     arguments are not checked: one warning each, never a traceback, and the run is not stopped for it."""
+
     def no_device() -> None:
         raise RuntimeError("Failed to infer device type\nmore lines")
 
@@ -108,8 +109,7 @@ def test_an_image_testbed_needs_an_image_capable_system():
 def test_card_arguments_the_installed_vllm_refuses_fail():
     bad = _card(vllm={**get_card("qwen2.5-vl-7b-instruct").vllm.model_dump(), "extra_args": ("--no-such-flag", "1")})
     assert "--no-such-flag" in _check(bad).failed[0]
-    bad_value = _card(vllm={**get_card("qwen2.5-vl-7b-instruct").vllm.model_dump(),
-                            "extra_args": ("--kv-cache-dtype", "nonsense")})
+    bad_value = _card(vllm={**get_card("qwen2.5-vl-7b-instruct").vllm.model_dump(), "extra_args": ("--kv-cache-dtype", "nonsense")})
     assert "refuses" in _check(bad_value).failed[0]
 
 
@@ -134,8 +134,9 @@ def test_weights_not_present_warn_for_a_check_and_fail_before_a_run(tmp_path, mo
     assert "not a pinned commit" in hub.reasons[1]
     run = _check(card, modality="text", for_run=True)
     assert run.status == "fail" and "dualjudge models fetch smollm2-135m-instruct" in run.failed[0]
-    attached = check_models({card.name: ["judge"]}, {card.name: card}, modality="text",
-                            attached=frozenset({card.name}), for_run=True)
+    attached = check_models(
+        {card.name: ["judge"]}, {card.name: card}, modality="text", attached=frozenset({card.name}), for_run=True
+    )
     assert attached[0].failed == []  # someone else serves it: its weights are not ours to check
 
 
@@ -157,8 +158,10 @@ def test_memory_is_checked_on_the_run_groups_by_vllms_own_start_rule():
     busy = Gpu("H100", 80.0, 68.0, 0)
     assert 30 * 1.2 <= 68.0 * 0.9 and 68.0 < 0.90 * 80.0
     (failed,) = _check(card, groups=_groups(busy)).failed
-    assert "GPU 0 has 68.0 of 80.0 GiB free (other processes hold 12.0); vLLM starts only when free >= " \
-           "gpu_memory_utilization 0.9 x total = 72.0 GiB" in failed
+    assert (
+        "GPU 0 has 68.0 of 80.0 GiB free (other processes hold 12.0); vLLM starts only when free >= "
+        "gpu_memory_utilization 0.9 x total = 72.0 GiB" in failed
+    )
     at_limit = Gpu("H100", 80.0, 72.0, 0)  # exactly what vLLM asks: it starts
     assert not _check(card, groups=_groups(at_limit)).failed
     default = get_card("pixtral-12b").model_copy(update={"vllm": card.vllm.model_copy(update={"gpu_memory_utilization": None})})
@@ -169,8 +172,10 @@ def test_memory_is_checked_on_the_run_groups_by_vllms_own_start_rule():
     # min_gpu_memory_gb is compared: Pixtral's card asks for 48 GB, a 40 GiB A100 with room for its weights refuses
     a100 = _check(card, groups=_groups(Gpu("A100", 40.0, 39.5, 0)))
     assert "asks for at least 48 GB of GPU memory (min_gpu_memory_gb)" in a100.failed[0]
-    assert "needs about 30 GB of GPU memory; memory check skipped: no GPU visible (CPU run)" in \
-        _check(card, groups=[DeviceGroup("cpu", (0,))]).reasons
+    assert (
+        "needs about 30 GB of GPU memory; memory check skipped: no GPU visible (CPU run)"
+        in _check(card, groups=[DeviceGroup("cpu", (0,))]).reasons
+    )
 
 
 def test_the_vllm_default_utilization_is_the_installed_builds():
@@ -193,8 +198,9 @@ def test_a_kv_cache_too_small_for_the_requests_in_flight_is_a_warning():
     held = int((22.0 * 0.9 - 4.2 * 2 * 1.2) * 2**30 / (2 * 32 * 32 * 96 * 2))
     assert f"holds about {held:,} tokens, fewer than the 384,000 of 256 requests in flight" in warning
     assert f"set the card's concurrency to {held // 1500}" in warning and check.status == "warn"
-    (roomy,) = check_models({card.name: ["judge"]}, {card.name: card}, groups=_groups(Gpu("H200", 139.0, 138.0, 0)),
-                            loads={card.name: Load(64, 1500)})
+    (roomy,) = check_models(
+        {card.name: ["judge"]}, {card.name: card}, groups=_groups(Gpu("H200", 139.0, 138.0, 0)), loads={card.name: Load(64, 1500)}
+    )
     assert not any("KV cache" in r for r in roomy.reasons)
 
 
@@ -202,8 +208,9 @@ def test_models_check_prints_a_table_and_json(cli):
     code, out, _ = cli("models", "check", str(ROOT / "benchmarks" / "smoke.toml"), "--json")
     assert code == 0
     rows = json.loads(out)
-    assert [(r["model"], r["roles"], r["architecture"]) for r in rows] == \
-        [("smollm2-135m-instruct", ["system", "judge"], "LlamaForCausalLM")]
+    assert [(r["model"], r["roles"], r["architecture"]) for r in rows] == [
+        ("smollm2-135m-instruct", ["system", "judge"], "LlamaForCausalLM")
+    ]
     assert rows[0]["status"] in {"ok", "warn"}
     code, out, _ = cli("models", "check")
     assert code == 0 and "qwen2.5-vl-7b-instruct" in out and "Qwen2_5_VLForConditionalGeneration" in out
@@ -223,7 +230,8 @@ def test_a_user_card_folder_overrides_and_adds_and_models_list_says_where_from(c
     assert cards["llama-3.2-11b-vision-instruct"]["architecture"] == "MllamaForConditionalGeneration"
     assert cards["smollm2-135m-instruct"]["card"] == "built-in"
     (folder / "smollm2-135m-instruct.toml").write_text(
-        (ROOT / "models" / "smollm2-135m-instruct.toml").read_text().replace('family = "huggingface"', 'family = "mine"'))
+        (ROOT / "models" / "smollm2-135m-instruct.toml").read_text().replace('family = "huggingface"', 'family = "mine"')
+    )
     code, out, _ = cli("models", "list", "--json")
     mine = next(row for row in json.loads(out) if row["name"] == "smollm2-135m-instruct")
     assert mine["family"] == "mine" and mine["card"].endswith("(overrides built-in)")
@@ -236,8 +244,11 @@ def test_a_user_card_folder_overrides_and_adds_and_models_list_says_where_from(c
 def test_a_user_card_with_a_bad_key_is_a_one_line_error_naming_file_and_key(cli, tmp_path, monkeypatch):
     folder = tmp_path / "cards"
     folder.mkdir()
-    (folder / "mine.toml").write_text(MLLAMA_CARD.replace('name = "llama-3.2-11b-vision-instruct"', 'name = "mine"')
-                                      .replace("parameters_b = 10.6", "parameters_b = -1"))
+    (folder / "mine.toml").write_text(
+        MLLAMA_CARD.replace('name = "llama-3.2-11b-vision-instruct"', 'name = "mine"').replace(
+            "parameters_b = 10.6", "parameters_b = -1"
+        )
+    )
     monkeypatch.setenv("DUALJUDGE_MODELS", str(folder))
     code, _, err = cli("models", "list")
     assert code == 2 and "mine.toml" in err and "parameters_b" in err and len(err.strip().splitlines()) == 1
@@ -253,14 +264,25 @@ def test_a_run_with_a_removed_architecture_stops_in_the_preflight_and_starts_no_
     folder.mkdir()
     (folder / "llama-3.2-11b-vision-instruct.toml").write_text(MLLAMA_CARD)
     config = tmp_path / "study.toml"
-    config.write_text((ROOT / "benchmarks" / "smoke.toml").read_text()
-                      .replace('[judges]\nmodels = ["smollm2-135m-instruct"]',
-                               '[judges]\nmodels = ["smollm2-135m-instruct", "llama-3.2-11b-vision-instruct"]')
-                      + f'\n[models]\ndir = "{folder}"\n')
+    config.write_text(
+        (ROOT / "benchmarks" / "smoke.toml")
+        .read_text()
+        .replace(
+            '[judges]\nmodels = ["smollm2-135m-instruct"]',
+            '[judges]\nmodels = ["smollm2-135m-instruct", "llama-3.2-11b-vision-instruct"]',
+        )
+        + f'\n[models]\ndir = "{folder}"\n'
+    )
     out = tmp_path / "run"
-    child = subprocess.Popen([sys.executable, "-m", "dualjudge", "run", str(config), "--out", str(out)], cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_reset_signals,
-                             env={**os.environ, "COLUMNS": "300", "DUALJUDGE_CACHE": str(tmp_path / "cache")})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "dualjudge", "run", str(config), "--out", str(out)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_reset_signals,
+        env={**os.environ, "COLUMNS": "300", "DUALJUDGE_CACHE": str(tmp_path / "cache")},
+    )
     try:
         _, err = child.communicate(timeout=120)
     finally:
@@ -362,12 +384,18 @@ def test_a_mistral_format_folder_needs_no_chat_template(tmp_path, monkeypatch):
 def test_gpu_memory_is_read_without_cuda_and_in_this_process_numbering():
     from dualjudge.inference.gpus import _visible, parse_nvidia_smi
 
-    text = ("0, GPU-aaaa-1111, NVIDIA H100 80GB HBM3, 81559, 80000\n"
-            "1, GPU-bbbb-2222, NVIDIA H100 80GB HBM3, 81559, 40960\n"
-            "2, GPU-cccc-3333, NVIDIA L40S, 46068, 46000\n")
+    text = (
+        "0, GPU-aaaa-1111, NVIDIA H100 80GB HBM3, 81559, 80000\n"
+        "1, GPU-bbbb-2222, NVIDIA H100 80GB HBM3, 81559, 40960\n"
+        "2, GPU-cccc-3333, NVIDIA L40S, 46068, 46000\n"
+    )
     found = parse_nvidia_smi(text)
-    assert [(u, g.name, round(g.total_gb, 1), round(g.free_gb, 1)) for u, g in found][1] == \
-        ("GPU-bbbb-2222", "NVIDIA H100 80GB HBM3", 79.6, 40.0)
+    assert [(u, g.name, round(g.total_gb, 1), round(g.free_gb, 1)) for u, g in found][1] == (
+        "GPU-bbbb-2222",
+        "NVIDIA H100 80GB HBM3",
+        79.6,
+        40.0,
+    )
     assert [g.index for g in _visible(found, None)] == [0, 1, 2]
     seen = _visible(found, "2,GPU-bbbb")  # by index and by UUID prefix, renumbered as CUDA numbers them
     assert [(g.index, g.name) for g in seen] == [(0, "NVIDIA L40S"), (1, "NVIDIA H100 80GB HBM3")]

@@ -22,9 +22,18 @@ def _all_requests():
         for i in range(len(steps)):
             for modality in ("image", "text"):
                 prev = ("vision notes", "symbol notes")[:i]
-                yield f"{strategy}/{steps[i]}/{modality}", build_step_request(
-                    strategy, i, ITEM, modality=modality, sign_type_mode="constrained",
-                    sampling=Sampling(temperature=0.7, max_tokens=512, seed=1), previous=prev)
+                yield (
+                    f"{strategy}/{steps[i]}/{modality}",
+                    build_step_request(
+                        strategy,
+                        i,
+                        ITEM,
+                        modality=modality,
+                        sign_type_mode="constrained",
+                        sampling=Sampling(temperature=0.7, max_tokens=512, seed=1),
+                        previous=prev,
+                    ),
+                )
     for kind in ("quality", "equivalence"):
         yield f"judge/{kind}", build_judge_request(kind, SIGN, "A 30 mph limit.")
     yield "pairwise", build_pairwise_request(SIGN, "one", "two")
@@ -50,8 +59,9 @@ def test_image_and_text_forms_differ_in_input():
 @pytest.mark.parametrize("modality", ["image", "text"])
 def test_final_system_prompts_list_all_categories_and_the_line(strategy, modality):
     last = len(STEPS[strategy]) - 1
-    req = build_step_request(strategy, last, ITEM, modality=modality, sign_type_mode="parsed", sampling=Sampling(),
-                             previous=("v", "s")[:last])
+    req = build_step_request(
+        strategy, last, ITEM, modality=modality, sign_type_mode="parsed", sampling=Sampling(), previous=("v", "s")[:last]
+    )
     system = req.messages[0].text
     assert all(f"- {cid}:" in system for cid in SIGN_TYPES)
     assert "SIGN_TYPE: <category>" in system
@@ -84,15 +94,18 @@ def test_editing_a_prompt_changes_exactly_its_requests(tmp_path):
     assert after["sa.text"] == before["sa.text"] and after["judge_quality"] == before["judge_quality"]
 
 
-@pytest.mark.parametrize("content,needle", [
-    (None, "prompt file not found"),
-    ('name = "sa.text"\nvariables = []\nsystem = "x"\n', "missing user"),
-    ('name = "sa.text"\nvariables = []\nsystem = "x"\nuser = "y"\nextra = 1\n', "unknown keys extra"),
-    ('name = "sa.text"\nvariables = ["a"]\nsystem = "x"\nuser = "$b"\n', "do not match declared"),
-    ('name = "other"\nvariables = []\nsystem = "x"\nuser = "y"\n', "does not match the file name"),
-    ('name = "sa.text"\nvariables = []\nsystem = "x"\nuser = "cost $5"\n', "invalid placeholder"),
-    ('name = "sa.text\n', "malformed prompt file"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (None, "prompt file not found"),
+        ('name = "sa.text"\nvariables = []\nsystem = "x"\n', "missing user"),
+        ('name = "sa.text"\nvariables = []\nsystem = "x"\nuser = "y"\nextra = 1\n', "unknown keys extra"),
+        ('name = "sa.text"\nvariables = ["a"]\nsystem = "x"\nuser = "$b"\n', "do not match declared"),
+        ('name = "other"\nvariables = []\nsystem = "x"\nuser = "y"\n', "does not match the file name"),
+        ('name = "sa.text"\nvariables = []\nsystem = "x"\nuser = "cost $5"\n', "invalid placeholder"),
+        ('name = "sa.text\n', "malformed prompt file"),
+    ],
+)
 def test_missing_or_malformed_prompt_is_a_one_line_error(tmp_path, content, needle):
     if content is not None:
         (tmp_path / "sa.text.toml").write_text(content)

@@ -20,29 +20,32 @@ def test_sign_types_come_from_the_catalogue():
     assert len(SIGN_TYPES) == 25 and "no_entry" in SIGN_TYPES and "no_waiting" in SIGN_TYPES
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("A red disc.\nSIGN_TYPE: no_entry", "no_entry"),
-    ("SIGN_TYPE: no_entry", "no_entry"),
-    ("...\n  SIGN_TYPE:   no_entry  \n", "no_entry"),
-    ("...\n**SIGN_TYPE:** no_entry", "no_entry"),
-    ("...\n**SIGN_TYPE: no_entry**", "no_entry"),
-    ("...\nSIGN_TYPE: `no_entry`", "no_entry"),
-    ("...\n_SIGN_TYPE: no_entry_", "no_entry"),
-    # the last valid line wins; invalid later lines are skipped
-    ("SIGN_TYPE: stop\nthinking again\nSIGN_TYPE: give_way", "give_way"),
-    ("SIGN_TYPE: stop\nSIGN_TYPE: halt", "stop"),
-    # near misses and fuzzier forms are not accepted
-    ("SIGN_TYPE: No_Entry", None),
-    ("SIGN_TYPE: no entry", None),
-    ("SIGN_TYPE: no_entrys", None),
-    ("SIGN_TYPE: no_entry.", None),
-    ("SIGN_TYPE: no_entry because of the bar", None),
-    ("sign_type: no_entry", None),
-    ("The SIGN_TYPE: no_entry", None),
-    ("SIGN TYPE: no_entry", None),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("A red disc.\nSIGN_TYPE: no_entry", "no_entry"),
+        ("SIGN_TYPE: no_entry", "no_entry"),
+        ("...\n  SIGN_TYPE:   no_entry  \n", "no_entry"),
+        ("...\n**SIGN_TYPE:** no_entry", "no_entry"),
+        ("...\n**SIGN_TYPE: no_entry**", "no_entry"),
+        ("...\nSIGN_TYPE: `no_entry`", "no_entry"),
+        ("...\n_SIGN_TYPE: no_entry_", "no_entry"),
+        # the last valid line wins; invalid later lines are skipped
+        ("SIGN_TYPE: stop\nthinking again\nSIGN_TYPE: give_way", "give_way"),
+        ("SIGN_TYPE: stop\nSIGN_TYPE: halt", "stop"),
+        # near misses and fuzzier forms are not accepted
+        ("SIGN_TYPE: No_Entry", None),
+        ("SIGN_TYPE: no entry", None),
+        ("SIGN_TYPE: no_entrys", None),
+        ("SIGN_TYPE: no_entry.", None),
+        ("SIGN_TYPE: no_entry because of the bar", None),
+        ("sign_type: no_entry", None),
+        ("The SIGN_TYPE: no_entry", None),
+        ("SIGN TYPE: no_entry", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_parse_sign_type(text, expected):
     assert parse_sign_type(text) == expected
 
@@ -98,17 +101,19 @@ def test_verdict_schemas_put_reasoning_first_and_round_trip():
     assert schema["accuracy"] == {**schema["accuracy"], "type": "integer", "minimum": 0, "maximum": 10}
 
 
-@pytest.mark.parametrize("result,status", [
-    (GenerationResult('{"reasoning": "r", "accuracy": 8, "completeness": 7, "relevance": 9}'), "ok"),
-    (GenerationResult('{"reasoning": "r", "accuracy": 11, "completeness": 7, "relevance": 9}'), "parse_failure"),
-    (GenerationResult('{"reasoning": "r", "accuracy": 7.5, "completeness": 7, "relevance": 9}'), "parse_failure"),
-    (GenerationResult('{"reasoning": "r", "accuracy": 8, "completeness": 7}'), "parse_failure"),
-    (GenerationResult('{"reasoning": "r", "accuracy": 8, "completeness": 7, "relevance": 9, "overall": 10}'),
-     "parse_failure"),
-    (GenerationResult("Score: 8/10"), "parse_failure"),
-    (GenerationResult('{"reasoning": "r", "accur', finish_reason="length"), "parse_failure"),
-    (GenerationResult(None, error="HTTP 503"), "error"),
-])
+@pytest.mark.parametrize(
+    "result,status",
+    [
+        (GenerationResult('{"reasoning": "r", "accuracy": 8, "completeness": 7, "relevance": 9}'), "ok"),
+        (GenerationResult('{"reasoning": "r", "accuracy": 11, "completeness": 7, "relevance": 9}'), "parse_failure"),
+        (GenerationResult('{"reasoning": "r", "accuracy": 7.5, "completeness": 7, "relevance": 9}'), "parse_failure"),
+        (GenerationResult('{"reasoning": "r", "accuracy": 8, "completeness": 7}'), "parse_failure"),
+        (GenerationResult('{"reasoning": "r", "accuracy": 8, "completeness": 7, "relevance": 9, "overall": 10}'), "parse_failure"),
+        (GenerationResult("Score: 8/10"), "parse_failure"),
+        (GenerationResult('{"reasoning": "r", "accur', finish_reason="length"), "parse_failure"),
+        (GenerationResult(None, error="HTTP 503"), "error"),
+    ],
+)
 def test_three_outcome_states_never_a_default_score(result, status):
     outcome = interpret(QualityVerdict, result)
     assert outcome.status == status

@@ -60,8 +60,10 @@ def test_engine_error_is_an_error_not_an_answer():
 def test_seeds_make_repeats_differ_and_reruns_identical():
     def answers(run_seed):
         engine = ScriptedEngine(seeded_text)
-        return [run(run_system("sa", ITEM, engine.generate, modality="text", sign_type_mode="parsed",
-                               run_seed=run_seed, repeat=k)).text for k in range(3)]
+        return [
+            run(run_system("sa", ITEM, engine.generate, modality="text", sign_type_mode="parsed", run_seed=run_seed, repeat=k)).text
+            for k in range(3)
+        ]
 
     first, again, other = answers(11), answers(11), answers(12)
     assert len(set(first)) == 3
@@ -70,8 +72,13 @@ def test_seeds_make_repeats_differ_and_reruns_identical():
 
 
 def test_system_default_sampling_and_judge_default_greedy():
-    engine = ScriptedEngine(lambda r: json.dumps({"reasoning": "r", "equivalent": True})
-                            if r.constraint and r.constraint.kind == "json" else "a\nSIGN_TYPE: stop")
+    engine = ScriptedEngine(
+        lambda r: (
+            json.dumps({"reasoning": "r", "equivalent": True})
+            if r.constraint and r.constraint.kind == "json"
+            else "a\nSIGN_TYPE: stop"
+        )
+    )
     run(run_system("sa", ITEM, engine.generate, modality="text", sign_type_mode="parsed"))
     run(run_judge("equivalence", SIGN, "resp", engine.generate))
     assert engine.requests[0].sampling.temperature == 0.7 and engine.requests[0].sampling.seed is not None
@@ -109,10 +116,12 @@ def test_order_probe_detects_position_bias():
 
 
 def test_padding_probe_shift_and_flip():
-    orig = interpret(QualityVerdict, GenerationResult(json.dumps(
-        {"reasoning": "r", "accuracy": 6, "completeness": 6, "relevance": 7})))
-    padded = interpret(QualityVerdict, GenerationResult(json.dumps(
-        {"reasoning": "r", "accuracy": 8, "completeness": 8, "relevance": 8})))
+    orig = interpret(
+        QualityVerdict, GenerationResult(json.dumps({"reasoning": "r", "accuracy": 6, "completeness": 6, "relevance": 7}))
+    )
+    padded = interpret(
+        QualityVerdict, GenerationResult(json.dumps({"reasoning": "r", "accuracy": 8, "completeness": 8, "relevance": 8}))
+    )
     res = padding_effect(orig, padded, "short answer", "short answer " + "again " * 150)
     assert res.score_shift == pytest.approx(8 - 19 / 3)
     assert res.flipped is True and res.added_words == 150

@@ -23,8 +23,6 @@ from tests.helpers.runs import made
 pytestmark = pytest.mark.slow
 
 
-
-
 def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, children):
     """Two system models answer side by side (two vLLM servers, one core each); SIGKILL while both serve.
     The resume is stopped with Ctrl-C once it has committed an answer (exit 130, how to resume, no server
@@ -34,13 +32,21 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     config = tmp_path / "smoke.toml"
     devices, kind = side_by_side_groups()
     text = (ROOT / "benchmarks" / "smoke.toml").read_text().replace("concurrency = 16", f"concurrency = 2\ndevices = {devices}")
-    config.write_text(text.replace('[systems]\nmodels = ["smollm2-135m-instruct"]',
-                                   '[systems]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]'))
+    config.write_text(
+        text.replace(
+            '[systems]\nmodels = ["smollm2-135m-instruct"]', '[systems]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]'
+        )
+    )
     assert '"gemma-3-270m"' in config.read_text()
     out = tmp_path / "run"
     db = out / "results.sqlite"
-    planned = subprocess.run([sys.executable, "-m", "dualjudge.cli", "plan", str(config), "--out", str(out), "--json"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=300)
+    planned = subprocess.run(
+        [sys.executable, "-m", "dualjudge.cli", "plan", str(config), "--out", str(out), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     assert plan["cached"] == 0 and not out.exists()
@@ -61,8 +67,9 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     assert 2 <= done_before < 16, "the kill should land inside the systems stage"
     with sqlite3.connect(db) as con:
         sent_first = {k for (k,) in con.execute("SELECT key FROM request_log WHERE ok = 1")}
-        answers_first = {tuple(r[:4]): r[4] for r in con.execute(
-            "SELECT variant_id, repeat, system_model, strategy, text FROM answers")}
+        answers_first = {
+            tuple(r[:4]): r[4] for r in con.execute("SELECT variant_id, repeat, system_model, strategy, text FROM answers")
+        }
     # the vLLM server died with the runner (no orphan holding memory)
     time.sleep(5)
     assert not [p for p in server_pids(out / "logs") if alive(p)]
@@ -82,8 +89,9 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     assert not [p for p in server_pids(out / "logs") if alive(p)]
     with sqlite3.connect(db) as con:
         sent_first = {k for (k,) in con.execute("SELECT key FROM request_log WHERE ok = 1")}
-        answers_first = {tuple(r[:4]): r[4] for r in con.execute(
-            "SELECT variant_id, repeat, system_model, strategy, text FROM answers")}
+        answers_first = {
+            tuple(r[:4]): r[4] for r in con.execute("SELECT variant_id, repeat, system_model, strategy, text FROM answers")
+        }
     assert len(answers_first) > done_before
 
     # the last resume may keep more requests in flight: concurrency changes no request key, only the pace
@@ -96,8 +104,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
         sessions = [s for (s,) in con.execute("SELECT DISTINCT session FROM request_log ORDER BY at")]
         second = sessions[-1]
         sent_second = {k for (k,) in con.execute("SELECT key FROM request_log WHERE session = ?", (second,))}
-        answers = {tuple(r[:4]): r[4] for r in con.execute(
-            "SELECT variant_id, repeat, system_model, strategy, text FROM answers")}
+        answers = {tuple(r[:4]): r[4] for r in con.execute("SELECT variant_id, repeat, system_model, strategy, text FROM answers")}
         statuses = dict(con.execute("SELECT status, COUNT(*) FROM answers GROUP BY status"))
         duplicates = con.execute("SELECT COUNT(*) - COUNT(DISTINCT key) FROM request_log WHERE ok = 1").fetchone()[0]
     # nothing missing, nothing duplicated, nothing re-requested that was done
@@ -133,8 +140,7 @@ def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, chil
     assert proc.returncode == 0, output
     assert "models loaded: none" in output and "requests sent: 0" in output
     assert time.time() - t0 < 60
-    code = subprocess.run([sys.executable, "-m", "dualjudge.cli", "status", str(out)], cwd=ROOT, capture_output=True,
-                          text=True)
+    code = subprocess.run([sys.executable, "-m", "dualjudge.cli", "status", str(out)], cwd=ROOT, capture_output=True, text=True)
     assert code.returncode == 0 and "answers" in code.stdout and "response cache" in code.stdout
     check_explorer_in_a_browser(out)
 

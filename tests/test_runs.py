@@ -34,9 +34,29 @@ def test_full_run_produces_the_contract_table(tmp_path, scripted):
     assert result.counts["verdicts"] == {"ok": 48 * 2 * 2}
     table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
     assert len(table) == 48 * 2
-    required = ["run_id", "item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
-                "system_family", "predicted_category", "format_ok", "judge_model", "judge_family", "accuracy",
-                "completeness", "relevance", "overall", "equivalent", "quality_status", "equivalence_status"]
+    required = [
+        "run_id",
+        "item_id",
+        "sign_code",
+        "category",
+        "visibility",
+        "mode",
+        "repeat",
+        "system",
+        "system_model",
+        "system_family",
+        "predicted_category",
+        "format_ok",
+        "judge_model",
+        "judge_family",
+        "accuracy",
+        "completeness",
+        "relevance",
+        "overall",
+        "equivalent",
+        "quality_status",
+        "equivalence_status",
+    ]
     assert all(c in table.columns for c in required)
     assert set(table["system_family"]) == {"huggingface", "google"}
     assert (table["quality_status"] == "ok").all()
@@ -81,8 +101,9 @@ def test_shared_cache_serves_a_new_run_directory(tmp_path, scripted):
 
 def test_adding_a_judge_reuses_every_existing_response(tmp_path, scripted):
     no_probes = CONFIG.replace("order = true", "order = false").replace("padding = true", "padding = false")
-    one_judge = no_probes.replace('[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]',
-                                  '[judges]\nmodels = ["smollm2-135m-instruct"]')
+    one_judge = no_probes.replace(
+        '[judges]\nmodels = ["smollm2-135m-instruct", "gemma-3-270m"]', '[judges]\nmodels = ["smollm2-135m-instruct"]'
+    )
     shared = f'cache = "{tmp_path / "shared.sqlite"}"\n'
     run_job(config(tmp_path, one_judge + shared), tmp_path / "a", engines=scripted)
     scripted.loaded.clear()
@@ -100,8 +121,10 @@ def test_engine_errors_are_recorded_and_retried_on_resume(tmp_path):
     first = run_job(cfg, tmp_path / "run", engines=rec)
     assert first.counts["answers"].get("error", 0) > 0
     assert "answers" in first.report.failures
-    ok_before = {r["variant_id"] + str(r["repeat"]) + r["system_model"] + r["strategy"]: r["text"]
-                 for r in Store(tmp_path / "run" / "results.sqlite").rows("answers", "WHERE status = 'ok'")}
+    ok_before = {
+        r["variant_id"] + str(r["repeat"]) + r["system_model"] + r["strategy"]: r["text"]
+        for r in Store(tmp_path / "run" / "results.sqlite").rows("answers", "WHERE status = 'ok'")
+    }
     rec.fail_after = None
     second = run_job(cfg, tmp_path / "run", engines=rec)
     assert second.counts["answers"] == {"ok": 48}
@@ -137,15 +160,18 @@ def test_manifest_records_what_reproduces_the_run(tmp_path, scripted):
     assert m["structured_outputs_backend"] == "xgrammar"
 
 
-@pytest.mark.parametrize("text,needle", [
-    (CONFIG.replace("repeats = 2", "repeats = 2\ncolour = 1"), "testbed.colour: unknown key"),
-    (CONFIG.replace("repeats = 2", "repeats = 0"), "testbed.repeats: Input should be greater than or equal to 1"),
-    (CONFIG.replace('strategies = ["sa", "ma"]', 'strategies = ["sa", "tot"]'), "systems.strategies"),
-    (CONFIG.replace('"gemma-3-270m"]\nstrategies', '"gpt-5"]\nstrategies'), "unknown model 'gpt-5'"),
-    (CONFIG.replace('modality = "text"', 'modality = "image"'), "is text-only"),
-    (CONFIG.replace('signs = ["616", "670V30"]', 'signs = ["616", "999"]'), "unknown sign code '999'"),
-    ("[run\n", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        (CONFIG.replace("repeats = 2", "repeats = 2\ncolour = 1"), "testbed.colour: unknown key"),
+        (CONFIG.replace("repeats = 2", "repeats = 0"), "testbed.repeats: Input should be greater than or equal to 1"),
+        (CONFIG.replace('strategies = ["sa", "ma"]', 'strategies = ["sa", "tot"]'), "systems.strategies"),
+        (CONFIG.replace('"gemma-3-270m"]\nstrategies', '"gpt-5"]\nstrategies'), "unknown model 'gpt-5'"),
+        (CONFIG.replace('modality = "text"', 'modality = "image"'), "is text-only"),
+        (CONFIG.replace('signs = ["616", "670V30"]', 'signs = ["616", "999"]'), "unknown sign code '999'"),
+        ("[run\n", "invalid TOML"),
+    ],
+)
 def test_bad_config_is_a_one_line_error_naming_key_and_file(tmp_path, text, needle):
     p = tmp_path / "bad.toml"
     p.write_text(text)
@@ -172,9 +198,22 @@ def test_benchmark_configs_are_valid():
 
 def test_store_never_overwrites_final_rows(tmp_path):
     store = Store(tmp_path / "s.sqlite")
-    base = {"variant_id": "v", "repeat": 0, "system_model": "m", "strategy": "sa", "text": "t",
-            "predicted_category": None, "format_ok": 0, "prompt_tokens": 1, "completion_tokens": 1, "latency_s": 0.1,
-            "calls": 1, "request_keys": "[]", "attempts": 1, "error": None}
+    base = {
+        "variant_id": "v",
+        "repeat": 0,
+        "system_model": "m",
+        "strategy": "sa",
+        "text": "t",
+        "predicted_category": None,
+        "format_ok": 0,
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "latency_s": 0.1,
+        "calls": 1,
+        "request_keys": "[]",
+        "attempts": 1,
+        "error": None,
+    }
     store.record(AnswerRow(**{**base, "status": "error", "text": None, "error": "down"}))
     store.record(AnswerRow(**{**base, "status": "ok"}))
     store.record(AnswerRow(**{**base, "status": "ok", "text": "different"}))
@@ -223,8 +262,9 @@ def test_a_shared_cache_never_answers_for_another_backend_or_backend_version(tmp
 def test_settings_that_cannot_change_results_do_not_block_resuming(tmp_path, scripted):
     run_job(config(tmp_path), tmp_path / "run", engines=scripted)
     # grammar_backend is the transformers engine's; in a vLLM run it changes nothing
-    resumed = run_job(config(tmp_path, CONFIG + 'grammar_backend = "llguidance"\nretries = 1\n'), tmp_path / "run",
-                      engines=scripted)
+    resumed = run_job(
+        config(tmp_path, CONFIG + 'grammar_backend = "llguidance"\nretries = 1\n'), tmp_path / "run", engines=scripted
+    )
     assert resumed.report.sessions_requests == 0
     # vLLM's own grammar backend can change results: the run refuses to resume
     with pytest.raises(DualjudgeError, match="different configuration"):
@@ -258,8 +298,11 @@ def test_system_calls_without_an_answer_stay_in_the_table_and_every_denominator(
 
 def test_judge_given_overall_is_a_run_option_recorded_in_the_table(tmp_path):
     def judged_overall(request):
-        if request.constraint is not None and request.constraint.kind == "json" and \
-                request.constraint.schema["title"] == "JudgedOverallVerdict":
+        if (
+            request.constraint is not None
+            and request.constraint.kind == "json"
+            and request.constraint.schema["title"] == "JudgedOverallVerdict"
+        ):
             return json.dumps({"reasoning": "r", "accuracy": 3, "completeness": 3, "relevance": 3, "overall": 8})
         return respond(request)
 

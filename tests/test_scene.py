@@ -9,14 +9,69 @@ from dualjudge.testbed.scene import scene_text
 from dualjudge.testbed.variants import plan_variants
 
 CAT = default_catalogue()
-STOP = {"a", "an", "the", "of", "to", "on", "in", "for", "from", "and", "or", "no", "all", "with", "by", "at", "be",
-        "is", "over", "ahead"}
+STOP = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "to",
+    "on",
+    "in",
+    "for",
+    "from",
+    "and",
+    "or",
+    "no",
+    "all",
+    "with",
+    "by",
+    "at",
+    "be",
+    "is",
+    "over",
+    "ahead",
+}
 GEOMETRY = {"left", "right", "up", "down", "top", "bottom"}
 # words that state a rule or a sign's meaning; none may appear unless printed on the sign
-RULE_WORDS = {"speed", "limit", "mph", "maximum", "minimum", "prohibited", "entry", "overtaking", "roundabout",
-              "junction", "crossroads", "bend", "narrows", "priority", "give", "way", "clearway", "waiting",
-              "stopping", "danger", "hazard", "weight", "height", "tonnes", "national", "vehicles", "traffic",
-              "turn", "turns", "u", "t", "road", "oncoming", "mandatory", "keep", "warning", "regulatory"}
+RULE_WORDS = {
+    "speed",
+    "limit",
+    "mph",
+    "maximum",
+    "minimum",
+    "prohibited",
+    "entry",
+    "overtaking",
+    "roundabout",
+    "junction",
+    "crossroads",
+    "bend",
+    "narrows",
+    "priority",
+    "give",
+    "way",
+    "clearway",
+    "waiting",
+    "stopping",
+    "danger",
+    "hazard",
+    "weight",
+    "height",
+    "tonnes",
+    "national",
+    "vehicles",
+    "traffic",
+    "turn",
+    "turns",
+    "u",
+    "t",
+    "road",
+    "oncoming",
+    "mandatory",
+    "keep",
+    "warning",
+    "regulatory",
+}
 
 
 def _words(text: str) -> set[str]:

@@ -24,7 +24,10 @@ def card(name: str = "gemma-3-270m", tp: int | None = None):  # type: ignore[no-
 def test_auto_is_one_group_per_gpu_or_cores_split_per_model():
     h100, h100b, l40 = Gpu("H100", 80.0, 79.0, 0), Gpu("H100", 80.0, 79.0, 1), Gpu("L40S", 44.5, 44.0, 2)
     assert resolve("auto", 6, gpus=[h100, h100b, l40], cores=range(16)) == [
-        DeviceGroup("gpu", (0,), (h100,)), DeviceGroup("gpu", (1,), (h100b,)), DeviceGroup("gpu", (2,), (l40,))]
+        DeviceGroup("gpu", (0,), (h100,)),
+        DeviceGroup("gpu", (1,), (h100b,)),
+        DeviceGroup("gpu", (2,), (l40,)),
+    ]
     assert resolve("auto", 2, gpus=[], cores=[0, 1]) == [CPU0, CPU1]
     assert [g.ids for g in resolve("auto", 3, gpus=[], cores=range(8))] == [(0, 1, 2), (3, 4, 5), (6, 7)]
     assert [g.ids for g in resolve("auto", 5, gpus=[], cores=[0, 1])] == [(0,), (1,)]  # never more groups than cores
@@ -40,7 +43,9 @@ def test_auto_is_one_group_per_gpu_or_cores_split_per_model():
 def test_explicit_groups_are_checked_against_the_machine():
     a, b, c = (Gpu("A100", 80.0, 79.0, 0), Gpu("L40S", 44.5, 44.0, 1), Gpu("L40S", 44.5, 44.0, 2))
     assert resolve([[0], [1, 2]], 2, gpus=[a, b, c], cores=[0]) == [
-        DeviceGroup("gpu", (0,), (a,)), DeviceGroup("gpu", (1, 2), (b, c))]
+        DeviceGroup("gpu", (0,), (a,)),
+        DeviceGroup("gpu", (1, 2), (b, c)),
+    ]
     with pytest.raises(DualjudgeError, match=r"\[4\] not on this machine \(2 visible GPU\(s\), ids 0-1\)"):
         resolve([[0], [4]], 2, gpus=[a, b])
     with pytest.raises(DualjudgeError, match=r"\[2\] not on this machine \(allowed CPU cores 0,1\)"):
@@ -75,10 +80,15 @@ def test_a_group_holds_a_card_when_vllm_would_start_it_there():
     busy = DeviceGroup("gpu", (0,), _gpus((68.0, 80.0))).refuses(pixtral)
     assert busy is not None and "GPU 0 has 68.0 of 80.0 GiB free (other processes hold 12.0)" in busy
     assert "set vllm.gpu_memory_utilization <= 0.84" in busy
-    with pytest.raises(DualjudgeError, match=r"pixtral-12b: no device group can serve it \(\[gpu:0\] needs 2 "
-                                             r"device\(s\) per server .*\[gpu:1\] needs 2 device"):
-        check_placement([DeviceGroup("gpu", (0,), _gpus((79.0, 80.0))), DeviceGroup("gpu", (1,), _gpus((79.0, 80.0)))],
-                        [card("pixtral-12b", tp=2)])
+    with pytest.raises(
+        DualjudgeError,
+        match=r"pixtral-12b: no device group can serve it \(\[gpu:0\] needs 2 "
+        r"device\(s\) per server .*\[gpu:1\] needs 2 device",
+    ):
+        check_placement(
+            [DeviceGroup("gpu", (0,), _gpus((79.0, 80.0))), DeviceGroup("gpu", (1,), _gpus((79.0, 80.0)))],
+            [card("pixtral-12b", tp=2)],
+        )
 
 
 # -- the schedule --------------------------------------------------------------------------------------
@@ -110,10 +120,15 @@ def test_one_group_runs_the_models_in_turn_as_before():
     assert schedule.assign([]) == []
     schedule.end(Job("b", "judges"))
     assert schedule.assign([CPU0]) == [(Job("a", "judges"), CPU0)]
-    run = simulate(jobs(["a", "b"], ["a", "b"]), [CPU0], anywhere, {(m, s): 1.0 for m in "ab" for s in ("systems", "judges")},
-                   last_system="b")
+    run = simulate(
+        jobs(["a", "b"], ["a", "b"]), [CPU0], anywhere, {(m, s): 1.0 for m in "ab" for s in ("systems", "judges")}, last_system="b"
+    )
     assert [(s.job.model, s.job.stage, s.loaded) for s in run.spans] == [
-        ("a", "systems", True), ("b", "systems", True), ("b", "judges", False), ("a", "judges", True)]
+        ("a", "systems", True),
+        ("b", "systems", True),
+        ("b", "judges", False),
+        ("a", "judges", True),
+    ]
     assert run.makespan == 4.0
 
 
@@ -177,11 +192,20 @@ def test_random_studies_never_deadlock_never_load_more_and_respect_dependencies(
 
     seconds = {(m, "systems"): rng.uniform(1, 10) for m in systems} | {(m, "judges"): rng.uniform(1, 30) for m in judges}
     last = systems[-1] if systems[-1] in judges else None
-    run = simulate(jobs(systems, judges, {m: rng.uniform(1, 9) for m in names}), groups, holds, seconds,
-                   probe_share=0.2, load_s=0.5, last_system=last, replicas=replicas)
+    run = simulate(
+        jobs(systems, judges, {m: rng.uniform(1, 9) for m in names}),
+        groups,
+        holds,
+        seconds,
+        probe_share=0.2,
+        load_s=0.5,
+        last_system=last,
+        replicas=replicas,
+    )
     first = [s for s in run.spans if not s.replica]
     assert sorted((s.job.model, s.job.stage) for s in first) == sorted(
-        [(m, "systems") for m in systems] + [(m, "judges") for m in judges])  # everything ran once: no deadlock
+        [(m, "systems") for m in systems] + [(m, "judges") for m in judges]
+    )  # everything ran once: no deadlock
     own = {s.job.model: s for s in first if s.job.stage == "systems"}
     early = [s for s in first if s.job.stage == "judges" and s.job.model in own and s.start < own[s.job.model].end]
     loads: dict[str, int] = {}
@@ -219,8 +243,13 @@ def test_an_idle_group_gets_a_replica_of_the_longest_job_and_the_makespan_drops(
     # with them: the third GPU first serves a's answers (a replica), then stays loaded to judge with a;
     # b's GPU joins a's judging when b has answered (a new load)
     assert [(s.job.model, s.job.stage, s.group.ids, s.replica, s.loaded) for s in shared.spans] == [  # type: ignore[union-attr]
-        ("a", "systems", (0,), False, True), ("a", "systems", (2,), True, True), ("b", "systems", (1,), False, True),
-        ("a", "judges", (0,), False, False), ("a", "judges", (2,), True, False), ("a", "judges", (1,), True, True)]
+        ("a", "systems", (0,), False, True),
+        ("a", "systems", (2,), True, True),
+        ("b", "systems", (1,), False, True),
+        ("a", "judges", (0,), False, False),
+        ("a", "judges", (2,), True, False),
+        ("a", "judges", (1,), True, True),
+    ]
     # answers: 1 s load, then 2 servers for 5 s; a's half of the judging: 2 servers from 6 s, b's half from
     # 11 s, b's GPU working from 12 s: 10 + 2 done by then, 88 left on 3 servers
     assert shared.makespan == pytest.approx(12 + 88 / 3)
@@ -244,8 +273,12 @@ def test_an_early_judge_starts_on_a_spare_group_and_its_systems_group_joins_it()
 def test_more_groups_shorten_the_simulated_makespan():
     systems = judges = ["a", "b", "c", "d"]
     seconds = {(m, s): 10.0 for m in systems for s in ("systems", "judges")}
-    spans = {n: simulate(jobs(systems, judges), [DeviceGroup("gpu", (i,)) for i in range(n)], anywhere, seconds,
-                         probe_share=0.1, last_system="d").makespan for n in (1, 2, 4)}
+    spans = {
+        n: simulate(
+            jobs(systems, judges), [DeviceGroup("gpu", (i,)) for i in range(n)], anywhere, seconds, probe_share=0.1, last_system="d"
+        ).makespan
+        for n in (1, 2, 4)
+    }
     assert spans[1] == pytest.approx(80.0)
     assert spans[2] == pytest.approx(40.0)
     assert spans[4] == pytest.approx(20.0)  # each judge judges the answers as they come

@@ -27,8 +27,14 @@ def _run(name: str, seeds: range, n_signs: int = 12, resamples: int = 100) -> li
         frame, truth = simulate(sc, seed)
         result = self_preference(validate(frame), seed=seed, n_resamples=resamples, outcomes=("overall",))["overall"]
         for e in result["judges"]:
-            rows.append({"judge": e["judge"], "truth": truth["overall"][e["judge"]]["estimate"], "calibrated": e,
-                         "did": e["sensitivity"]["did"]})
+            rows.append(
+                {
+                    "judge": e["judge"],
+                    "truth": truth["overall"][e["judge"]]["estimate"],
+                    "calibrated": e,
+                    "did": e["sensitivity"]["did"],
+                }
+            )
     return rows
 
 
@@ -40,8 +46,9 @@ def _covered(rows: list[dict]) -> list[bool]:
     return [r["calibrated"]["ci_low"] <= r["truth"] <= r["calibrated"]["ci_high"] for r in rows]
 
 
-@pytest.mark.parametrize("name,judge", [("compressed slope, weaker own family", "llama-11b"),
-                                        ("missing on weak own answers", "llama-11b")])
+@pytest.mark.parametrize(
+    "name,judge", [("compressed slope, weaker own family", "llama-11b"), ("missing on weak own answers", "llama-11b")]
+)
 def test_calibrated_index_is_unbiased_where_the_difference_in_differences_is_not(name, judge):
     rows = _run(name, range(6), n_signs=30)
     # one estimate's SD is about 0.08 here, so 6 datasets' mean is within 0.1 of the truth unless biased
@@ -68,7 +75,8 @@ def test_self_and_family_other_are_separated_within_a_family():
     assert qwen["self"]["ci_low"] <= truth["overall"]["qwen-7b"]["self"] <= qwen["self"]["ci_high"]
     assert qwen["family_other"]["ci_low"] <= truth["overall"]["qwen-7b"]["family_other"] <= qwen["family_other"]["ci_high"]
     assert qwen["estimate"] == pytest.approx(
-        (qwen["self"]["estimate"] * 1 + qwen["family_other"]["estimate"] * 2) / 3, abs=1e-6)  # 1 own model, 2 others
+        (qwen["self"]["estimate"] * 1 + qwen["family_other"]["estimate"] * 2) / 3, abs=1e-6
+    )  # 1 own model, 2 others
 
 
 def test_favouritism_toward_another_family_shows_in_the_calibrated_matrix():
@@ -111,16 +119,30 @@ def test_cli_json_contract_and_refusals(cli, tmp_path):
     data = json.loads(out)
     assert {"outcome", "method", "judges"} <= set(data) and data["outcome"] == "overall"
     for entry in data["judges"]:
-        assert {"judge", "family", "identified", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "self",
-                "family_other", "reason"} <= set(entry)
+        assert {
+            "judge",
+            "family",
+            "identified",
+            "estimate",
+            "ci_low",
+            "ci_high",
+            "p",
+            "p_adjusted",
+            "self",
+            "family_other",
+            "reason",
+        } <= set(entry)
         assert entry["ci_low"] <= entry["estimate"] <= entry["ci_high"] and entry["p_adjusted"] >= entry["p"]
     code, out, _ = cli("stats", "self-preference", str(path), "--resamples", "100", "--outcome", "equivalent", "--json")
     assert code == 0 and json.loads(out)["outcome"] == "equivalent"
     code, out, err = cli("stats", "self-preference", str(path), "--resamples", "100")
     assert code == 0, err
     assert out.count("than their quality warrants") == len(data["judges"]) and "warning: only 8 signs" in out
-    for args, needle in ((["--outcome", "both"], "--outcome"), (["--lineage", "vendor"], "--lineage"),
-                         (["--resamples", "5"], "--resamples")):
+    for args, needle in (
+        (["--outcome", "both"], "--outcome"),
+        (["--lineage", "vendor"], "--lineage"),
+        (["--resamples", "5"], "--resamples"),
+    ):
         code, _, err = cli("stats", "self-preference", str(path), *args)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
     failed = frame.assign(quality_status="error", overall=np.nan, equivalence_status="error", equivalent=None)

@@ -27,8 +27,9 @@ def _config(tmp_path: Path, restarts: int) -> Path:
     config = tmp_path / f"smoke-{restarts}.toml"
     text = (ROOT / "benchmarks" / "smoke.toml").read_text()
     # stall_s 20 (default 60): the stuck engine is noticed sooner, the test waits less; the rule is the same
-    config.write_text(text.replace("concurrency = 16", f"concurrency = 2\ndevices = [[0]]\nserver_restarts = {restarts}\n"
-                                                       f"stall_s = 20"))
+    config.write_text(
+        text.replace("concurrency = 16", f"concurrency = 2\ndevices = [[0]]\nserver_restarts = {restarts}\nstall_s = 20")
+    )
     return config
 
 
@@ -43,7 +44,7 @@ def _servers_of(pid: int) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
         if ppid == pid and SERVER_MODULE in cmdline:
             found.append(int(entry.name))
     return found
@@ -90,7 +91,7 @@ def _engine_processes(server: int) -> list[int]:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            fields = stat[stat.rfind(")") + 2:].split()
+            fields = stat[stat.rfind(")") + 2 :].split()
             if int(fields[2]) == server and fields[0] not in ("Z", "X") and "VLLM::" in stat:
                 members.append(int(entry.name))
     return members
@@ -108,8 +109,7 @@ def _statuses(db: Path) -> dict[str, int]:
         return dict(con.execute("SELECT status, COUNT(*) FROM verdicts GROUP BY status"))
 
 
-def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restarted_and_the_study_finishes(
-        tmp_path, children):  # noqa: F811
+def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restarted_and_the_study_finishes(tmp_path, children):  # noqa: F811
     """First session, restarts disabled: SIGKILL of the server stops the judges job with one line (exit 4)
     and records nothing as an error. Second session on the same directory, one restart allowed: it does
     only the missing work; its engine core is stopped with SIGSTOP mid-judging (the API server still
@@ -127,8 +127,11 @@ def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restar
     output = lines.text()
     flat = " ".join(output.split())  # the display wraps long lines
     assert proc.returncode == 4, output
-    assert re.search(r"1 job\(s\) stopped: the judges job of smollm2-135m-instruct on (cpu|gpu):0 stopped: the "
-                     r"server process exited", flat), output
+    assert re.search(
+        r"1 job\(s\) stopped: the judges job of smollm2-135m-instruct on (cpu|gpu):0 stopped: the "
+        r"server process exited",
+        flat,
+    ), output
     assert "rerun the same command to redo only their work (exit 4)" in flat and "Traceback" not in output
     assert "error" not in _statuses(db)  # nothing recorded as an error behind the dead server
     before = set(_keys(db))

@@ -53,8 +53,9 @@ server_restarts = 1
 def _sessions(db: Path) -> list[tuple[str, str, int]]:
     """(session, model, requests answered) in the order the sessions began."""
     with sqlite3.connect(db) as con:
-        return con.execute("SELECT session, model, COUNT(*) FROM request_log WHERE ok = 1 GROUP BY session, model "
-                           "ORDER BY MIN(at)").fetchall()
+        return con.execute(
+            "SELECT session, model, COUNT(*) FROM request_log WHERE ok = 1 GROUP BY session, model ORDER BY MIN(at)"
+        ).fetchall()
 
 
 def test_a_model_that_cannot_load_stops_alone_and_the_rerun_does_only_its_work(tmp_path, children):  # noqa: F811
@@ -75,8 +76,11 @@ def test_a_model_that_cannot_load_stops_alone_and_the_rerun_does_only_its_work(t
     flat = " ".join(output.split())
     assert proc.returncode == 4, output
     assert "Traceback" not in output
-    assert re.search(r"gemma-3-270m on cpu:[01] stopped: it did not start: vLLM server for gemma-3-270m exited with "
-                     r"status", flat), flat[-3000:]
+    assert re.search(
+        r"gemma-3-270m on cpu:[01] stopped: it did not start: vLLM server for gemma-3-270m exited with "
+        r"status",
+        flat,
+    ), flat[-3000:]
     assert "starting it again (0 restart(s) left)" in flat, flat[-3000:]  # tried once more, its group freed first
     assert "max_model_len" in flat or "max-model-len" in flat, flat[-3000:]  # the server log's last lines say why
     assert "1 job(s) stopped: the systems job of gemma-3-270m" in flat, flat[-3000:]

@@ -31,8 +31,9 @@ QUICK = EndpointPolicy(failures=3, quiet_s=0.3, cooldown_s=60.0)
 
 
 def _request(i: int = 0) -> GenerationRequest:
-    return GenerationRequest((Message("user", f"judge answer {i}"),), Sampling(temperature=0.0, max_tokens=64, seed=0),
-                             QualityVerdict.constraint())
+    return GenerationRequest(
+        (Message("user", f"judge answer {i}"),), Sampling(temperature=0.0, max_tokens=64, seed=0), QualityVerdict.constraint()
+    )
 
 
 def test_a_dead_endpoint_rests_and_does_not_attract_every_retry():
@@ -40,8 +41,7 @@ def test_a_dead_endpoint_rests_and_does_not_attract_every_retry():
         dead.always = "reset"
 
         async def go():
-            engine = EndpointEngine("m", [Endpoint(good.url), Endpoint(dead.url)], "m@0", retries=4, backoff_s=0.05,
-                                policy=QUICK)
+            engine = EndpointEngine("m", [Endpoint(good.url), Endpoint(dead.url)], "m@0", retries=4, backoff_s=0.05, policy=QUICK)
             try:
                 first = await asyncio.gather(*(engine.generate(_request(i)) for i in range(40)))
                 tried = len(dead.bodies)
@@ -106,14 +106,23 @@ def test_fail_ends_every_request_in_flight_at_once():
 
 # -- the runner: restart once, or stop in one line ------------------------------------------------------
 def _config(restarts: int, tmp_path: Path) -> RunConfig:
-    return RunConfig(**{
-        "run": {"name": "watched", "seed": 3},
-        "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
-                    "modality": "text", "size": 64},
-        "systems": {"models": ["smollm2-135m-instruct"], "strategies": ["sa"], "max_tokens": 64},
-        "judges": {"models": ["gemma-3-270m"], "max_tokens": 128},
-        "probes": {"order": False, "padding": False},
-        "engine": {"server_restarts": restarts, "concurrency": 2, "devices": [[0]]}})
+    return RunConfig(
+        **{
+            "run": {"name": "watched", "seed": 3},
+            "testbed": {
+                "signs": ["616", "602"],
+                "visibilities": [1.0, 0.5],
+                "modes": ["bottom_up"],
+                "repeats": 1,
+                "modality": "text",
+                "size": 64,
+            },
+            "systems": {"models": ["smollm2-135m-instruct"], "strategies": ["sa"], "max_tokens": 64},
+            "judges": {"models": ["gemma-3-270m"], "max_tokens": 128},
+            "probes": {"order": False, "padding": False},
+            "engine": {"server_restarts": restarts, "concurrency": 2, "devices": [[0]]},
+        }
+    )
 
 
 def _respond(request: GenerationRequest) -> str:
@@ -156,8 +165,7 @@ class DyingEngines(ScriptedEngines):
 
 
 def _answered(engines: ScriptedEngines) -> list[str]:
-    return [r.key(f"{m}@test") for e in engines.opened for r in e.requests
-            for m in [e.model_identity.split("@")[0]]]
+    return [r.key(f"{m}@test") for e in engines.opened for r in e.requests for m in [e.model_identity.split("@")[0]]]
 
 
 def test_a_server_that_dies_is_restarted_once_and_the_study_finishes_with_nothing_sent_twice(tmp_path):
@@ -212,15 +220,24 @@ def test_a_hosted_endpoint_that_fails_stops_the_job_and_the_reopened_engine_fini
         api.script(*["ok"] * 3)
         api.always = fault  # after three answers the provider fails every request ...
         api.heal_at_models = 2  # ... until an engine is opened again (each asks /v1/models first)
-        config = RunConfig(**{
-            "run": {"name": "hosted-faults", "seed": 1},
-            "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
-                        "modality": "text", "size": 64},
-            "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
-            "judges": {"models": ["gpt-4o"], "max_tokens": 128},
-            "probes": {"order": False, "padding": False},
-            "engine": {"request_timeout_s": 0.5, "retries": 20, "server_restarts": 1, "concurrency": 2},
-            "models": {"dir": str(cards)}})
+        config = RunConfig(
+            **{
+                "run": {"name": "hosted-faults", "seed": 1},
+                "testbed": {
+                    "signs": ["616", "602"],
+                    "visibilities": [1.0, 0.5],
+                    "modes": ["bottom_up"],
+                    "repeats": 1,
+                    "modality": "text",
+                    "size": 64,
+                },
+                "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
+                "judges": {"models": ["gpt-4o"], "max_tokens": 128},
+                "probes": {"order": False, "padding": False},
+                "engine": {"request_timeout_s": 0.5, "retries": 20, "server_restarts": 1, "concurrency": 2},
+                "models": {"dir": str(cards)},
+            }
+        )
         result = run_job(config, tmp_path / "run")
     assert len(result.report.restarts) == 1 and "every endpoint of gpt-4o-2024-08-06 kept failing" in result.report.restarts[0]
     table = result.table
@@ -252,21 +269,32 @@ class UnloadableEngines(DistinctEngines):
     async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
         if card.name == self.broken:
             self.attempts += 1
-            raise ServerStartFailed(f"vLLM server for {card.name} exited with status 1 while starting: ValueError: "
-                                 f"max_model_len 100000 is greater than the model allows (full log: x.log)")
+            raise ServerStartFailed(
+                f"vLLM server for {card.name} exited with status 1 while starting: ValueError: "
+                f"max_model_len 100000 is greater than the model allows (full log: x.log)"
+            )
         async with super().open(card, on_event, group) as engine:
             yield engine
 
 
 def _two_systems(restarts: int) -> RunConfig:
-    return RunConfig(**{
-        "run": {"name": "one-fails", "seed": 3},
-        "testbed": {"signs": ["616", "602"], "visibilities": [1.0, 0.5], "modes": ["bottom_up"], "repeats": 1,
-                    "modality": "text", "size": 64},
-        "systems": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
-        "judges": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "max_tokens": 128},
-        "probes": {"order": False, "padding": False},
-        "engine": {"server_restarts": restarts, "concurrency": 2, "devices": [[0], [1]]}})
+    return RunConfig(
+        **{
+            "run": {"name": "one-fails", "seed": 3},
+            "testbed": {
+                "signs": ["616", "602"],
+                "visibilities": [1.0, 0.5],
+                "modes": ["bottom_up"],
+                "repeats": 1,
+                "modality": "text",
+                "size": 64,
+            },
+            "systems": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
+            "judges": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "max_tokens": 128},
+            "probes": {"order": False, "padding": False},
+            "engine": {"server_restarts": restarts, "concurrency": 2, "devices": [[0], [1]]},
+        }
+    )
 
 
 def test_a_model_that_cannot_start_is_retried_then_stops_alone_and_the_rerun_does_only_its_work(tmp_path):
@@ -305,12 +333,14 @@ def test_a_model_that_cannot_start_is_retried_then_stops_alone_and_the_rerun_doe
 
 # -- a hung server: requests outstanding, tokens standing still ------------------------------------------
 def test_token_counters_are_read_from_a_metrics_page():
-    page = ('# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n'
-            '# TYPE vllm:prompt_tokens_total counter\n'
-            'vllm:prompt_tokens_total{engine="0",model_name="m"} 31.0\n'
-            'vllm:prompt_tokens_cached_total{engine="0",model_name="m"} 9.0\n'
-            'vllm:generation_tokens_total{engine="0",model_name="m"} 15.0\n'
-            'vllm:generation_tokens_total{engine="1",model_name="m"} 5.0\n')
+    page = (
+        "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n"
+        "# TYPE vllm:prompt_tokens_total counter\n"
+        'vllm:prompt_tokens_total{engine="0",model_name="m"} 31.0\n'
+        'vllm:prompt_tokens_cached_total{engine="0",model_name="m"} 9.0\n'
+        'vllm:generation_tokens_total{engine="0",model_name="m"} 15.0\n'
+        'vllm:generation_tokens_total{engine="1",model_name="m"} 5.0\n'
+    )
     assert progress_tokens(page) == 51.0
     assert progress_tokens("<html>not metrics</html>") is None
 

@@ -19,13 +19,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _config(**engine: object) -> RunConfig:
-    return RunConfig(**{
-        "run": {"name": "smoke", "seed": 2},
-        "testbed": {"signs": ["616"], "visibilities": [1.0], "modes": ["bottom_up"], "repeats": 1, "modality": "text",
-                    "size": 64},
-        "systems": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
-        "judges": {"models": ["gemma-3-270m", "tiny-llava"], "max_tokens": 128},
-        "engine": dict(engine)})
+    return RunConfig(
+        **{
+            "run": {"name": "smoke", "seed": 2},
+            "testbed": {
+                "signs": ["616"],
+                "visibilities": [1.0],
+                "modes": ["bottom_up"],
+                "repeats": 1,
+                "modality": "text",
+                "size": 64,
+            },
+            "systems": {"models": ["smollm2-135m-instruct", "gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
+            "judges": {"models": ["gemma-3-270m", "tiny-llava"], "max_tokens": 128},
+            "engine": dict(engine),
+        }
+    )
 
 
 def _good(request: GenerationRequest) -> str:
@@ -102,16 +111,18 @@ def test_a_real_model_passes_and_a_broken_chat_template_fails_in_one_table(cli, 
     report = json.loads(out)
     assert [c["model"] for c in report["checks"]] == ["smollm2-135m-instruct"]
     rows = report["smoke"]
-    assert [(r["model"], r["status"], r["system"], r["verdict"]) for r in rows] == \
-        [("smollm2-135m-instruct", "ok", "ok", "ok")]
+    assert [(r["model"], r["status"], r["system"], r["verdict"]) for r in rows] == [("smollm2-135m-instruct", "ok", "ok", "ok")]
 
     cards = tmp_path / "cards"
     cards.mkdir()
     template = tmp_path / "broken.jinja"
     template.write_text("{{ raise_exception('this model has no chat template') }}")
     card = (ROOT / "models" / "smollm2-135m-instruct.toml").read_text()
-    card = card.replace("[vllm]", f'[vllm]\nchat_template = "{template}"') if "[vllm]" in card else \
-        card + f'\n[vllm]\nchat_template = "{template}"\n'
+    card = (
+        card.replace("[vllm]", f'[vllm]\nchat_template = "{template}"')
+        if "[vllm]" in card
+        else card + f'\n[vllm]\nchat_template = "{template}"\n'
+    )
     (cards / "smollm2-135m-instruct.toml").write_text(card)
     monkeypatch.setenv("DUALJUDGE_MODELS", str(cards))
     code, out, err = cli("models", "check", str(config), "--smoke", "--json", "--log-dir", str(tmp_path / "logs"))

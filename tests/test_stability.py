@@ -21,18 +21,38 @@ def test_icc1_reproduces_shrout_and_fleiss():
 
 
 def _passes(rows: list[tuple[str, str, int, float]]) -> pd.DataFrame:
-    return pd.DataFrame([{"variant_id": v, "repeat": 0, "system_model": "m", "strategy": "sa", "judge_model": "j",
-                          "kind": kind, "pass_index": k, "status": "ok",
-                          "overall": value if kind == "quality" else None,
-                          "equivalent": value if kind == "equivalence" else None} for v, kind, k, value in rows])
+    return pd.DataFrame(
+        [
+            {
+                "variant_id": v,
+                "repeat": 0,
+                "system_model": "m",
+                "strategy": "sa",
+                "judge_model": "j",
+                "kind": kind,
+                "pass_index": k,
+                "status": "ok",
+                "overall": value if kind == "quality" else None,
+                "equivalent": value if kind == "equivalence" else None,
+            }
+            for v, kind, k, value in rows
+        ]
+    )
 
 
 def test_exact_agreement_and_flips_by_hand():
-    rows = [("a", "quality", 1, 8.0), ("a", "quality", 2, 8.0),      # same: agree, no flip
-            ("b", "quality", 1, 7.0), ("b", "quality", 2, 7.33),     # differ, and 7.33 > 7 flips good
-            ("c", "quality", 1, 3.0), ("c", "quality", 2, 4.0),      # differ, no flip (both poor)
-            ("a", "equivalence", 1, 1), ("a", "equivalence", 2, 0),  # a flip
-            ("b", "equivalence", 1, 1), ("b", "equivalence", 2, 1)]
+    rows = [
+        ("a", "quality", 1, 8.0),
+        ("a", "quality", 2, 8.0),  # same: agree, no flip
+        ("b", "quality", 1, 7.0),
+        ("b", "quality", 2, 7.33),  # differ, and 7.33 > 7 flips good
+        ("c", "quality", 1, 3.0),
+        ("c", "quality", 2, 4.0),  # differ, no flip (both poor)
+        ("a", "equivalence", 1, 1),
+        ("a", "equivalence", 2, 0),  # a flip
+        ("b", "equivalence", 1, 1),
+        ("b", "equivalence", 2, 1),
+    ]
     res = stability(_passes(rows))["j"]
     assert res["quality"]["exact_agreement"] == pytest.approx(1 / 3) and res["quality"]["flip_rate"] == pytest.approx(1 / 3)
     assert res["equivalence"]["exact_agreement"] == pytest.approx(1 / 2) and res["equivalence"]["flip_rate"] == 0.5
@@ -41,7 +61,7 @@ def test_exact_agreement_and_flips_by_hand():
 
 def test_a_run_with_passes_judges_every_answer_again_under_seeds_and_reports_stability(tmp_path):
     no_probes = CONFIG.replace("order = true", "order = false").replace("padding = true", "padding = false")
-    text = no_probes.replace('[probes]', 'passes = 3\npass_temperature = 0.9\n[probes]', 1)
+    text = no_probes.replace("[probes]", "passes = 3\npass_temperature = 0.9\n[probes]", 1)
     rec = Recorder()
     result = run_job(config(tmp_path, text), tmp_path / "run", engines=rec)
     assert result.counts["judge_passes"] == {"ok": 48 * 2 * 2 * 3}  # answers x judges x kinds x passes

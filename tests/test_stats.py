@@ -15,8 +15,12 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "vectors" / "krippendo
 
 
 def _long(data: list[list]) -> pd.DataFrame:
-    rows = [{"item": f"u{u}", "annotator": f"c{c}", "label": v}
-            for c, row in enumerate(data) for u, v in enumerate(row) if v is not None]
+    rows = [
+        {"item": f"u{u}", "annotator": f"c{c}", "label": v}
+        for c, row in enumerate(data)
+        for u, v in enumerate(row)
+        if v is not None
+    ]
     return pd.DataFrame(rows)
 
 
@@ -64,8 +68,14 @@ def test_alt_test_hand_example_without_rejection():
 
 def test_alt_test_hand_example_with_rejection():
     # six items, each with exactly one human off the LLM-and-majority label
-    labels = [("B", "A", "A", ""), ("B", "A", "A", ""), ("A", "B", "A", ""), ("A", "B", "A", ""),
-              ("A", "A", "B", ""), ("A", "A", "B", "")]
+    labels = [
+        ("B", "A", "A", ""),
+        ("B", "A", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "A", "B", ""),
+        ("A", "A", "B", ""),
+    ]
     res = alt_test(_alt_table(labels, ["A"] * 6), "llm", min_items=1)
     # for every annotator d = [-1, -1, 0, 0, 0, 0]: mean -1/3, sd sqrt(4/15), t = (-1/3 - 0.2)/(sd/sqrt 6)
     t = (-1 / 3 - 0.2) / (np.sqrt(4 / 15) / np.sqrt(6))
@@ -99,8 +109,14 @@ def test_stats_cli(cli, tmp_path):
     assert code == 0 and "0.849" in out
     code, _, err = cli("stats", "alpha", str(path), "--level", "fuzzy")
     assert code == 2 and "'--level'" in err and "'fuzzy' is not one of" in err
-    labels = [("B", "A", "A", ""), ("B", "A", "A", ""), ("A", "B", "A", ""), ("A", "B", "A", ""),
-              ("A", "A", "B", ""), ("A", "A", "B", "")]
+    labels = [
+        ("B", "A", "A", ""),
+        ("B", "A", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "A", "B", ""),
+        ("A", "A", "B", ""),
+    ]
     alt = tmp_path / "alt.csv"
     _alt_table(labels, ["A"] * 6).to_csv(alt, index=False)
     code, out, _ = cli("stats", "alt-test", str(alt), "--candidate", "llm", "--min-items", "1", "--json")
@@ -114,8 +130,14 @@ def test_stats_cli(cli, tmp_path):
 
 def test_alt_test_humans_option_leaves_other_llms_out():
     # the rejection example, plus a second LLM that always agrees with the candidate
-    labels = [("B", "A", "A", ""), ("B", "A", "A", ""), ("A", "B", "A", ""), ("A", "B", "A", ""),
-              ("A", "A", "B", ""), ("A", "A", "B", "")]
+    labels = [
+        ("B", "A", "A", ""),
+        ("B", "A", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "A", "B", ""),
+        ("A", "A", "B", ""),
+    ]
     table = _alt_table(labels, ["A"] * 6)
     other = table[table["annotator"] == "llm"].assign(annotator="other_llm")
     both = pd.concat([table, other])
@@ -131,8 +153,14 @@ def test_alt_test_humans_option_leaves_other_llms_out():
 
 
 def test_alt_test_wilcoxon_option():
-    labels = [("B", "A", "A", ""), ("B", "A", "A", ""), ("A", "B", "A", ""), ("A", "B", "A", ""),
-              ("A", "A", "B", ""), ("A", "A", "B", "")]
+    labels = [
+        ("B", "A", "A", ""),
+        ("B", "A", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "B", "A", ""),
+        ("A", "A", "B", ""),
+        ("A", "A", "B", ""),
+    ]
     res = alt_test(_alt_table(labels, ["A"] * 6), "llm", min_items=1, test="wilcoxon")
     d = np.array([-1, -1, 0, 0, 0, 0], dtype=float)  # every annotator's W_h - W_f
     expected = stats.wilcoxon(d - 0.2, alternative="less", zero_method="zsplit").pvalue
@@ -140,8 +168,11 @@ def test_alt_test_wilcoxon_option():
 
 
 def test_label_table_keeps_none_and_na_as_labels(cli, tmp_path):
-    rows = [{"item": i, "annotator": a, "label": ["None", "NA", "null"][(i + k) % 3]}
-            for i in range(12) for k, a in enumerate(["x", "y", "z"])]
+    rows = [
+        {"item": i, "annotator": a, "label": ["None", "NA", "null"][(i + k) % 3]}
+        for i in range(12)
+        for k, a in enumerate(["x", "y", "z"])
+    ]
     path = tmp_path / "labels.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     code, out, err = cli("stats", "alpha", str(path), "--level", "nominal", "--json")
@@ -149,4 +180,5 @@ def test_label_table_keeps_none_and_na_as_labels(cli, tmp_path):
     # three distinct labels, never missing: the same alpha as with A/B/C
     abc = pd.DataFrame(rows).replace({"None": "A", "NA": "B", "null": "C"})
     from dualjudge.analysis.agreement import alpha_from_long
+
     assert json.loads(out)["alpha"] == pytest.approx(alpha_from_long(abc, "nominal"))

@@ -46,8 +46,9 @@ def test_a_full_disk_mid_run_is_one_line_and_the_rerun_finishes(cli, tmp_path, m
         assert dict(con.execute("SELECT status, COUNT(*) FROM answers GROUP BY status")) == {"ok": 2}
         assert dict(con.execute("SELECT status, COUNT(*) FROM verdicts GROUP BY status")) == {"ok": 4}
         # sent twice at most: replies of the batch that met the full disk were never stored, so they are asked again
-        assert con.execute("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM request_log WHERE ok = 1 GROUP BY key)"
-                           ).fetchone()[0] <= 2
+        assert (
+            con.execute("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM request_log WHERE ok = 1 GROUP BY key)").fetchone()[0] <= 2
+        )
 
 
 def test_a_damaged_store_is_one_line_naming_the_recovery(cli, tmp_path, monkeypatch):
@@ -59,7 +60,7 @@ def test_a_damaged_store_is_one_line_naming_the_recovery(cli, tmp_path, monkeypa
     data = bytearray(db.read_bytes())
     page = 4096
     for n in (2, 3):  # two pages overwritten, the header left intact
-        data[n * page:(n + 1) * page] = b"\xff" * page
+        data[n * page : (n + 1) * page] = b"\xff" * page
     db.write_bytes(bytes(data))
     code, out, err = cli("status", str(tmp_path / "run"))
     assert code == 2 and "the store is damaged" in err and ".recover" in err, (out, err)
@@ -89,14 +90,23 @@ def test_a_dead_endpoint_beside_a_healthy_one_is_left_out_and_the_run_finishes(t
     from dualjudge.studies.job import run_job
 
     with Provider(served=("gemma-3-270m",)) as api:
-        config = RunConfig(**{
-            "run": {"name": "pool", "seed": 1},
-            "testbed": {"signs": ["616"], "visibilities": [1.0], "modes": ["bottom_up"], "repeats": 1,
-                        "modality": "text", "size": 64},
-            "systems": {"models": ["gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
-            "judges": {"models": ["gemma-3-270m"], "max_tokens": 160},
-            "probes": {"order": False, "padding": False},
-            "engine": {"retries": 1, "endpoints": {"gemma-3-270m": ["http://127.0.0.1:9/v1", api.url]}}})
+        config = RunConfig(
+            **{
+                "run": {"name": "pool", "seed": 1},
+                "testbed": {
+                    "signs": ["616"],
+                    "visibilities": [1.0],
+                    "modes": ["bottom_up"],
+                    "repeats": 1,
+                    "modality": "text",
+                    "size": 64,
+                },
+                "systems": {"models": ["gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
+                "judges": {"models": ["gemma-3-270m"], "max_tokens": 160},
+                "probes": {"order": False, "padding": False},
+                "engine": {"retries": 1, "endpoints": {"gemma-3-270m": ["http://127.0.0.1:9/v1", api.url]}},
+            }
+        )
         result = run_job(config, tmp_path / "run")  # the dead endpoint is named first: it used to stop the run
     assert (result.table["quality_status"] == "ok").all() and len(result.table) == 1
     assert all(body.get("model") == "gemma-3-270m" for body in api.bodies)
@@ -151,8 +161,9 @@ def test_an_endpoint_that_refuses_everything_rests_and_its_requests_go_to_the_he
         refusing.always = "404"  # a misconfigured replica: every request answered 4xx
 
         async def go() -> tuple[list[bool], bool]:
-            pool = EndpointEngine("m", [Endpoint(refusing.url), Endpoint(healthy.url)], "m@0", retries=2,
-                                  backoff_s=0.01, concurrency=2)
+            pool = EndpointEngine(
+                "m", [Endpoint(refusing.url), Endpoint(healthy.url)], "m@0", retries=2, backoff_s=0.01, concurrency=2
+            )
             alone = EndpointEngine("m", [Endpoint(refusing.url)], "m@0", retries=2, backoff_s=0.01)
             try:
                 results = [await pool.generate(request(i)) for i in range(8)]
@@ -172,14 +183,23 @@ def test_a_replica_that_ignores_the_constraint_is_rested_and_nothing_is_cached_a
     from dualjudge.studies.job import run_job
 
     def config(endpoints: list[str]) -> RunConfig:
-        return RunConfig(**{
-            "run": {"name": "pool", "seed": 1},
-            "testbed": {"signs": ["616", "602"], "visibilities": [1.0], "modes": ["bottom_up"], "repeats": 1,
-                        "modality": "text", "size": 64},
-            "systems": {"models": ["gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
-            "judges": {"models": ["gemma-3-270m"], "max_tokens": 160},
-            "probes": {"order": False, "padding": False},
-            "engine": {"retries": 1, "endpoints": {"gemma-3-270m": endpoints}}})
+        return RunConfig(
+            **{
+                "run": {"name": "pool", "seed": 1},
+                "testbed": {
+                    "signs": ["616", "602"],
+                    "visibilities": [1.0],
+                    "modes": ["bottom_up"],
+                    "repeats": 1,
+                    "modality": "text",
+                    "size": 64,
+                },
+                "systems": {"models": ["gemma-3-270m"], "strategies": ["sa"], "max_tokens": 64},
+                "judges": {"models": ["gemma-3-270m"], "max_tokens": 160},
+                "probes": {"order": False, "padding": False},
+                "engine": {"retries": 1, "endpoints": {"gemma-3-270m": endpoints}},
+            }
+        )
 
     with Provider(served=("gemma-3-270m",)) as ignoring, Provider(served=("gemma-3-270m",)) as healthy:
         ignoring.always = "unconstrained"  # answers prose to the SIGN_TYPE regex and to the verdict schemas
@@ -191,8 +211,9 @@ def test_a_replica_that_ignores_the_constraint_is_rested_and_nothing_is_cached_a
         healthy.bodies.clear()
         rerun = run_job(config([healthy.url]), tmp_path / "alone")  # the lone replica's work, redone elsewhere
     # alone: every request failed as the endpoint's fault (an error a rerun redoes), none as the model's answer
-    assert len(first) == 2 and all(status == "error" and "ignored the request's constraint" in error
-                                   for status, error in first), first
+    assert len(first) == 2 and all(status == "error" and "ignored the request's constraint" in error for status, error in first), (
+        first
+    )
     assert not alone.table.isin(["parse_failed"]).any().any()  # no row blames the model
     assert (pooled.table["quality_status"] == "ok").all() and (pooled.table["equivalence_status"] == "ok").all()
     assert len(pooled.table) == 2 and pooled.table["format_ok"].all()  # each answer ends in its SIGN_TYPE line

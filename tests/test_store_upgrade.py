@@ -30,8 +30,11 @@ KEY = "'v1', 0, 'm', 'sa', 'j', 'holistic'"
 def _old_store(path):
     fresh = sqlite3.connect(":memory:")
     fresh.executescript(store_module.SCHEMA)
-    creates = [sql for (name, sql) in fresh.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
-               if name not in ("verdicts", "judge_passes")]
+    creates = [
+        sql
+        for (name, sql) in fresh.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+        if name not in ("verdicts", "judge_passes")
+    ]
     fresh.close()
     db = sqlite3.connect(path)
     db.executescript(";\n".join(creates) + ";\n" + OLD_VERDICTS + "\n" + OLD_PASSES)
@@ -61,8 +64,10 @@ def test_a_store_from_before_is_upgraded_by_the_next_run_and_keeps_every_verdict
         quality, equivalence = verdicts[("v1", "quality")], verdicts[("v1", "equivalence")]
         assert [quality.score(f) for f in ("accuracy", "completeness", "relevance", "overall")] == [6, 7, 8, 7.0]
         assert equivalence.score("equivalent") is True and verdicts[("v2", "quality")].scores is None
-        assert store.done_keys(VerdictRow) == {("v1", 0, "m", "sa", "j", "holistic", "quality"),
-                                               ("v1", 0, "m", "sa", "j", "holistic", "equivalence")}
+        assert store.done_keys(VerdictRow) == {
+            ("v1", 0, "m", "sa", "j", "holistic", "quality"),
+            ("v1", 0, "m", "sa", "j", "holistic", "equivalence"),
+        }
         passes = {p.kind: p.value for p in store.read(JudgePassRow)}
         assert passes == {"quality": 7.5, "equivalence": 0.0}
     finally:

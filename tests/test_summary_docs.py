@@ -20,8 +20,15 @@ from dualjudge.analysis.results import (
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "summary.md"
 # the doc's tables, in order, and the type each documents
-TABLES: tuple[type[BaseModel], ...] = (Summary, SelfPreference, OutcomeSelfPreference, JudgeSelfPreference, Systems,
-                                       Leaderboard, Clarification)
+TABLES: tuple[type[BaseModel], ...] = (
+    Summary,
+    SelfPreference,
+    OutcomeSelfPreference,
+    JudgeSelfPreference,
+    Systems,
+    Leaderboard,
+    Clarification,
+)
 
 
 def documented() -> list[set[str]]:

@@ -60,8 +60,9 @@ def test_two_builds_are_byte_identical(full_build, tmp_path):
 
 def test_subset_build_gives_the_same_images_as_the_full_build(full_build, tmp_path):
     out, frame = full_build
-    sub = build_variants(tmp_path / "sub", size=96, seed=7, codes=["670V30", "504.1"],
-                         visibilities=[0.5, 0.1], modes=["random_block"])
+    sub = build_variants(
+        tmp_path / "sub", size=96, seed=7, codes=["670V30", "504.1"], visibilities=[0.5, 0.1], modes=["random_block"]
+    )
     assert len(sub) == 4
     full = frame.set_index("variant_id")
     for row in sub.itertuples():
@@ -88,13 +89,11 @@ def test_unknown_code_and_bad_levels_are_user_errors(tmp_path):
 
 
 def test_import_official_artwork(shared_signs, tmp_path):
-    frame = build_variants(tmp_path / "o", size=128, codes=["616", "652"], visibilities=[1.0, 0.5],
-                           images_dir=shared_signs / "png")
+    frame = build_variants(tmp_path / "o", size=128, codes=["616", "652"], visibilities=[1.0, 0.5], images_dir=shared_signs / "png")
     assert len(frame) == 6
     with Image.open(tmp_path / "o" / frame.iloc[0]["image_path"]) as img:
         assert img.size == (128, 128)
-    svg = build_variants(tmp_path / "s", size=128, codes=["616"], visibilities=[1.0],
-                         images_dir=shared_signs / "svg")
+    svg = build_variants(tmp_path / "s", size=128, codes=["616"], visibilities=[1.0], images_dir=shared_signs / "svg")
     assert len(svg) == 1
 
 
@@ -108,8 +107,9 @@ def _artwork_dir(tmp_path: Path) -> Path:
 
 def test_import_uses_the_files_and_keeps_occlusion(tmp_path):
     art = _artwork_dir(tmp_path)
-    frame = build_variants(tmp_path / "o", size=64, codes=["616", "617"], visibilities=[1.0, 0.5],
-                           modes=["bottom_up"], images_dir=art)
+    frame = build_variants(
+        tmp_path / "o", size=64, codes=["616", "617"], visibilities=[1.0, 0.5], modes=["bottom_up"], images_dir=art
+    )
     with Image.open(tmp_path / "o" / "images" / "616_v0.5_bottom_up.png") as img:
         assert img.getpixel((32, 63)) == (128, 128, 128)
         assert img.getpixel((32, 20)) == (200, 0, 0)

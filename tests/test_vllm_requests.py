@@ -27,19 +27,24 @@ def test_images_travel_as_base64_png_data_urls_before_the_text():
     assert image["type"] == "image_url" and text == {"type": "text", "text": "look"}
     prefix = "data:image/png;base64,"
     assert image["image_url"]["url"].startswith(prefix)
-    assert base64.b64decode(image["image_url"]["url"][len(prefix):]) == png
+    assert base64.b64decode(image["image_url"]["url"][len(prefix) :]) == png
 
 
 def test_cache_key_covers_what_changes_the_answer():
-    base = GenerationRequest((Message("user", "x", Image.from_png(b"a")),), Sampling(temperature=0.7, max_tokens=100, seed=1),
-                             Constraint.regex("a"), ("p1",))
+    base = GenerationRequest(
+        (Message("user", "x", Image.from_png(b"a")),),
+        Sampling(temperature=0.7, max_tokens=100, seed=1),
+        Constraint.regex("a"),
+        ("p1",),
+    )
     key = base.key("model@rev1")
     variants = [
         base.key("model@rev2"),
         GenerationRequest((Message("user", "y", Image.from_png(b"a")),), base.sampling, base.constraint, ("p1",)).key("model@rev1"),
         GenerationRequest((Message("user", "x", Image.from_png(b"b")),), base.sampling, base.constraint, ("p1",)).key("model@rev1"),
-        GenerationRequest(base.messages, Sampling(temperature=0.7, max_tokens=100, seed=2), base.constraint,
-                          ("p1",)).key("model@rev1"),
+        GenerationRequest(base.messages, Sampling(temperature=0.7, max_tokens=100, seed=2), base.constraint, ("p1",)).key(
+            "model@rev1"
+        ),
         GenerationRequest(base.messages, base.sampling, Constraint.regex("b"), ("p1",)).key("model@rev1"),
         GenerationRequest(base.messages, base.sampling, base.constraint, ("p2",)).key("model@rev1"),
     ]

@@ -83,15 +83,27 @@ def test_a_use_removed_from_a_build_fails_the_check_and_names_it(installed, tmp_
     edits = {
         "parser": (cli_args, ("def make_arg_parser(", "def make_parser_renamed("), "name make_arg_parser"),
         "flag": ("vllm/engine/arg_utils.py", ('"--max-model-len"', '"--max-context-len"'), "flag --max-model-len"),
-        "field": ("vllm/sampling_params.py", ("    regex: str | None = None", "    pattern: str | None = None"),
-                  "field StructuredOutputsParams.regex"),
+        "field": (
+            "vllm/sampling_params.py",
+            ("    regex: str | None = None", "    pattern: str | None = None"),
+            "field StructuredOutputsParams.regex",
+        ),
         "route": ("vllm/entrypoints/serve/instrumentator/health.py", ('"/health"', '"/healthz"'), "route /health"),
-        "server": ("vllm/entrypoints/cli/serve.py", ("    def validate(self", "    def check(self"),
-                   "name ServeSubcommand.validate"),
-        "metric": ("vllm/v1/metrics/loggers.py", ('"vllm:generation_tokens"', '"vllm:output_tokens"'),
-                   "metric vllm:generation_tokens"),
-        "mounted": ("vllm/entrypoints/serve/instrumentator/metrics.py", ('Mount("/metrics"', 'Mount("/prometheus"'),
-                    "route /metrics"),
+        "server": (
+            "vllm/entrypoints/cli/serve.py",
+            ("    def validate(self", "    def check(self"),
+            "name ServeSubcommand.validate",
+        ),
+        "metric": (
+            "vllm/v1/metrics/loggers.py",
+            ('"vllm:generation_tokens"', '"vllm:output_tokens"'),
+            "metric vllm:generation_tokens",
+        ),
+        "mounted": (
+            "vllm/entrypoints/serve/instrumentator/metrics.py",
+            ('Mount("/metrics"', 'Mount("/prometheus"'),
+            "route /metrics",
+        ),
     }
     rel, change, named = edits[what]
     wheel = _wheel_like(installed, tmp_path / "vllm.whl", {rel: change})
@@ -121,8 +133,9 @@ def test_the_command_line_main_fails_when_a_wheel_lacks_a_use(installed, tmp_pat
 
 def test_a_use_missing_only_in_the_newest_release_is_a_warning_line(installed, tmp_path, capsys, monkeypatch):
     (tmp_path / "cache").mkdir()
-    lacking = _wheel_like(installed, tmp_path / "cache" / "vllm-9.9.9-py3-none-any.whl",
-                          {"vllm/envs.py": ('"VLLM_API_KEY"', '"VLLM_KEY"')})
+    lacking = _wheel_like(
+        installed, tmp_path / "cache" / "vllm-9.9.9-py3-none-any.whl", {"vllm/envs.py": ('"VLLM_API_KEY"', '"VLLM_KEY"')}
+    )
     monkeypatch.setattr(vllm_check, "newest_version", lambda: "9.9.9")  # the index says 9.9.9; its wheel is cached
     assert vllm_check.main(["--no-installed", "--newest", "--cache", str(lacking.parent)]) == 0
     out = capsys.readouterr().out
@@ -146,15 +159,13 @@ def test_only_the_surface_imports_or_names_vllm_modules():
                 offenders.append(f"{path}:{node.lineno}")
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "vllm":
                 offenders.append(f"{path}:{node.lineno}")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                    re.fullmatch(r"vllm(\.[a-z_]+)+", node.value):
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"vllm(\.[a-z_]+)+", node.value):
                 offenders.append(f"{path}:{node.lineno} {node.value}")
     assert offenders == []
 
 
 def test_only_the_surface_names_vllm_environment_variables():
-    offenders = [f"{p}: {m}" for p in _python_files()
-                 for m in re.findall(r"[\"'](VLLM_[A-Z_]+)[\"']", p.read_text())]
+    offenders = [f"{p}: {m}" for p in _python_files() for m in re.findall(r"[\"'](VLLM_[A-Z_]+)[\"']", p.read_text())]
     assert offenders == []
 
 
@@ -166,6 +177,15 @@ def test_every_flag_a_card_or_the_runner_passes_is_declared():
     for card in all_cards().values():
         if not card.hosted:
             used |= flags(card.vllm_cli_args())
-            used |= flags(vllm_api.server_command(model_dir="m", served_name=card.name, host="h", port=1, seed=0,
-                                                  card_args=card.vllm_cli_args(), structured_backend="xgrammar"))
+            used |= flags(
+                vllm_api.server_command(
+                    model_dir="m",
+                    served_name=card.name,
+                    host="h",
+                    port=1,
+                    seed=0,
+                    card_args=card.vllm_cli_args(),
+                    structured_backend="xgrammar",
+                )
+            )
     assert used <= set(vllm_api.SERVER_FLAGS), used - set(vllm_api.SERVER_FLAGS)

@@ -58,8 +58,9 @@ def test_a_judge_entered_twice_is_merged_before_fitting_in_one_line():
     entry = next(e for e in twice["overall"]["judges"] if e["judge"] == "meta-j-copy")
     assert entry["estimate"] is None and entry["reason"].startswith("merged with meta-j")
     kept = {e["judge"]: (e["estimate"], e["ci_low"], e["ci_high"]) for e in twice["overall"]["judges"] if e["estimate"]}
-    assert kept == {e["judge"]: (e["estimate"], e["ci_low"], e["ci_high"]) for e in once["overall"]["judges"]
-                    if e["estimate"]}  # the copy changes nothing: it was fitted once
+    assert kept == {
+        e["judge"]: (e["estimate"], e["ci_low"], e["ci_high"]) for e in once["overall"]["judges"] if e["estimate"]
+    }  # the copy changes nothing: it was fitted once
 
 
 def test_the_report_marks_a_warned_judge_in_its_table(tmp_path):

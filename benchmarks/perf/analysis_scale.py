@@ -35,8 +35,10 @@ def main() -> None:
         summary = analyze(table, Path(d) / "out", n_resamples=2000)
         elapsed = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
-    print(f"{summary.n_rows:,} rows (simulated in {made:.0f} s): analysis with 2,000 resamples, report and "
-          f"figures in {elapsed:.1f} s; peak memory {peak:.2f} GiB (targets: < 60 s, < 4 GB)")
+    print(
+        f"{summary.n_rows:,} rows (simulated in {made:.0f} s): analysis with 2,000 resamples, report and "
+        f"figures in {elapsed:.1f} s; peak memory {peak:.2f} GiB (targets: < 60 s, < 4 GB)"
+    )
 
 
 if __name__ == "__main__":

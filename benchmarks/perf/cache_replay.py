@@ -29,12 +29,20 @@ class Scripted:
     async def generate(self, request):  # type: ignore[no-untyped-def]
         if request.constraint is not None and request.constraint.kind == "json":
             title = request.constraint.schema["title"]
-            text = (json.dumps({"reasoning": "r", "accuracy": 7, "completeness": 6, "relevance": 8})
-                    if title == "QualityVerdict" else json.dumps({"reasoning": "r", "equivalent": True}))
+            text = (
+                json.dumps({"reasoning": "r", "accuracy": 7, "completeness": 6, "relevance": 8})
+                if title == "QualityVerdict"
+                else json.dumps({"reasoning": "r", "equivalent": True})
+            )
         else:
             text = f"answer {request.sampling.seed}\nSIGN_TYPE: no_entry"
-        return GenerationResult(text, finish_reason="stop", prompt_tokens=100, completion_tokens=20,
-                                constraint_kind=request.constraint.kind if request.constraint else None)
+        return GenerationResult(
+            text,
+            finish_reason="stop",
+            prompt_tokens=100,
+            completion_tokens=20,
+            constraint_kind=request.constraint.kind if request.constraint else None,
+        )
 
     async def close(self) -> None:
         pass
@@ -54,23 +62,27 @@ class ScriptedEngines:
 def main() -> None:
     engines = ScriptedEngines()
     with tempfile.TemporaryDirectory() as d:
-        cfg = RunConfig(**{
-            "run": {"name": "replay", "seed": 0},
-            "testbed": {"repeats": 3, "modality": "image", "size": 128},
-            "systems": {"models": ["qwen2.5-vl-7b-instruct"], "strategies": ["sa", "cot", "coi", "ma"]},
-            "judges": {"models": ["qwen2.5-vl-7b-instruct"]},
-            "engine": {"cache": str(Path(d) / "shared.sqlite"), "concurrency": 64},
-        })
+        cfg = RunConfig(
+            **{
+                "run": {"name": "replay", "seed": 0},
+                "testbed": {"repeats": 3, "modality": "image", "size": 128},
+                "systems": {"models": ["qwen2.5-vl-7b-instruct"], "strategies": ["sa", "cot", "coi", "ma"]},
+                "judges": {"models": ["qwen2.5-vl-7b-instruct"]},
+                "engine": {"cache": str(Path(d) / "shared.sqlite"), "concurrency": 64},
+            }
+        )
         t0 = time.perf_counter()
         first = run_job(cfg, Path(d) / "first", engines=engines)
         fill = time.perf_counter() - t0
         t0 = time.perf_counter()
         second = run_job(cfg, Path(d) / "second", engines=engines)
         replay = time.perf_counter() - t0
-    print(f"fill: {fill:.1f} s; replay from cache: {replay:.1f} s for {second.counts['answers']} answers and "
-          f"{second.counts['verdicts']} verdicts ({second.report.cache_hits:,} cache hits, "
-          f"{second.report.sessions_requests} requests sent, models loaded: {second.report.models_loaded or 'none'}); "
-          f"target < 60 s")
+    print(
+        f"fill: {fill:.1f} s; replay from cache: {replay:.1f} s for {second.counts['answers']} answers and "
+        f"{second.counts['verdicts']} verdicts ({second.report.cache_hits:,} cache hits, "
+        f"{second.report.sessions_requests} requests sent, models loaded: {second.report.models_loaded or 'none'}); "
+        f"target < 60 s"
+    )
     assert first.counts == second.counts
 
 

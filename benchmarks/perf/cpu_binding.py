@@ -45,8 +45,9 @@ async def serve(server: VllmServer, reqs: list[GenerationRequest]) -> tuple[floa
 
 def server(name: str, logs: Path, bind: str | None) -> VllmServer:
     card = get_card(name)
-    return VllmServer(card, fetch(card, log=lambda _: None), log_dir=logs,
-                      placement={"VLLM_CPU_OMP_THREADS_BIND": bind} if bind else {})
+    return VllmServer(
+        card, fetch(card, log=lambda _: None), log_dir=logs, placement={"VLLM_CPU_OMP_THREADS_BIND": bind} if bind else {}
+    )
 
 
 def one_after_the_other(logs: Path, bind: str | None, reqs: list[GenerationRequest]) -> tuple[float, float, int]:
@@ -93,9 +94,11 @@ def main() -> None:
     reqs = requests(args.requests)
     logs = Path(tempfile.mkdtemp(prefix="bench-binding-"))
     cores = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
-    rows = [("auto (one core), one model at a time", *one_after_the_other(logs, None, reqs)),
-            (f"all cores ({cores}), one model at a time", *one_after_the_other(logs, cores, reqs)),
-            ("one core each, both models at once", *side_by_side(logs, reqs))]
+    rows = [
+        ("auto (one core), one model at a time", *one_after_the_other(logs, None, reqs)),
+        (f"all cores ({cores}), one model at a time", *one_after_the_other(logs, cores, reqs)),
+        ("one core each, both models at once", *side_by_side(logs, reqs)),
+    ]
     base = rows[0][1]
     print(f"{len(reqs)} quality-judge requests per model, {len(MODELS)} models, {os.cpu_count()} cores; logs {logs}")
     print(f"{'placement':<42} {'serving s':>9} {'ratio':>6} {'start-up s':>10} {'failed':>6}")

@@ -28,8 +28,10 @@ from dualjudge.testbed.catalogue import default_catalogue
 
 def requests(n: int) -> list[GenerationRequest]:
     signs = default_catalogue().signs
-    return [build_judge_request("quality", signs[i % len(signs)], f"Answer {i}: {signs[(i * 7) % len(signs)].caption}.")
-            for i in range(n)]
+    return [
+        build_judge_request("quality", signs[i % len(signs)], f"Answer {i}: {signs[(i * 7) % len(signs)].caption}.")
+        for i in range(n)
+    ]
 
 
 async def measure(engine, reqs: list[GenerationRequest], concurrency: int) -> tuple[float, float, int]:
@@ -84,6 +86,7 @@ def main() -> None:
         print(f"vLLM start, compiled: cold {cold:.0f} s, with compile cache {warm:.0f} s")
     eager, server = start_time(card, weights, logs, {}, eager=True)
     print(f"vLLM start, --enforce-eager: {eager:.0f} s")
+
     async def vllm_run(c: int, n: int) -> tuple[float, float, int]:
         engine = EndpointEngine(card.name, [Endpoint(server.base_url, server.api_key)], weights.identity, concurrency=64)
         try:

@@ -26,8 +26,10 @@ from dualjudge.storage.rows import VerdictRow
 from dualjudge.storage.store import Store
 
 FAMILIES = ("qwen", "google", "meta", "mistral", "microsoft", "openbmb")
-REASONING = ("The response names the sign and states its rule, but it leaves out the exemption the reference gives "
-             "and adds a penalty the reference does not mention; the figure is read correctly from the visible part.")
+REASONING = (
+    "The response names the sign and states its rule, but it leaves out the exemption the reference gives "
+    "and adds a penalty the reference does not mention; the figure is read correctly from the visible part."
+)
 
 
 def generate(out: Path, n_answers: int, n_judges: int, seed: int = 0) -> None:
@@ -41,24 +43,61 @@ def generate(out: Path, n_answers: int, n_judges: int, seed: int = 0) -> None:
         strategy, repeat = ("sa", "cot", "coi", "ma")[(a // 180) % 4], a // 720
         item = f"{sign}_v{(1.0, 0.5, 0.3)[a % 3]}_bottom_up"
         quality = rng.normal()
-        text = f"This is the {sign} sign. " + "It tells drivers what the rule is at this point of the road. " * 4 + \
-            "\nSIGN_TYPE: no_entry"
+        text = (
+            f"This is the {sign} sign. "
+            + "It tells drivers what the rule is at this point of the road. " * 4
+            + "\nSIGN_TYPE: no_entry"
+        )
         for judge, jfam in judges:
             score = int(np.clip(round(5 + 2 * quality + rng.normal()), 0, 10))
             eq = bool(quality + rng.normal() > 0)
-            rows.append({"run_id": "scale", "item_id": item, "sign_code": sign, "category": "no_entry",
-                         "visibility": (1.0, 0.5, 0.3)[a % 3], "mode": "bottom_up", "repeat": repeat, "system": strategy,
-                         "system_model": model, "system_family": family, "system_base_llm": family,
-                         "predicted_category": "no_entry", "format_ok": True, "judge_model": judge, "judge_family": jfam,
-                         "judge_base_llm": jfam, "accuracy": score, "completeness": score, "relevance": score,
-                         "overall": float(score), "equivalent": eq, "quality_status": "ok", "equivalence_status": "ok",
-                         "response": text, "system_status": "ok", "overall_convention": "mean_of_subscores",
-                         "judge_variant": "holistic"})
+            rows.append(
+                {
+                    "run_id": "scale",
+                    "item_id": item,
+                    "sign_code": sign,
+                    "category": "no_entry",
+                    "visibility": (1.0, 0.5, 0.3)[a % 3],
+                    "mode": "bottom_up",
+                    "repeat": repeat,
+                    "system": strategy,
+                    "system_model": model,
+                    "system_family": family,
+                    "system_base_llm": family,
+                    "predicted_category": "no_entry",
+                    "format_ok": True,
+                    "judge_model": judge,
+                    "judge_family": jfam,
+                    "judge_base_llm": jfam,
+                    "accuracy": score,
+                    "completeness": score,
+                    "relevance": score,
+                    "overall": float(score),
+                    "equivalent": eq,
+                    "quality_status": "ok",
+                    "equivalence_status": "ok",
+                    "response": text,
+                    "system_status": "ok",
+                    "overall_convention": "mean_of_subscores",
+                    "judge_variant": "holistic",
+                }
+            )
             for kind in ("quality", "equivalence"):
-                store_rows.append(VerdictRow(variant_id=item, repeat=repeat, system_model=model, strategy=strategy,
-                                             judge_model=judge, judge_variant="holistic", kind=kind, status="ok",
-                                             reasoning=REASONING, overall=float(score) if kind == "quality" else None,
-                                             equivalent=int(eq) if kind == "equivalence" else None))
+                store_rows.append(
+                    VerdictRow(
+                        variant_id=item,
+                        repeat=repeat,
+                        system_model=model,
+                        strategy=strategy,
+                        judge_model=judge,
+                        judge_variant="holistic",
+                        kind=kind,
+                        status="ok",
+                        reasoning=REASONING,
+                        overall=float(score) if kind == "quality" else None,
+                        equivalent=int(eq) if kind == "equivalence" else None,
+                    )
+                )
     frame = pd.DataFrame(rows, columns=list(table_columns()))
     frame = frame.drop_duplicates(["item_id", "repeat", "system", "system_model", "judge_model"])
     frame.to_parquet(out / "verdicts.parquet")
@@ -77,8 +116,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d)
         generate(out, args.answers, args.judges)
-        answers = pd.read_parquet(out / "verdicts.parquet").drop_duplicates(["item_id", "repeat", "system",
-                                                                              "system_model"]).shape[0]
+        answers = (
+            pd.read_parquet(out / "verdicts.parquet").drop_duplicates(["item_id", "repeat", "system", "system_model"]).shape[0]
+        )
         store = Store(out / "results.sqlite", readonly=True)
         t0 = time.perf_counter()
         path = write_explorer(out, store)
@@ -108,9 +148,11 @@ def main() -> None:
                 renders.append(int(render.group(1)) if render else -1)
                 match = re.search(r'data-count="(\d+)"', dom)
                 shown = match.group(1) if match else "?"
-            print(f"#{fragment or '(all answers)'}: {shown} answers match; first render done at "
-                  f"{min(renders)} ms after navigation (page clock, best of 3); visit {min(walls):.2f} s wall, "
-                  f"{min(walls) - baseline:.2f} s more than a blank page ({baseline:.2f} s)")
+            print(
+                f"#{fragment or '(all answers)'}: {shown} answers match; first render done at "
+                f"{min(renders)} ms after navigation (page clock, best of 3); visit {min(walls):.2f} s wall, "
+                f"{min(walls) - baseline:.2f} s more than a blank page ({baseline:.2f} s)"
+            )
 
 
 if __name__ == "__main__":

@@ -27,14 +27,35 @@ def build(out: Path) -> Path:
     tiny = make_tiny_llava(out / "tokenizer-source")
     processor = LlavaProcessor.from_pretrained(tiny)
     tok = processor.tokenizer
-    text = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=24,
-                       num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=4096,
-                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    vision = CLIPVisionConfig(image_size=336, patch_size=14, hidden_size=1024, intermediate_size=4096,
-                              num_hidden_layers=24, num_attention_heads=16, projection_dim=768)
-    config = LlavaConfig(text_config=text, vision_config=vision, image_token_index=tok.convert_tokens_to_ids("<image>"),
-                         vision_feature_select_strategy="default", vision_feature_layer=-2,
-                         image_seq_length=(336 // 14) ** 2)
+    text = LlamaConfig(
+        vocab_size=32000,
+        hidden_size=2048,
+        intermediate_size=5632,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        max_position_embeddings=4096,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    vision = CLIPVisionConfig(
+        image_size=336,
+        patch_size=14,
+        hidden_size=1024,
+        intermediate_size=4096,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        projection_dim=768,
+    )
+    config = LlavaConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        vision_feature_select_strategy="default",
+        vision_feature_layer=-2,
+        image_seq_length=(336 // 14) ** 2,
+    )
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = LlavaForConditionalGeneration(config).to(torch.bfloat16)
@@ -42,10 +63,14 @@ def build(out: Path) -> Path:
     model.save_pretrained(target)
     from transformers import CLIPImageProcessor
 
-    LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 336},
-                                                      crop_size={"height": 336, "width": 336}),
-                   tokenizer=tok, patch_size=14, vision_feature_select_strategy="default",
-                   num_additional_image_tokens=1, chat_template=processor.chat_template).save_pretrained(target)
+    LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}),
+        tokenizer=tok,
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=processor.chat_template,
+    ).save_pretrained(target)
     params = sum(p.numel() for p in model.parameters()) / 1e9
     del model
     torch.cuda.empty_cache()
@@ -80,8 +105,7 @@ def main() -> None:
         torch.cuda.reset_peak_memory_stats()
         engine = TransformersEngine(card, LocalWeights(path, "llava-2b-random", {}), device="cuda", max_batch=batch)
         greedy = Sampling(temperature=0.0, max_tokens=128, seed=0)
-        reqs = [GenerationRequest((Message("user", f"Which sign is this? {i}", image),), greedy, pattern)
-                for i in range(batch * 2)]
+        reqs = [GenerationRequest((Message("user", f"Which sign is this? {i}", image),), greedy, pattern) for i in range(batch * 2)]
 
         async def go(engine):  # type: ignore[no-untyped-def]
             await engine.generate(reqs[0])  # warm-up
@@ -92,8 +116,10 @@ def main() -> None:
 
         results, elapsed = asyncio.run(go(engine))
         tokens = sum(r.completion_tokens for r in results)
-        print(f"{batch:>5} {len(reqs):>8} {tokens:>7} {elapsed:8.1f} {tokens / elapsed:8.1f} "
-              f"{torch.cuda.max_memory_allocated() / 2**30:9.2f}")
+        print(
+            f"{batch:>5} {len(reqs):>8} {tokens:>7} {elapsed:8.1f} {tokens / elapsed:8.1f} "
+            f"{torch.cuda.max_memory_allocated() / 2**30:9.2f}"
+        )
         del engine
         torch.cuda.empty_cache()
 

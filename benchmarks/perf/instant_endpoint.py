@@ -13,9 +13,16 @@ import sys
 from aiohttp import web
 
 VERDICT = '{"reasoning":"r","accuracy":7,"completeness":7,"relevance":7}'
-BODY = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "instant",
-                   "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": VERDICT}}],
-                   "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940}}).encode()
+BODY = json.dumps(
+    {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "instant",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": VERDICT}}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
+    }
+).encode()
 
 
 async def chat(request: web.Request) -> web.Response:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dualjudge.runs.estimate import busy_seconds
+from dualjudge.runs.measured import busy_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTOR = 2.5  # the stated bound: on 2 shared cores the plan is within 2.5x of the measured time
@@ -32,8 +32,9 @@ def reset_signals() -> None:
 
 
 def dualjudge(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          preexec_fn=reset_signals)
+    return subprocess.run(
+        [sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, capture_output=True, text=True, preexec_fn=reset_signals
+    )
 
 
 def main() -> int:

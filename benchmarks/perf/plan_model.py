@@ -73,8 +73,16 @@ def parameters(s: Published) -> tuple[float, float]:
     return per_token, per_token + s.vision_b * 1e9
 
 
-def simulate(s: Published, gpu: GpuSpec, requests: int, prefill: float, completion: float, images: float,
-             width: int, bytes_per_value: float = 2.0) -> float:
+def simulate(
+    s: Published,
+    gpu: GpuSpec,
+    requests: int,
+    prefill: float,
+    completion: float,
+    images: float,
+    width: int,
+    bytes_per_value: float = 2.0,
+) -> float:
     """Seconds a vLLM engine takes for `requests` requests of mean `prefill` prompt tokens to compute and
     `completion` tokens to generate, `width` at a time, by stepping through the schedule."""
     if requests <= 0:
@@ -142,20 +150,32 @@ def main() -> int:
             continue
         first = simulate(shape, gpu, requests, prefill, completion, images, gpu_server_concurrency(card, config.engine))
         plan_s = cost.seconds  # the plan's own roofline, on the GPU asked for
-        rows.append({"model": cost.model, "requests": requests, "prefill_per_request": round(prefill),
-                     "completion_per_request": round(completion), "plan_min": round(plan_s / 60, 1),
-                     "first_principles_min": round(first / 60, 1), "ratio": round(plan_s / first, 3) if first else None,
-                     "plan_load_s": cost.load_seconds})
+        rows.append(
+            {
+                "model": cost.model,
+                "requests": requests,
+                "prefill_per_request": round(prefill),
+                "completion_per_request": round(completion),
+                "plan_min": round(plan_s / 60, 1),
+                "first_principles_min": round(first / 60, 1),
+                "ratio": round(plan_s / first, 3) if first else None,
+                "plan_load_s": cost.load_seconds,
+            }
+        )
     off = [r for r in rows if r["ratio"] is None or abs(r["ratio"] - 1) > TOLERANCE]
     if args.json:
         print(json.dumps({"config": str(args.config), "gpu": gpu.name, "rows": rows, "within": not off}, indent=2))
     else:
         print(f"{args.config} on one {gpu.name}: the plan's minutes beside a step simulation from published shapes")
-        print("| model | requests | prefill/request | completion/request | plan (min) | first principles (min) "
-              "| plan / first principles | one load (s) |\n|---|---|---|---|---|---|---|---|")
+        print(
+            "| model | requests | prefill/request | completion/request | plan (min) | first principles (min) "
+            "| plan / first principles | one load (s) |\n|---|---|---|---|---|---|---|---|"
+        )
         for r in rows:
-            print(f"| {r['model']} | {r['requests']:,} | {r['prefill_per_request']} | {r['completion_per_request']} "
-                  f"| {r['plan_min']} | {r['first_principles_min']} | {r['ratio']} | {r['plan_load_s']} |")
+            print(
+                f"| {r['model']} | {r['requests']:,} | {r['prefill_per_request']} | {r['completion_per_request']} "
+                f"| {r['plan_min']} | {r['first_principles_min']} | {r['ratio']} | {r['plan_load_s']} |"
+            )
         total_plan = sum(r["plan_min"] for r in rows)
         total_first = sum(r["first_principles_min"] for r in rows)
         print(f"| all | | | | {total_plan:.1f} | {total_first:.1f} | {total_plan / total_first:.3f} | |")

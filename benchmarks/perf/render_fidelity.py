@@ -27,8 +27,10 @@ def main() -> int:
         print(f"{r.code:<8} {r.ssim_own:8.3f}  {r.nearest:<8} {r.ssim_nearest:6.3f}{mark}")
     n_own = sum(r.own_is_nearest for r in rows)
     mean = sum(r.ssim_own for r in rows) / len(rows)
-    print(f"\nsigns with artwork: {len(rows)}; nearest is own code: {n_own}/{len(rows)} "
-          f"({100 * n_own / len(rows):.0f} %, target >= 80 %); mean SSIM {mean:.3f} (target >= 0.75)")
+    print(
+        f"\nsigns with artwork: {len(rows)}; nearest is own code: {n_own}/{len(rows)} "
+        f"({100 * n_own / len(rows):.0f} %, target >= 80 %); mean SSIM {mean:.3f} (target >= 0.75)"
+    )
     return 0
 
 

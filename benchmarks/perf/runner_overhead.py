@@ -47,8 +47,9 @@ from dualjudge.testbed.catalogue import default_catalogue
 
 def requests(tag: str, n: int):  # type: ignore[no-untyped-def]
     signs = default_catalogue().signs
-    return [build_judge_request("quality", signs[i % len(signs)], f"Answer {tag}-{i}: {signs[(i * 7) % 30].caption}.")
-            for i in range(n)]
+    return [
+        build_judge_request("quality", signs[i % len(signs)], f"Answer {tag}-{i}: {signs[(i * 7) % 30].caption}.") for i in range(n)
+    ]
 
 
 async def plain(server: VllmServer, name: str, reqs, concurrency: int) -> tuple[float, int]:  # type: ignore[no-untyped-def]
@@ -58,8 +59,13 @@ async def plain(server: VllmServer, name: str, reqs, concurrency: int) -> tuple[
     async def one(r):  # type: ignore[no-untyped-def]
         async with slots:
             resp = await client.chat.completions.create(
-                model=name, messages=openai_messages(r), temperature=r.sampling.temperature,
-                max_tokens=r.sampling.max_tokens, seed=r.sampling.seed, extra_body=structured_outputs(r))
+                model=name,
+                messages=openai_messages(r),
+                temperature=r.sampling.temperature,
+                max_tokens=r.sampling.max_tokens,
+                seed=r.sampling.seed,
+                extra_body=structured_outputs(r),
+            )
             return resp.usage.completion_tokens
 
     t0 = time.perf_counter()
@@ -76,9 +82,19 @@ async def runner_path(server: VllmServer, name: str, identity: str, reqs, concur
 
     async def work(r) -> int:  # type: ignore[no-untyped-def]
         res = await caller(r)
-        store.record(VerdictRow(variant_id=r.messages[1].text[:40], repeat=0, system_model="m", strategy="sa",
-                                judge_model=name, judge_variant="holistic", kind="quality", status="ok",
-                                completion_tokens=res.completion_tokens))
+        store.record(
+            VerdictRow(
+                variant_id=r.messages[1].text[:40],
+                repeat=0,
+                system_model="m",
+                strategy="sa",
+                judge_model=name,
+                judge_variant="holistic",
+                kind="quality",
+                status="ok",
+                completion_tokens=res.completion_tokens,
+            )
+        )
         return res.completion_tokens
 
     t0 = time.perf_counter()
@@ -98,17 +114,32 @@ async def runner_cost(db: Path, n: int) -> float:
         model_identity = "instant"
 
         async def generate(self, request):  # type: ignore[no-untyped-def]
-            return GenerationResult('{"reasoning":"r","accuracy":7,"completeness":7,"relevance":7}', finish_reason="stop",
-                                    prompt_tokens=900, completion_tokens=40, constraint_kind="json")
+            return GenerationResult(
+                '{"reasoning":"r","accuracy":7,"completeness":7,"relevance":7}',
+                finish_reason="stop",
+                prompt_tokens=900,
+                completion_tokens=40,
+                constraint_kind="json",
+            )
 
     store = Store(db)
     caller = CachingCaller(store, "m", "instant", "bench", Instant())  # type: ignore[arg-type]
 
     async def work(r) -> int:  # type: ignore[no-untyped-def]
         res = await caller(r)
-        store.record(VerdictRow(variant_id=r.messages[1].text[:40], repeat=0, system_model="m", strategy="sa",
-                                judge_model="m", judge_variant="holistic", kind="quality", status="ok",
-                                completion_tokens=res.completion_tokens))
+        store.record(
+            VerdictRow(
+                variant_id=r.messages[1].text[:40],
+                repeat=0,
+                system_model="m",
+                strategy="sa",
+                judge_model="m",
+                judge_variant="holistic",
+                kind="quality",
+                status="ok",
+                completion_tokens=res.completion_tokens,
+            )
+        )
         return 0
 
     reqs = requests("cost", n)
@@ -128,9 +159,19 @@ async def instant_path(url: str, n: int, concurrency: int, db: Path) -> tuple[fl
     async def work(i: int) -> int:
         request = build_judge_request("quality", signs[i % len(signs)], f"Answer {i}: {signs[(i * 7) % 30].caption}.")
         res = await caller(request)
-        store.record(VerdictRow(variant_id=f"v{i}", repeat=0, system_model="m", strategy="sa", judge_model="instant",
-                                judge_variant="holistic", kind="quality", status="ok",
-                                completion_tokens=res.completion_tokens))
+        store.record(
+            VerdictRow(
+                variant_id=f"v{i}",
+                repeat=0,
+                system_model="m",
+                strategy="sa",
+                judge_model="instant",
+                judge_variant="holistic",
+                kind="quality",
+                status="ok",
+                completion_tokens=res.completion_tokens,
+            )
+        )
         return res.completion_tokens
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -161,8 +202,12 @@ def instant(n: int, concurrency: int) -> dict[str, float]:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    return {"requests_per_s": round(n / wall, 1), "cpu_ms_per_request": round(1000 * cpu / n, 3), "requests": n,
-            "concurrency": concurrency}
+    return {
+        "requests_per_s": round(n / wall, 1),
+        "cpu_ms_per_request": round(1000 * cpu / n, 3),
+        "requests": n,
+        "concurrency": concurrency,
+    }
 
 
 def main() -> None:
@@ -193,8 +238,9 @@ def main() -> None:
                 if kind == "plain":
                     t, n = asyncio.run(plain(server, card.name, reqs, args.concurrency))
                 else:
-                    t, n = asyncio.run(runner_path(server, card.name, weights.identity, reqs, args.concurrency,
-                                                   Path(d) / f"r{i}.sqlite"))
+                    t, n = asyncio.run(
+                        runner_path(server, card.name, weights.identity, reqs, args.concurrency, Path(d) / f"r{i}.sqlite")
+                    )
                 totals[kind][0] += t
                 totals[kind][1] += n
                 print(f"pass {i + 1} {kind:<6} set {tag}: {args.requests} requests in {t:.1f} s ({n / t:.1f} tok/s)")
@@ -204,8 +250,10 @@ def main() -> None:
     print(f"runner's own cost: {own * 1000:.3f} ms per request (instant engine, 2,000 requests)")
     rps = {k: 2 * args.rounds * args.requests / v[0] for k, v in totals.items()}
     tps = {k: v[1] / v[0] for k, v in totals.items()}
-    print(f"throughput ratio runner/plain: requests {rps['runner'] / rps['plain']:.3f}, "
-          f"tokens {tps['runner'] / tps['plain']:.3f} (target >= 0.95)")
+    print(
+        f"throughput ratio runner/plain: requests {rps['runner'] / rps['plain']:.3f}, "
+        f"tokens {tps['runner'] / tps['plain']:.3f} (target >= 0.95)"
+    )
 
 
 if __name__ == "__main__":

@@ -40,14 +40,16 @@ def committed(db: Path) -> tuple[int, int]:
 
 
 def measure(jobs: int, signs: list[str], folder: Path) -> tuple[int, float, int]:
-    config = RunConfig(**{
-        "run": {"name": "store", "seed": 0},
-        "testbed": {"signs": signs, "repeats": 1, "modality": "text", "size": 128},
-        "systems": {"models": MODELS, "strategies": ["sa", "cot"]},
-        "judges": {"models": MODELS},
-        "probes": {"order_pairs": 50, "padding_samples": 40},
-        "engine": {"concurrency": 64, "devices": PLACEMENTS[jobs]},
-    })
+    config = RunConfig(
+        **{
+            "run": {"name": "store", "seed": 0},
+            "testbed": {"signs": signs, "repeats": 1, "modality": "text", "size": 128},
+            "systems": {"models": MODELS, "strategies": ["sa", "cot"]},
+            "judges": {"models": MODELS},
+            "probes": {"order_pairs": 50, "padding_samples": 40},
+            "engine": {"concurrency": 64, "devices": PLACEMENTS[jobs]},
+        }
+    )
     ctx = RunContext(config, folder / f"jobs{jobs}", engines=ScriptedEngines())
     try:
         t0 = time.perf_counter()

@@ -32,8 +32,11 @@ SEED = 7
 
 def scenario() -> Scenario:
     strong = next(s for s in system_scenarios() if s.name == "one strong self-preferring judge")
-    return replace(strong, slope={"qwen-7b": 1.0, "gemma-12b": 1.2, "llama-11b": 0.8, "pixtral-12b": 1.0},
-                   noise={"qwen-7b": 1.0, "gemma-12b": 0.8, "llama-11b": 1.2, "pixtral-12b": 1.0})
+    return replace(
+        strong,
+        slope={"qwen-7b": 1.0, "gemma-12b": 1.2, "llama-11b": 0.8, "pixtral-12b": 1.0},
+        noise={"qwen-7b": 1.0, "gemma-12b": 0.8, "llama-11b": 1.2, "pixtral-12b": 1.0},
+    )
 
 
 def build() -> tuple[pd.DataFrame, dict[str, object]]:
@@ -49,11 +52,15 @@ def build() -> tuple[pd.DataFrame, dict[str, object]]:
         "self-preference on own answers (points)": {j: sc.self_effect.get(j, 0.0) for j in judges},
     }
     record = {
-        "description": (f"{len(sc.generators)} system models of {len(set(sc.generators.values()))} families, each also a "
-                        f"judge, {len(sc.strategies)} strategies, {sc.n_signs} signs x {sc.items_per_sign} variants; "
-                        f"{sc.note}"),
+        "description": (
+            f"{len(sc.generators)} system models of {len(set(sc.generators.values()))} families, each also a "
+            f"judge, {len(sc.strategies)} strategies, {sc.n_signs} signs x {sc.items_per_sign} variants; "
+            f"{sc.note}"
+        ),
         "made_by": "python benchmarks/simulated/make.py (benchmarks/stats/simulator.py)",
-        "scenario": sc.name, "seed": SEED, "planted": planted,
+        "scenario": sc.name,
+        "seed": SEED,
+        "planted": planted,
         "truth_self_preference": {o: {j: t["estimate"] for j, t in per.items()} for o, per in truth.items()},
         "truth_systems": sample_system_truth(sc, SEED),
     }
@@ -67,8 +74,7 @@ def main() -> None:
     frame, record = build()
     text = json.dumps(record, indent=2, sort_keys=True) + "\n"
     if args.check:
-        same = TABLE.is_file() and PLANTED.is_file() and PLANTED.read_text() == text and \
-            pd.read_parquet(TABLE).equals(frame)
+        same = TABLE.is_file() and PLANTED.is_file() and PLANTED.read_text() == text and pd.read_parquet(TABLE).equals(frame)
         print("the shipped simulated table matches the simulator" if same else "the shipped simulated table differs")
         sys.exit(0 if same else 1)
     frame.to_parquet(TABLE, index=False)

@@ -39,35 +39,83 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...]]) -> list[dict[s
         for entry in result[outcome]["judges"]:
             judge = entry["judge"]
             planted = truth[outcome][judge]
-            covered = entry["estimate"] is not None and planted["estimate"] is not None and \
-                entry["ci_low"] <= planted["estimate"] <= entry["ci_high"]
-            rows.append({"scenario": sc.name, "outcome": outcome, "seed": seed, "judge": judge, "estimator": "handling",
-                         "quantity": "affected" if judge in sc.affected else "other", "estimate": np.nan,
-                         "low": np.nan, "high": np.nan, "truth": np.nan, "identified": entry["identified"],
-                         "warned": bool(entry.get("warnings")), "covered_alone": covered,
-                         "null": planted["estimate"] == 0,
-                         "significant": entry.get("p_adjusted") is not None and entry["p_adjusted"] < 0.05})
+            covered = (
+                entry["estimate"] is not None
+                and planted["estimate"] is not None
+                and entry["ci_low"] <= planted["estimate"] <= entry["ci_high"]
+            )
+            rows.append(
+                {
+                    "scenario": sc.name,
+                    "outcome": outcome,
+                    "seed": seed,
+                    "judge": judge,
+                    "estimator": "handling",
+                    "quantity": "affected" if judge in sc.affected else "other",
+                    "estimate": np.nan,
+                    "low": np.nan,
+                    "high": np.nan,
+                    "truth": np.nan,
+                    "identified": entry["identified"],
+                    "warned": bool(entry.get("warnings")),
+                    "covered_alone": covered,
+                    "null": planted["estimate"] == 0,
+                    "significant": entry.get("p_adjusted") is not None and entry["p_adjusted"] < 0.05,
+                }
+            )
             for name, key in ESTIMATORS.items():
                 iv = entry if key is None else (entry.get("sensitivity") or {}).get(key)
                 if key is None and entry["estimate"] is None or key is not None and iv is None:
                     continue
                 est = iv["estimate"]
-                rows.append({"scenario": sc.name, "outcome": outcome, "seed": seed, "judge": judge, "estimator": name,
-                             "quantity": "own family", "estimate": est, "low": iv["ci_low"], "high": iv["ci_high"],
-                             "truth": planted["estimate"]})
+                rows.append(
+                    {
+                        "scenario": sc.name,
+                        "outcome": outcome,
+                        "seed": seed,
+                        "judge": judge,
+                        "estimator": name,
+                        "quantity": "own family",
+                        "estimate": est,
+                        "low": iv["ci_low"],
+                        "high": iv["ci_high"],
+                        "truth": planted["estimate"],
+                    }
+                )
             for part in ("self", "family_other"):
                 if entry.get(part):
-                    rows.append({"scenario": sc.name, "outcome": outcome, "seed": seed, "judge": judge,
-                                 "estimator": "calibrated", "quantity": part, "estimate": entry[part]["estimate"],
-                                 "low": entry[part]["ci_low"], "high": entry[part]["ci_high"], "truth": planted[part]})
+                    rows.append(
+                        {
+                            "scenario": sc.name,
+                            "outcome": outcome,
+                            "seed": seed,
+                            "judge": judge,
+                            "estimator": "calibrated",
+                            "quantity": part,
+                            "estimate": entry[part]["estimate"],
+                            "low": entry[part]["ci_low"],
+                            "high": entry[part]["ci_high"],
+                            "truth": planted[part],
+                        }
+                    )
         if sc.favour:
             inter = result[outcome]["interaction"]
             for (judge, fam), _ in sc.favour.items():
                 cell = inter["double_centred"][inter["judges"].index(judge)][inter["families"].index(fam)]
-                rows.append({"scenario": sc.name, "outcome": outcome, "seed": seed, "judge": judge,
-                             "estimator": "interaction matrix", "quantity": f"favour toward {fam} detected",
-                             "estimate": float(cell is not None and cell["ci_low"] > 0), "low": np.nan, "high": np.nan,
-                             "truth": 1.0})
+                rows.append(
+                    {
+                        "scenario": sc.name,
+                        "outcome": outcome,
+                        "seed": seed,
+                        "judge": judge,
+                        "estimator": "interaction matrix",
+                        "quantity": f"favour toward {fam} detected",
+                        "estimate": float(cell is not None and cell["ci_low"] > 0),
+                        "low": np.nan,
+                        "high": np.nan,
+                        "truth": 1.0,
+                    }
+                )
     return rows
 
 
@@ -81,28 +129,42 @@ def handling(raw: pd.DataFrame) -> pd.DataFrame:
     h["silent_miss"] = ~h["handled"]
     h["null_significant"] = h["significant"].astype(bool).where(h["null"].astype(bool))  # false positives
     g = h.groupby(["scenario", "outcome", "quantity"], sort=False)
-    return g.agg(judges=("judge", "size"), not_identified=("identified", lambda x: float((~x.astype(bool)).mean())),
-                 warned=("warned", "mean"), handled=("handled", "mean"), silent_miss=("silent_miss", "mean"),
-                 null_significant=("null_significant", "mean")).reset_index()
+    return g.agg(
+        judges=("judge", "size"),
+        not_identified=("identified", lambda x: float((~x.astype(bool)).mean())),
+        warned=("warned", "mean"),
+        handled=("handled", "mean"),
+        silent_miss=("silent_miss", "mean"),
+        null_significant=("null_significant", "mean"),
+    ).reset_index()
 
 
 def handling_markdown(table: pd.DataFrame) -> str:
-    lines = ["| scenario | outcome | judges | n | not identified | warned | handled (not identified, warned or covered) "
-             "| null judges with adjusted p < .05 |", "|" + "---|" * 8]
+    lines = [
+        "| scenario | outcome | judges | n | not identified | warned | handled (not identified, warned or covered) "
+        "| null judges with adjusted p < .05 |",
+        "|" + "---|" * 8,
+    ]
     for r in table.itertuples():
         fp = "-" if r.null_significant != r.null_significant else f"{r.null_significant:.2f}"
-        lines.append(f"| {r.scenario} | {r.outcome} | {r.quantity} | {r.judges} | {r.not_identified:.2f} | "
-                     f"{r.warned:.2f} | {r.handled:.2f} | {fp} |")
+        lines.append(
+            f"| {r.scenario} | {r.outcome} | {r.quantity} | {r.judges} | {r.not_identified:.2f} | "
+            f"{r.warned:.2f} | {r.handled:.2f} | {fp} |"
+        )
     return "\n".join(lines)
 
 
 def summarise(raw: pd.DataFrame) -> pd.DataFrame:
     raw = raw[raw["estimator"] != "handling"]
-    raw = raw.assign(error=raw["estimate"] - raw["truth"],
-                     covered=(raw["low"] <= raw["truth"]) & (raw["truth"] <= raw["high"]))
+    raw = raw.assign(error=raw["estimate"] - raw["truth"], covered=(raw["low"] <= raw["truth"]) & (raw["truth"] <= raw["high"]))
     g = raw.groupby(["scenario", "outcome", "estimator", "quantity"], sort=False)
-    out = g.agg(intervals=("error", "size"), bias=("error", "mean"), rmse=("error", lambda e: float(np.sqrt(np.mean(e**2)))),
-                coverage=("covered", "mean"), detection=("estimate", "mean")).reset_index()
+    out = g.agg(
+        intervals=("error", "size"),
+        bias=("error", "mean"),
+        rmse=("error", lambda e: float(np.sqrt(np.mean(e**2)))),
+        coverage=("covered", "mean"),
+        detection=("estimate", "mean"),
+    ).reset_index()
     detect = out["quantity"].str.startswith("favour")
     out.loc[detect, ["bias", "rmse", "coverage"]] = np.nan
     out.loc[~detect, "detection"] = np.nan
@@ -129,8 +191,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="")
     parser.add_argument("--equivalent", action="store_true", help="also the equivalent outcome")
-    parser.add_argument("--failures", action="store_true",
-                        help="the failure modes of real judge data instead (warnings and identification)")
+    parser.add_argument(
+        "--failures", action="store_true", help="the failure modes of real judge data instead (warnings and identification)"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     outcomes = ("overall", "equivalent") if args.equivalent else ("overall",)
@@ -141,8 +204,7 @@ def main() -> None:
         raw = pd.DataFrame([row for rows in pool.map(one_dataset, work, chunksize=2) for row in rows])
     if args.out:
         raw.to_csv(args.out, index=False)
-    notes = {s.name: ("not identified: " if not s.identified else "") + s.note for s in chosen
-             if s.note or not s.identified}
+    notes = {s.name: ("not identified: " if not s.identified else "") + s.note for s in chosen if s.note or not s.identified}
     print(markdown(summarise(raw), notes))
     print("\n" + handling_markdown(handling(raw)))
     print(f"\n{len(work)} datasets, {args.resamples} bootstrap resamples each, {time.time() - t0:.0f} s")

@@ -98,8 +98,10 @@ def sample_system_truth(sc: Scenario, seed: int) -> dict[str, dict[str, dict[str
     out: dict[str, dict[str, dict[str, float]]] = {}
     for outcome, column in (("overall", "e_overall_clean"), ("equivalent", "e_eq_clean")):
         per_answer = long.groupby(["g", "strategy", "both", "s", "i", "r"], sort=False)[column].mean().reset_index()
-        out[outcome] = {by: {str(k): float(v) for k, v in per_answer.groupby(col)[column].mean().items()}
-                        for by, col in (("system_model", "g"), ("system", "strategy"), ("both", "both"))}
+        out[outcome] = {
+            by: {str(k): float(v) for k, v in per_answer.groupby(col)[column].mean().items()}
+            for by, col in (("system_model", "g"), ("system", "strategy"), ("both", "both"))
+        }
     return out
 
 
@@ -110,8 +112,11 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
     gens = list(sc.generators)
     families = sorted(set(sc.generators.values()))
     sign_effect = rng.normal(0, SIGN_SD, sc.n_signs)
-    fam_sign = rng.normal(0, sc.family_by_sign, (len(families), sc.n_signs)) if sc.family_by_sign else \
-        np.zeros((len(families), sc.n_signs))
+    fam_sign = (
+        rng.normal(0, sc.family_by_sign, (len(families), sc.n_signs))
+        if sc.family_by_sign
+        else np.zeros((len(families), sc.n_signs))
+    )
     threshold = {j: sc.leniency.get(j, 0.0) + sc.base for j in judges}
     rows = []
     for s in range(sc.n_signs):
@@ -122,8 +127,16 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
                 fam_index = families.index(sc.generators[g])
                 for strategy, shift in sc.strategies.items():
                     for r in range(sc.repeats):
-                        q = (sc.base + sc.quality[g] + shift + sign_effect[s] + fam_sign[fam_index, s] + item_effect
-                             + VIS_SLOPE * (vis - 0.6) + rng.normal(0, ANSWER_SD))
+                        q = (
+                            sc.base
+                            + sc.quality[g]
+                            + shift
+                            + sign_effect[s]
+                            + fam_sign[fam_index, s]
+                            + item_effect
+                            + VIS_SLOPE * (vis - 0.6)
+                            + rng.normal(0, ANSWER_SD)
+                        )
                         q2 = sc.quality2.get(g, 0.0) + rng.normal(0, 0.8)  # a second dimension, independent of q
                         rows.append((s, i, vis, g, strategy, r, q, q2))
     answers = pd.DataFrame(rows, columns=["s", "i", "vis", "g", "strategy", "r", "q", "q2"])
@@ -136,8 +149,9 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
         own_model = (answers["g"] == j).to_numpy()
         own_family = (gfam == jf).to_numpy() & ~own_model
         favour = gfam.map(lambda f: sc.favour.get((j, f), 0.0)).to_numpy()
-        bonus = np.where(own_model, sc.self_effect.get(j, 0.0), 0.0) + \
-            np.where(own_family, sc.family_effect.get(j, 0.0), 0.0) + favour
+        bonus = (
+            np.where(own_model, sc.self_effect.get(j, 0.0), 0.0) + np.where(own_family, sc.family_effect.get(j, 0.0), 0.0) + favour
+        )
         w2 = sc.taste.get(j, 0.0)
         mu0 = lam + sc.base + slope * ((1 - w2) * (answers["q"].to_numpy() - sc.base) + w2 * answers["q2"].to_numpy())
         noise = rng.normal(0, 1, len(answers))
@@ -153,22 +167,33 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
         subs = np.clip(np.rint(latent[:, None] + rng.normal(0, sub_noise, (len(answers), 3))), 0, 10)
         equivalent = latent + (0.0 if j in sc.constant else rng.normal(0, 1.0, len(answers))) > threshold[j]
         present = _present(sc, j, answers, own_model | own_family, rng, latent)
-        frame = answers.assign(judge=j, judge_family=jf, acc=subs[:, 0], comp=subs[:, 1], rel=subs[:, 2],
-                               overall=subs.mean(axis=1), equivalent=equivalent, present=present,
-                               own_model=own_model, own_family=own_family,
-                               e_overall_with=_expected_score(mu0 + bonus, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
-                               e_overall_without=_expected_score(mu0 + favour, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
-                               e_overall_clean=_expected_score(mu0, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
-                               e_eq_clean=_expected_equivalent(mu0, threshold[j], np.hypot(sd, 1.0)),
-                               e_eq_with=_expected_equivalent(mu0 + bonus, threshold[j], np.hypot(sd, 1.0)),
-                               e_eq_without=_expected_equivalent(mu0 + favour, threshold[j], np.hypot(sd, 1.0)))
+        frame = answers.assign(
+            judge=j,
+            judge_family=jf,
+            acc=subs[:, 0],
+            comp=subs[:, 1],
+            rel=subs[:, 2],
+            overall=subs.mean(axis=1),
+            equivalent=equivalent,
+            present=present,
+            own_model=own_model,
+            own_family=own_family,
+            e_overall_with=_expected_score(mu0 + bonus, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
+            e_overall_without=_expected_score(mu0 + favour, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
+            e_overall_clean=_expected_score(mu0, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
+            e_eq_clean=_expected_equivalent(mu0, threshold[j], np.hypot(sd, 1.0)),
+            e_eq_with=_expected_equivalent(mu0 + bonus, threshold[j], np.hypot(sd, 1.0)),
+            e_eq_without=_expected_equivalent(mu0 + favour, threshold[j], np.hypot(sd, 1.0)),
+        )
         out.append(frame)
     for copy, source in sc.copies.items():  # the same model entered twice: identical verdicts under two names
         original = out[judges.index(source)]
-        out[judges.index(copy)] = original.assign(judge=copy, judge_family=sc.judges[copy],
-                                                  own_model=(original["g"] == copy).to_numpy(),
-                                                  own_family=((original["g"].map(sc.generators) == sc.judges[copy])
-                                                              & (original["g"] != copy)).to_numpy())
+        out[judges.index(copy)] = original.assign(
+            judge=copy,
+            judge_family=sc.judges[copy],
+            own_model=(original["g"] == copy).to_numpy(),
+            own_family=((original["g"].map(sc.generators) == sc.judges[copy]) & (original["g"] != copy)).to_numpy(),
+        )
     return pd.concat(out, ignore_index=True)
 
 
@@ -202,12 +227,14 @@ def system_truth(sc: Scenario) -> dict[str, dict[str, dict[str, float]]]:
         out[outcome] = {
             "system_model": {g: float(np.mean([cells[(g, s)][outcome] for s in sc.strategies])) for g in sc.generators},
             "system": {s: float(np.mean([cells[(g, s)][outcome] for g in sc.generators])) for s in sc.strategies},
-            "both": {f"{g} / {s}": cells[(g, s)][outcome] for g in sc.generators for s in sc.strategies}}
+            "both": {f"{g} / {s}": cells[(g, s)][outcome] for g in sc.generators for s in sc.strategies},
+        }
     return out
 
 
-def _present(sc: Scenario, judge: str, answers: pd.DataFrame, own: np.ndarray, rng: np.random.Generator,
-             latent: np.ndarray) -> np.ndarray:
+def _present(
+    sc: Scenario, judge: str, answers: pd.DataFrame, own: np.ndarray, rng: np.random.Generator, latent: np.ndarray
+) -> np.ndarray:
     n = len(answers)
     if sc.missing == "own_score":  # no verdict when the judge's own would-be score on its family is low
         if sc.missing_judges and judge not in sc.missing_judges:
@@ -230,8 +257,10 @@ def _present(sc: Scenario, judge: str, answers: pd.DataFrame, own: np.ndarray, r
 def _truth(long: pd.DataFrame, judges: list[str]) -> dict[str, dict[str, dict[str, float | None]]]:
     truth: dict[str, dict[str, dict[str, float | None]]] = {"overall": {}, "equivalent": {}}
     rated = long[long["present"]]
-    for outcome, (w, wo) in {"overall": ("e_overall_with", "e_overall_without"),
-                             "equivalent": ("e_eq_with", "e_eq_without")}.items():
+    for outcome, (w, wo) in {
+        "overall": ("e_overall_with", "e_overall_without"),
+        "equivalent": ("e_eq_with", "e_eq_without"),
+    }.items():
         for j in judges:
             g = rated[rated["judge"] == j]
             delta = g[w] - g[wo]
@@ -248,16 +277,31 @@ def _table(long: pd.DataFrame, sc: Scenario) -> pd.DataFrame:
     """The verdict-table contract (DESIGN.md); missing verdicts have status parse_failure."""
     status = np.where(long["present"], "ok", "parse_failure")
     present = long["present"].to_numpy()
-    frame = pd.DataFrame({
-        "run_id": "sim", "item_id": [f"S{s:02d}_i{i}" for s, i in zip(long["s"], long["i"])],
-        "sign_code": [f"S{s:02d}" for s in long["s"]], "category": "cat", "visibility": long["vis"],
-        "mode": np.where(long["vis"] == 1.0, "none", "bottom_up"), "repeat": long["r"], "system": long["strategy"],
-        "system_model": long["g"], "system_family": long["g"].map(sc.generators), "predicted_category": "cat",
-        "format_ok": True, "judge_model": long["judge"], "judge_family": long["judge_family"],
-        "accuracy": np.where(present, long["acc"], np.nan), "completeness": np.where(present, long["comp"], np.nan),
-        "relevance": np.where(present, long["rel"], np.nan), "overall": np.where(present, long["overall"], np.nan),
-        "equivalent": pd.array(np.where(present, long["equivalent"], None), dtype="boolean"),
-        "quality_status": status, "equivalence_status": status})
+    frame = pd.DataFrame(
+        {
+            "run_id": "sim",
+            "item_id": [f"S{s:02d}_i{i}" for s, i in zip(long["s"], long["i"])],
+            "sign_code": [f"S{s:02d}" for s in long["s"]],
+            "category": "cat",
+            "visibility": long["vis"],
+            "mode": np.where(long["vis"] == 1.0, "none", "bottom_up"),
+            "repeat": long["r"],
+            "system": long["strategy"],
+            "system_model": long["g"],
+            "system_family": long["g"].map(sc.generators),
+            "predicted_category": "cat",
+            "format_ok": True,
+            "judge_model": long["judge"],
+            "judge_family": long["judge_family"],
+            "accuracy": np.where(present, long["acc"], np.nan),
+            "completeness": np.where(present, long["comp"], np.nan),
+            "relevance": np.where(present, long["rel"], np.nan),
+            "overall": np.where(present, long["overall"], np.nan),
+            "equivalent": pd.array(np.where(present, long["equivalent"], None), dtype="boolean"),
+            "quality_status": status,
+            "equivalence_status": status,
+        }
+    )
     frame["system_base_llm"] = frame["system_family"]
     frame["judge_base_llm"] = frame["judge_family"]
     return frame
@@ -277,49 +321,93 @@ def _families(n: int) -> tuple[dict[str, str], dict[str, float]]:
 
 def scenarios() -> list[Scenario]:
     planted = {"qwen-7b": 0.3, "gemma-12b": 0.0, "llama-11b": 0.5, "pixtral-12b": 0.2}
-    base = Scenario("leniency only", FOUR, FOUR_GENS, FOUR_Q,
-                    leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
-                    self_effect=planted)
+    base = Scenario(
+        "leniency only",
+        FOUR,
+        FOUR_GENS,
+        FOUR_Q,
+        leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
+        self_effect=planted,
+    )
     out = [
         base,
-        replace(base, name="quality by family and sign", family_by_sign=0.5,
-                quality={"qwen-7b": 0.8, "gemma-12b": 0.1, "llama-11b": -0.7, "pixtral-12b": 0.0}),
+        replace(
+            base,
+            name="quality by family and sign",
+            family_by_sign=0.5,
+            quality={"qwen-7b": 0.8, "gemma-12b": 0.1, "llama-11b": -0.7, "pixtral-12b": 0.0},
+        ),
         replace(base, name="unequal noise", noise={"qwen-7b": 0.5, "gemma-12b": 1.0, "llama-11b": 1.5, "pixtral-12b": 0.8}),
         replace(base, name="missing at random", missing="random", missing_rate=0.3),
-        replace(base, name="missing on weak own answers", missing="weak_own", missing_rate=0.7,
-                quality={"qwen-7b": 0.4, "gemma-12b": 0.1, "llama-11b": -0.6, "pixtral-12b": 0.0}),
-        replace(base, name="missing on own family's weakest signs", missing="weak_signs", missing_rate=0.8,
-                family_by_sign=0.6),
-        replace(base, name="compressed slope, weaker own family", slope={"llama-11b": 0.6},
-                quality={"qwen-7b": 0.6, "gemma-12b": 0.3, "llama-11b": -0.9, "pixtral-12b": 0.0},
-                self_effect={**planted, "llama-11b": 0.0}),
-        replace(base, name="varied slopes 1.3/1.0/0.8/0.6",
-                slope={"qwen-7b": 1.3, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 0.6},
-                quality={"qwen-7b": 0.9, "gemma-12b": 0.3, "llama-11b": -0.4, "pixtral-12b": -1.0},
-                self_effect={"qwen-7b": 0.0, "gemma-12b": 0.2, "llama-11b": 0.0, "pixtral-12b": 0.6}),
+        replace(
+            base,
+            name="missing on weak own answers",
+            missing="weak_own",
+            missing_rate=0.7,
+            quality={"qwen-7b": 0.4, "gemma-12b": 0.1, "llama-11b": -0.6, "pixtral-12b": 0.0},
+        ),
+        replace(base, name="missing on own family's weakest signs", missing="weak_signs", missing_rate=0.8, family_by_sign=0.6),
+        replace(
+            base,
+            name="compressed slope, weaker own family",
+            slope={"llama-11b": 0.6},
+            quality={"qwen-7b": 0.6, "gemma-12b": 0.3, "llama-11b": -0.9, "pixtral-12b": 0.0},
+            self_effect={**planted, "llama-11b": 0.0},
+        ),
+        replace(
+            base,
+            name="varied slopes 1.3/1.0/0.8/0.6",
+            slope={"qwen-7b": 1.3, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 0.6},
+            quality={"qwen-7b": 0.9, "gemma-12b": 0.3, "llama-11b": -0.4, "pixtral-12b": -1.0},
+            self_effect={"qwen-7b": 0.0, "gemma-12b": 0.2, "llama-11b": 0.0, "pixtral-12b": 0.6},
+        ),
         replace(base, name="near the ceiling", base=8.8, note="truth is the effect on the clipped 0-10 scale"),
         replace(base, name="near the floor", base=1.2, note="truth is the effect on the clipped 0-10 scale"),
     ]
     for n in (3, 4, 6):
         models, quality = _families(n)
-        out.append(Scenario(f"{n} families", models, models, quality,
-                            leniency={m: 0.2 * (k - 1) for k, m in enumerate(models)},
-                            self_effect={m: 0.1 * k for k, m in enumerate(models)}))
+        out.append(
+            Scenario(
+                f"{n} families",
+                models,
+                models,
+                quality,
+                leniency={m: 0.2 * (k - 1) for k, m in enumerate(models)},
+                self_effect={m: 0.1 * k for k, m in enumerate(models)},
+            )
+        )
     qwen3 = {"qwen-7b": "qwen", "qwen-3b": "qwen", "qwen-72b": "qwen", "gemma-12b": "google", "llama-11b": "meta"}
-    out.append(Scenario(
-        "two judges share a family, three generators in it (self vs family)",
-        {"qwen-7b": "qwen", "qwen-72b": "qwen", "gemma-12b": "google", "llama-11b": "meta"}, qwen3,
-        {"qwen-7b": 0.3, "qwen-3b": -0.4, "qwen-72b": 0.8, "gemma-12b": 0.1, "llama-11b": -0.2},
-        leniency={"qwen-7b": 0.3, "qwen-72b": -0.2, "gemma-12b": 0.0, "llama-11b": 0.4},
-        self_effect={"qwen-7b": 0.5, "qwen-72b": 0.4, "gemma-12b": 0.2, "llama-11b": 0.3},
-        family_effect={"qwen-7b": 0.2, "qwen-72b": 0.1}))
-    out.append(replace(base, name="steep judge saturating at 10", base=7.0, slope={"qwen-7b": 1.4},
-                       quality={"qwen-7b": 0.9, "gemma-12b": 0.3, "llama-11b": -0.4, "pixtral-12b": -1.0},
-                       note="about 17% of the steep judge's sub-scores are 10, so its response bends at the ceiling "
-                                            "(truth on the clipped scale); the linear calibration follows it closely"))
-    out.append(replace(base, name="off-diagonal favouritism (meta judge prefers mistral)",
-                       favour={("llama-11b", "mistral"): 0.5}, identified=False,
-                       note="not removable: it moves mistral answers' quality and every judge's baseline"))
+    out.append(
+        Scenario(
+            "two judges share a family, three generators in it (self vs family)",
+            {"qwen-7b": "qwen", "qwen-72b": "qwen", "gemma-12b": "google", "llama-11b": "meta"},
+            qwen3,
+            {"qwen-7b": 0.3, "qwen-3b": -0.4, "qwen-72b": 0.8, "gemma-12b": 0.1, "llama-11b": -0.2},
+            leniency={"qwen-7b": 0.3, "qwen-72b": -0.2, "gemma-12b": 0.0, "llama-11b": 0.4},
+            self_effect={"qwen-7b": 0.5, "qwen-72b": 0.4, "gemma-12b": 0.2, "llama-11b": 0.3},
+            family_effect={"qwen-7b": 0.2, "qwen-72b": 0.1},
+        )
+    )
+    out.append(
+        replace(
+            base,
+            name="steep judge saturating at 10",
+            base=7.0,
+            slope={"qwen-7b": 1.4},
+            quality={"qwen-7b": 0.9, "gemma-12b": 0.3, "llama-11b": -0.4, "pixtral-12b": -1.0},
+            note="about 17% of the steep judge's sub-scores are 10, so its response bends at the ceiling "
+            "(truth on the clipped scale); the linear calibration follows it closely",
+        )
+    )
+    out.append(
+        replace(
+            base,
+            name="off-diagonal favouritism (meta judge prefers mistral)",
+            favour={("llama-11b", "mistral"): 0.5},
+            identified=False,
+            note="not removable: it moves mistral answers' quality and every judge's baseline",
+        )
+    )
     for n in (3, 5, 10):
         out.append(base.with_signs(n))
     return out
@@ -334,36 +422,79 @@ SOURCES5_Q = {"human": 0.4, "claude-2": 0.3, "gpt-3.5": -0.1, "gpt-4": 0.5, "lla
 def realistic_null() -> Scenario:
     """Nothing wrong: four judges of four families, different leniency, slope and noise, no bias,
     a few verdicts missing at random. No warning should fire here."""
-    return Scenario("realistic null", FOUR, FOUR_GENS, FOUR_Q,
-                    leniency={"qwen-7b": 0.5, "gemma-12b": -0.3, "llama-11b": 0.2, "pixtral-12b": -0.1},
-                    slope={"qwen-7b": 1.1, "gemma-12b": 0.9, "llama-11b": 0.8, "pixtral-12b": 1.0},
-                    noise={"qwen-7b": 0.8, "gemma-12b": 1.0, "llama-11b": 1.2, "pixtral-12b": 0.9},
-                    missing="random", missing_rate=0.03)
+    return Scenario(
+        "realistic null",
+        FOUR,
+        FOUR_GENS,
+        FOUR_Q,
+        leniency={"qwen-7b": 0.5, "gemma-12b": -0.3, "llama-11b": 0.2, "pixtral-12b": -0.1},
+        slope={"qwen-7b": 1.1, "gemma-12b": 0.9, "llama-11b": 0.8, "pixtral-12b": 1.0},
+        noise={"qwen-7b": 0.8, "gemma-12b": 1.0, "llama-11b": 1.2, "pixtral-12b": 0.9},
+        missing="random",
+        missing_rate=0.03,
+    )
 
 
 def failure_scenarios() -> list[Scenario]:
-    base = Scenario("leniency only", FOUR, FOUR_GENS, FOUR_Q,
-                    leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
-                    self_effect={"qwen-7b": 0.3, "gemma-12b": 0.0, "llama-11b": 0.5, "pixtral-12b": 0.2})
+    base = Scenario(
+        "leniency only",
+        FOUR,
+        FOUR_GENS,
+        FOUR_Q,
+        leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
+        self_effect={"qwen-7b": 0.3, "gemma-12b": 0.0, "llama-11b": 0.5, "pixtral-12b": 0.2},
+    )
     return [
         realistic_null(),
-        Scenario("three judges, two of one vendor, one almost uncorrelated", PAPER3, SOURCES5, SOURCES5_Q,
-                 noise={"gpt-4": 0.4, "gpt-3.5": 0.6, "llama-2": 6.0}, self_effect={"gpt-4": 0.3}, n_signs=30,
-                 items_per_sign=10, affected=("gpt-4", "gpt-3.5", "llama-2"),
-                 note="the openai answers are rated by one neutral judge that hardly tracks quality"),
-        Scenario("two judges only", {"gpt-4": "openai", "llama-2": "meta"}, SOURCES5, SOURCES5_Q,
-                 noise={"gpt-4": 0.6, "llama-2": 1.0}, self_effect={"gpt-4": 0.3}, n_signs=30, items_per_sign=10,
-                 affected=("gpt-4", "llama-2")),
-        replace(base, name="correlated judges (60% shared noise)", shared_noise=("qwen-7b", "gemma-12b", 0.6),
-                affected=tuple(FOUR)),
-        replace(base, name="a judge entered twice (copied)", judges={**FOUR, "qwen-7b-copy": "microsoft"},
-                copies={"qwen-7b-copy": "qwen-7b"}, affected=(*FOUR, "qwen-7b-copy")),
-        replace(base, name="missing on the judge's own low scores", missing="own_score", missing_rate=0.5,
-                missing_judges=("gemma-12b", "llama-11b"), affected=("gemma-12b", "llama-11b")),
-        replace(base, name="shared taste (two quality dimensions)", self_effect={},
-                taste={"qwen-7b": 0.6, "gemma-12b": 0.0, "llama-11b": 0.6, "pixtral-12b": 0.0},
-                quality2={"qwen-7b": 1.2, "gemma-12b": -0.6, "llama-11b": 1.2, "pixtral-12b": -0.6},
-                affected=tuple(FOUR)),
+        Scenario(
+            "three judges, two of one vendor, one almost uncorrelated",
+            PAPER3,
+            SOURCES5,
+            SOURCES5_Q,
+            noise={"gpt-4": 0.4, "gpt-3.5": 0.6, "llama-2": 6.0},
+            self_effect={"gpt-4": 0.3},
+            n_signs=30,
+            items_per_sign=10,
+            affected=("gpt-4", "gpt-3.5", "llama-2"),
+            note="the openai answers are rated by one neutral judge that hardly tracks quality",
+        ),
+        Scenario(
+            "two judges only",
+            {"gpt-4": "openai", "llama-2": "meta"},
+            SOURCES5,
+            SOURCES5_Q,
+            noise={"gpt-4": 0.6, "llama-2": 1.0},
+            self_effect={"gpt-4": 0.3},
+            n_signs=30,
+            items_per_sign=10,
+            affected=("gpt-4", "llama-2"),
+        ),
+        replace(
+            base, name="correlated judges (60% shared noise)", shared_noise=("qwen-7b", "gemma-12b", 0.6), affected=tuple(FOUR)
+        ),
+        replace(
+            base,
+            name="a judge entered twice (copied)",
+            judges={**FOUR, "qwen-7b-copy": "microsoft"},
+            copies={"qwen-7b-copy": "qwen-7b"},
+            affected=(*FOUR, "qwen-7b-copy"),
+        ),
+        replace(
+            base,
+            name="missing on the judge's own low scores",
+            missing="own_score",
+            missing_rate=0.5,
+            missing_judges=("gemma-12b", "llama-11b"),
+            affected=("gemma-12b", "llama-11b"),
+        ),
+        replace(
+            base,
+            name="shared taste (two quality dimensions)",
+            self_effect={},
+            taste={"qwen-7b": 0.6, "gemma-12b": 0.0, "llama-11b": 0.6, "pixtral-12b": 0.0},
+            quality2={"qwen-7b": 1.2, "gemma-12b": -0.6, "llama-11b": 1.2, "pixtral-12b": -0.6},
+            affected=tuple(FOUR),
+        ),
         replace(base, name="a constant judge (always 10)", constant={"gemma-12b": 10.4}, affected=("gemma-12b",)),
     ]
 
@@ -378,16 +509,28 @@ def system_scenarios() -> list[Scenario]:
     base = Scenario("agreeing judges, no bias", FOUR, FOUR_GENS, quality, strategies=FOUR_STRATEGIES, items_per_sign=6)
     return [
         base,
-        replace(base, name="leniency, scales and self-preference",
-                leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
-                slope={"qwen-7b": 1.3, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 0.6},
-                noise={"qwen-7b": 0.8, "gemma-12b": 1.0, "llama-11b": 1.2, "pixtral-12b": 0.9},
-                self_effect={"qwen-7b": 0.3, "gemma-12b": 0.2, "llama-11b": 0.5, "pixtral-12b": 0.4}),
-        replace(base, name="one strong self-preferring judge", self_effect={"qwen-7b": 1.6},
-                leniency={"qwen-7b": 0.3, "gemma-12b": -0.2, "llama-11b": 0.0, "pixtral-12b": 0.1},
-                note="qwen-7b scores its own answers 1.6 points higher: the naive mean lifts qwen-7b by about 0.4, "
-                     "above gemma-12b and pixtral-12b"),
-        replace(base, name="self-preference and verdicts missing on weak own answers", missing="weak_own",
-                missing_rate=0.5, self_effect={"qwen-7b": 0.6, "gemma-12b": 0.0, "llama-11b": 0.8, "pixtral-12b": 0.3},
-                slope={"qwen-7b": 1.2, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 1.0}),
+        replace(
+            base,
+            name="leniency, scales and self-preference",
+            leniency={"qwen-7b": 0.6, "gemma-12b": -0.4, "llama-11b": 0.2, "pixtral-12b": 0.0},
+            slope={"qwen-7b": 1.3, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 0.6},
+            noise={"qwen-7b": 0.8, "gemma-12b": 1.0, "llama-11b": 1.2, "pixtral-12b": 0.9},
+            self_effect={"qwen-7b": 0.3, "gemma-12b": 0.2, "llama-11b": 0.5, "pixtral-12b": 0.4},
+        ),
+        replace(
+            base,
+            name="one strong self-preferring judge",
+            self_effect={"qwen-7b": 1.6},
+            leniency={"qwen-7b": 0.3, "gemma-12b": -0.2, "llama-11b": 0.0, "pixtral-12b": 0.1},
+            note="qwen-7b scores its own answers 1.6 points higher: the naive mean lifts qwen-7b by about 0.4, "
+            "above gemma-12b and pixtral-12b",
+        ),
+        replace(
+            base,
+            name="self-preference and verdicts missing on weak own answers",
+            missing="weak_own",
+            missing_rate=0.5,
+            self_effect={"qwen-7b": 0.6, "gemma-12b": 0.0, "llama-11b": 0.8, "pixtral-12b": 0.3},
+            slope={"qwen-7b": 1.2, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 1.0},
+        ),
     ]

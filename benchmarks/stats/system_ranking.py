@@ -63,10 +63,12 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...], dict[str, float
                 true_d = truth[d["higher"]] - truth[d["lower"]]
                 rows.append({**base, "what": "difference covered", "value": float(d["ci_low"] <= true_d <= d["ci_high"])})
             clear = [(g, h) for g in truth for h in truth if truth[g] - truth[h] > gaps[outcome]]
-            rankings = {"calibrated": {r["group"]: r["estimate"] for r in b["rows"]},
-                        "naive": {r["group"]: r["estimate"] for r in b["naive"]},
-                        "self-excluded": {r["group"]: r["estimate"] for r in b["self_excluded"]},
-                        **{f"single judge ({j})": {r["group"]: r["estimate"] for r in rs} for j, rs in b["judges"].items()}}
+            rankings = {
+                "calibrated": {r["group"]: r["estimate"] for r in b["rows"]},
+                "naive": {r["group"]: r["estimate"] for r in b["naive"]},
+                "self-excluded": {r["group"]: r["estimate"] for r in b["self_excluded"]},
+                **{f"single judge ({j})": {r["group"]: r["estimate"] for r in rs} for j, rs in b["judges"].items()},
+            }
             for name, values in rankings.items():
                 wrong = [values[h] >= values[g] for g, h in clear if values.get(g) is not None and values.get(h) is not None]
                 if wrong:
@@ -77,19 +79,35 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...], dict[str, float
 
 
 def summarise(raw: pd.DataFrame) -> pd.DataFrame:
-    raw = raw.assign(judge=raw["what"].str.startswith("pairs wrong: single judge")
-                     | raw["what"].str.startswith("order right: single judge"))
+    raw = raw.assign(
+        judge=raw["what"].str.startswith("pairs wrong: single judge") | raw["what"].str.startswith("order right: single judge")
+    )
     raw.loc[raw["judge"], "what"] = raw.loc[raw["judge"], "what"].str.replace(r" \(.*\)$", " (each)", regex=True)
     g = raw.groupby(["scenario", "outcome", "by", "what"], sort=False)["value"]
     out = g.agg(["mean", "size"]).reset_index()
-    rmse = raw[raw["what"] == "score error"].groupby(["scenario", "outcome", "by"], sort=False)["value"].apply(
-        lambda e: float(np.sqrt(np.mean(e**2)))).reset_index().assign(what="score RMSE", size=0)
+    rmse = (
+        raw[raw["what"] == "score error"]
+        .groupby(["scenario", "outcome", "by"], sort=False)["value"]
+        .apply(lambda e: float(np.sqrt(np.mean(e**2))))
+        .reset_index()
+        .assign(what="score RMSE", size=0)
+    )
     return pd.concat([out, rmse.rename(columns={"value": "mean"})], ignore_index=True)
 
 
-COLUMNS = ("score covered", "difference covered", "rank covered", "order right: calibrated", "order right: naive",
-           "pairs wrong: calibrated", "pairs wrong: naive", "pairs wrong: self-excluded", "pairs wrong: single judge (each)",
-           "score RMSE", "changes listed")
+COLUMNS = (
+    "score covered",
+    "difference covered",
+    "rank covered",
+    "order right: calibrated",
+    "order right: naive",
+    "pairs wrong: calibrated",
+    "pairs wrong: naive",
+    "pairs wrong: self-excluded",
+    "pairs wrong: single judge (each)",
+    "score RMSE",
+    "changes listed",
+)
 
 
 def markdown(summary: pd.DataFrame, notes: dict[str, str], gaps: dict[str, float]) -> str:
@@ -99,9 +117,11 @@ def markdown(summary: pd.DataFrame, notes: dict[str, str], gaps: dict[str, float
         cell = dict(zip(g["what"], g["mean"]))
         values = [("-" if cell.get(c) is None or pd.isna(cell.get(c)) else f"{cell[c]:.2f}") for c in COLUMNS]
         lines.append(f"| {scenario} | {outcome} | {by} | " + " | ".join(values) + " |")
-    lines.append(f"\nA pair counts when its true gap exceeds {gaps['overall']} points (overall) or "
-                 f"{gaps['equivalent']} (equivalent probability). \"order right\": every such pair in the right order, "
-                 f"share of datasets; \"pairs wrong\": share of such pairs in the wrong order.")
+    lines.append(
+        f"\nA pair counts when its true gap exceeds {gaps['overall']} points (overall) or "
+        f'{gaps["equivalent"]} (equivalent probability). "order right": every such pair in the right order, '
+        f'share of datasets; "pairs wrong": share of such pairs in the wrong order.'
+    )
     for name, note in notes.items():
         lines.append(f"\n{name}: {note}")
     return "\n".join(lines)

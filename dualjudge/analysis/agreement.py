@@ -76,11 +76,12 @@ def alpha(reliability: np.ndarray, level: Level, value_domain: list[Any] | None 
         return float(alpha_from_sums(interval_sums(reliability))[0])
     distinct = len(value_domain) if value_domain is not None else int(np.unique(values).size)
     if distinct > MAX_DISTINCT:
-        raise DualjudgeError(f"{level} alpha on {distinct} distinct labels needs a {distinct} x {distinct} matrix per "
-                             f"unit; use --level interval for continuous labels, or round them")
+        raise DualjudgeError(
+            f"{level} alpha on {distinct} distinct labels needs a {distinct} x {distinct} matrix per "
+            f"unit; use --level interval for continuous labels, or round them"
+        )
     try:
-        return float(krippendorff.alpha(reliability_data=reliability, level_of_measurement=level,
-                                        value_domain=value_domain))
+        return float(krippendorff.alpha(reliability_data=reliability, level_of_measurement=level, value_domain=value_domain))
     except ValueError as e:
         raise DualjudgeError(f"Krippendorff's alpha cannot be computed: {e}") from None
 
@@ -112,8 +113,7 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
         return out
     overall = _wide(frame, "overall", QUALITY.status)
     equivalent = _wide(frame, "equivalent", EQUIVALENCE.status)
-    levels: tuple[tuple[str, pd.DataFrame, Level], ...] = (("overall", overall, "interval"),
-                                                           ("equivalent", equivalent, "nominal"))
+    levels: tuple[tuple[str, pd.DataFrame, Level], ...] = (("overall", overall, "interval"), ("equivalent", equivalent, "nominal"))
     for name, wide, level in levels:
         data = wide.reindex(columns=judges).to_numpy().T
         data = data[:, np.sum(~np.isnan(data), axis=0) >= 2]  # only units two judges rated are pairable
@@ -129,9 +129,11 @@ def between_judges(frame: pd.DataFrame) -> dict[str, Any]:
     pairs = {}
     for a, b in combinations(judges, 2):
         both = equivalent[[a, b]].dropna() if {a, b} <= set(equivalent.columns) else pd.DataFrame()
-        pairs[f"{a} vs {b}"] = {"kappa_equivalent": kappa(both[a].to_numpy(), both[b].to_numpy()) if len(both) else None,
-                               "raw_agreement": float((both[a] == both[b]).mean()) if len(both) else None,
-                               "n": int(len(both))}
+        pairs[f"{a} vs {b}"] = {
+            "kappa_equivalent": kappa(both[a].to_numpy(), both[b].to_numpy()) if len(both) else None,
+            "raw_agreement": float((both[a] == both[b]).mean()) if len(both) else None,
+            "n": int(len(both)),
+        }
     out["pairwise"] = pairs
     return out
 
@@ -154,8 +156,9 @@ def check_label_table(long: pd.DataFrame) -> None:
     for col in ("item", "annotator"):
         blank = long[col].isna() | (long[col].astype(str).str.strip() == "")
         if blank.any():
-            raise DualjudgeError(f"the label table's {col} is blank in row {int(blank.to_numpy().argmax()) + 1}; every "
-                                 f"label needs its {col}")
+            raise DualjudgeError(
+                f"the label table's {col} is blank in row {int(blank.to_numpy().argmax()) + 1}; every label needs its {col}"
+            )
     if long.duplicated(["item", "annotator"]).any():
         dup = long[long.duplicated(["item", "annotator"])].iloc[0]
         raise DualjudgeError(f"duplicate label for item {dup['item']!r} by annotator {dup['annotator']!r}")

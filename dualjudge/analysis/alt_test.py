@@ -45,10 +45,18 @@ class AltTestResult:
     metric: str
 
     def as_dict(self) -> dict[str, object]:
-        return {"omega": self.omega, "rho": self.rho, "passed": self.passed, "epsilon": self.epsilon, "q": self.q,
-                "metric": self.metric,
-                "annotators": [{"annotator": a.annotator, "n": a.n, "rho": a.rho, "p_value": a.p_value,
-                                "rejected": a.rejected} for a in self.annotators]}
+        return {
+            "omega": self.omega,
+            "rho": self.rho,
+            "passed": self.passed,
+            "epsilon": self.epsilon,
+            "q": self.q,
+            "metric": self.metric,
+            "annotators": [
+                {"annotator": a.annotator, "n": a.n, "rho": a.rho, "p_value": a.p_value, "rejected": a.rejected}
+                for a in self.annotators
+            ],
+        }
 
 
 def _score(pred: float, others: np.ndarray, metric: Metric) -> float:
@@ -78,9 +86,16 @@ def check_options(epsilon: float, q: float, metric: str, min_items: int) -> None
         raise DualjudgeError(f"--min-items must be at least 1, got {min_items}")
 
 
-def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float = 0.05,
-             metric: Metric = "accuracy", min_items: int = MIN_ITEMS, humans: list[str] | None = None,
-             test: AltTestKind = "t") -> AltTestResult:
+def alt_test(
+    long: pd.DataFrame,
+    candidate: str,
+    epsilon: float = 0.2,
+    q: float = 0.05,
+    metric: Metric = "accuracy",
+    min_items: int = MIN_ITEMS,
+    humans: list[str] | None = None,
+    test: AltTestKind = "t",
+) -> AltTestResult:
     """`humans`: the human annotators (default: everyone but the candidate); other annotators in the
     file (other LLMs) are left out. `test`: the authors' one-sample t-test, or the Wilcoxon signed-rank
     test, which the authors recommend below 30 items."""
@@ -130,13 +145,16 @@ def alt_test(long: pd.DataFrame, candidate: str, epsilon: float = 0.2, q: float 
         results.append((j, len(rows), float(np.mean(w_f))))
         pvalues.append(p)
     if not results:
-        raise DualjudgeError(f"no annotator other than {candidate!r} has at least {min_items} items shared with "
-                             f"two other humans; the test needs >= 3 annotators and enough items")
+        raise DualjudgeError(
+            f"no annotator other than {candidate!r} has at least {min_items} items shared with "
+            f"two other humans; the test needs >= 3 annotators and enough items"
+        )
     p_arr = np.array(pvalues, dtype=float)
     # a constant d gives no p-value: that annotator is tested (it counts in m) but never rejected
     rejected = multipletests(np.nan_to_num(p_arr, nan=1.0), alpha=q, method="fdr_by")[0]
-    per = tuple(AnnotatorResult(j, n, rho, None if np.isnan(p) else p, bool(r))
-                for (j, n, rho), p, r in zip(results, p_arr, rejected))
+    per = tuple(
+        AnnotatorResult(j, n, rho, None if np.isnan(p) else p, bool(r)) for (j, n, rho), p, r in zip(results, p_arr, rejected)
+    )
     omega = float(np.mean(rejected))
     rho = float(np.mean([a.rho for a in per]))
     return AltTestResult(omega, rho, omega >= 0.5, per, epsilon, q, metric)

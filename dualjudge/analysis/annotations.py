@@ -34,9 +34,11 @@ def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str)
     if "human_overall" not in ann.columns:
         missing += [c for c in OPTIONAL_ANNOTATIONS if c not in ann.columns]
     if missing:
-        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)} (annotate the CSV that "
-                             f"`dualjudge human export` wrote: human_overall, or all of accuracy, completeness and "
-                             f"relevance, and equivalent)")
+        raise DualjudgeError(
+            f"{where}: missing columns {', '.join(missing)} (annotate the CSV that "
+            f"`dualjudge human export` wrote: human_overall, or all of accuracy, completeness and "
+            f"relevance, and equivalent)"
+        )
     absent = [col for col in OPTIONAL_ANNOTATIONS if col not in ann.columns]
     for col in ("human_overall", *OPTIONAL_ANNOTATIONS):
         if col not in ann.columns:
@@ -48,15 +50,18 @@ def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str)
         raise DualjudgeError(f"{where}: an annotated row has no sample_id")
     unknown = sorted(set(ann["sample_id"].astype(str)) - set(samples))
     if unknown:
-        raise DualjudgeError(f"{where}: unknown sample ids {', '.join(unknown[:5])}; were these annotations made for "
-                             f"another export?")
+        raise DualjudgeError(
+            f"{where}: unknown sample ids {', '.join(unknown[:5])}; were these annotations made for another export?"
+        )
     for row in ann.itertuples(index=False):
         expected = samples[str(row.sample_id)]
         for col in IDENTITY_COLUMNS:
             got, want = getattr(row, col), expected[col]
             if str(got).strip() != str(want) and not (col == "repeat" and _same_number(got, want)):
-                raise DualjudgeError(f"{where}: sample {row.sample_id} has {col} {got!r} but the sample key says "
-                                     f"{want!r}; these annotations belong to another export, so nothing was imported")
+                raise DualjudgeError(
+                    f"{where}: sample {row.sample_id} has {col} {got!r} but the sample key says "
+                    f"{want!r}; these annotations belong to another export, so nothing was imported"
+                )
     if ann["annotator"].isna().any():
         raise DualjudgeError(f"{where}: every annotated row needs an annotator")
     dup = ann.duplicated(["sample_id", "annotator"])
@@ -68,23 +73,30 @@ def _validate(ann: pd.DataFrame, samples: dict[str, dict[str, Any]], where: str)
         given = ann[col].notna()
         bad = ann[given & (values.isna() | (values < 0) | (values > 10) | (values != values.round()))]
         if len(bad):
-            raise DualjudgeError(f"{where}: {col} must be an integer 0-10 (sample {bad.iloc[0]['sample_id']}: "
-                                 f"{bad.iloc[0][col]!r})")
+            raise DualjudgeError(
+                f"{where}: {col} must be an integer 0-10 (sample {bad.iloc[0]['sample_id']}: {bad.iloc[0][col]!r})"
+            )
         ann[col] = values
     overall = pd.to_numeric(ann["human_overall"], errors="coerce")
     bad = ann[ann["human_overall"].notna() & (overall.isna() | (overall < 0) | (overall > 10))]
     if len(bad):
-        raise DualjudgeError(f"{where}: human_overall must be a score 0-10 (sample {bad.iloc[0]['sample_id']}: "
-                             f"{bad.iloc[0]['human_overall']!r})")
+        raise DualjudgeError(
+            f"{where}: human_overall must be a score 0-10 (sample {bad.iloc[0]['sample_id']}: {bad.iloc[0]['human_overall']!r})"
+        )
     subscores = ann[list(OPTIONAL_ANNOTATIONS)]
-    ann["human_overall"] = overall.where(overall.notna(),
-                                         subscores.mean(axis=1).where(subscores.notna().all(axis=1)))
+    ann["human_overall"] = overall.where(overall.notna(), subscores.mean(axis=1).where(subscores.notna().all(axis=1)))
     if ann["human_overall"].isna().any():
-        raise DualjudgeError(f"{where}: sample {ann[ann['human_overall'].isna()].iloc[0]['sample_id']} has no overall "
-                             f"score (fill human_overall, or all three sub-scores"
-                             + (f"; missing columns {', '.join(absent)})" if absent else ")"))
-    eq = ann["equivalent"].astype(str).str.strip().str.lower().map({"1": True, "0": False, "true": True,
-                                                                     "false": False, "1.0": True, "0.0": False})
+        raise DualjudgeError(
+            f"{where}: sample {ann[ann['human_overall'].isna()].iloc[0]['sample_id']} has no overall "
+            f"score (fill human_overall, or all three sub-scores" + (f"; missing columns {', '.join(absent)})" if absent else ")")
+        )
+    eq = (
+        ann["equivalent"]
+        .astype(str)
+        .str.strip()
+        .str.lower()
+        .map({"1": True, "0": False, "true": True, "false": False, "1.0": True, "0.0": False})
+    )
     if eq.isna().any():
         raise DualjudgeError(f"{where}: equivalent must be 0 or 1 (sample {ann[eq.isna()].iloc[0]['sample_id']})")
     ann["equivalent"] = eq.astype(bool)
@@ -96,17 +108,24 @@ def import_annotations(run_dir: Path, annotations: Path) -> dict[str, Any]:
     if not key_path.is_file():
         raise DualjudgeError(f"{run_dir}: no {SAMPLE_KEY}; run `dualjudge human export` first")
     key = read_key(key_path)
-    ann = read_csv(annotations, {"sample_id": str, "annotator": str, "item_id": str, "system": str,
-                                 "system_model": str}, "annotation file")
+    ann = read_csv(
+        annotations, {"sample_id": str, "annotator": str, "item_id": str, "system": str, "system_model": str}, "annotation file"
+    )
     ann = _validate(ann, key["samples"], str(annotations))
     if ann.empty:
         raise DualjudgeError(f"{annotations}: no annotated rows")
     table = read_table(run_dir / key["table"])
-    per_sample = ann.groupby("sample_id").agg(human_overall=("human_overall", "mean"),
-                                              human_accuracy=("accuracy", "mean"),
-                                              human_completeness=("completeness", "mean"),
-                                              human_relevance=("relevance", "mean"),
-                                              human_equivalent=("equivalent", "mean")).reset_index()
+    per_sample = (
+        ann.groupby("sample_id")
+        .agg(
+            human_overall=("human_overall", "mean"),
+            human_accuracy=("accuracy", "mean"),
+            human_completeness=("completeness", "mean"),
+            human_relevance=("relevance", "mean"),
+            human_equivalent=("equivalent", "mean"),
+        )
+        .reset_index()
+    )
     per_sample["human_equivalent"] = per_sample["human_equivalent"] >= 0.5  # majority (ties count as equivalent)
     meta = pd.DataFrame([{"sample_id": s, **v} for s, v in key["samples"].items()])
     labels = per_sample.merge(meta, on="sample_id")
@@ -125,8 +144,12 @@ def human_check(labels: pd.DataFrame, table: pd.DataFrame, annotators: list[str]
         rows = merged[merged["judge_variant"] == variant]
         by_variant[variant] = {str(judge): _judge_entry(g) for judge, g in rows.groupby("judge_model", sort=True)}
     reference = next(iter(by_variant.values()), {})
-    return {"n_samples": int(labels["sample_id"].nunique()), "annotators": annotators, "judges": reference,
-            "by_variant": by_variant if len(by_variant) > 1 else {}}
+    return {
+        "n_samples": int(labels["sample_id"].nunique()),
+        "annotators": annotators,
+        "judges": reference,
+        "by_variant": by_variant if len(by_variant) > 1 else {},
+    }
 
 
 def _judge_entry(g: pd.DataFrame) -> dict[str, Any]:
@@ -136,13 +159,20 @@ def _judge_entry(g: pd.DataFrame) -> dict[str, Any]:
         entry[judge_col] = _correlations(q["human_overall"], q[judge_col])
     e = g[g[EQUIVALENCE.status] == "ok"]
     h, j = e["human_equivalent"].astype(bool).to_numpy(), e["equivalent"].astype(bool).to_numpy()
-    entry["equivalence"] = {"kappa": kappa(h, j) if len(e) else None,
-                            "raw_agreement": float(np.mean(h == j)) if len(e) else None, "n": int(len(e)),
-                            "majority_baseline_agreement": float(max(h.mean(), 1 - h.mean())) if len(e) else None,
-                            "judge_yes_human_no": int(np.sum(j & ~h)), "judge_no_human_yes": int(np.sum(~j & h))}
+    entry["equivalence"] = {
+        "kappa": kappa(h, j) if len(e) else None,
+        "raw_agreement": float(np.mean(h == j)) if len(e) else None,
+        "n": int(len(e)),
+        "majority_baseline_agreement": float(max(h.mean(), 1 - h.mean())) if len(e) else None,
+        "judge_yes_human_no": int(np.sum(j & ~h)),
+        "judge_no_human_yes": int(np.sum(~j & h)),
+    }
     diff = q["overall"] - q["human_overall"]
-    entry["overall_disagreement"] = {"judge_higher": int((diff > 1).sum()), "judge_lower": int((diff < -1).sum()),
-                                     "mean_judge_minus_human": float(diff.mean()) if len(diff) else None}
+    entry["overall_disagreement"] = {
+        "judge_higher": int((diff > 1).sum()),
+        "judge_lower": int((diff < -1).sum()),
+        "mean_judge_minus_human": float(diff.mean()) if len(diff) else None,
+    }
     return entry
 
 
@@ -153,8 +183,7 @@ def human_check_near(table: Path, frame: pd.DataFrame | None = None) -> dict[str
     labels_path, path = table.parent / HUMAN_LABELS, table.parent / HUMAN_CHECK
     try:
         if labels_path.is_file() and frame is not None and path.is_file():
-            labels = pd.read_csv(labels_path, dtype={"sample_id": str, "item_id": str, "system": str,
-                                                     "system_model": str})
+            labels = pd.read_csv(labels_path, dtype={"sample_id": str, "item_id": str, "system": str, "system_model": str})
             return human_check(labels, frame, json.loads(path.read_text())["annotators"])
         if path.is_file():
             found: dict[str, Any] | None = json.loads(path.read_text())
@@ -176,6 +205,12 @@ def _correlations(x: pd.Series, y: pd.Series) -> dict[str, Any]:
     if len(x) < 3 or x.nunique() < 2 or y.nunique() < 2:
         return {"pearson": None, "spearman": None, "kendall": None, "n": int(len(x))}
     p, s, k = stats.pearsonr(x, y), stats.spearmanr(x, y), stats.kendalltau(x, y)
-    return {"pearson": float(p.statistic), "pearson_p": float(p.pvalue), "spearman": float(s.statistic),
-            "spearman_p": float(s.pvalue), "kendall": float(k.statistic), "kendall_p": float(k.pvalue),
-            "n": int(len(x))}
+    return {
+        "pearson": float(p.statistic),
+        "pearson_p": float(p.pvalue),
+        "spearman": float(s.statistic),
+        "spearman_p": float(s.pvalue),
+        "kendall": float(k.statistic),
+        "kendall_p": float(k.pvalue),
+        "n": int(len(x)),
+    }

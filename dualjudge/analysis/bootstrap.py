@@ -34,8 +34,10 @@ def percentile_ci(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float, f
     return float(lo), float(hi)
 
 
-T_INTERVAL = ("sign-cluster bootstrap (refit per resample): standard error scaled by G/(G-1), "
-              "95% t interval on G-1 degrees of freedom (G = signs)")
+T_INTERVAL = (
+    "sign-cluster bootstrap (refit per resample): standard error scaled by G/(G-1), "
+    "95% t interval on G-1 degrees of freedom (G = signs)"
+)
 MIN_RELIABLE_SIGNS = 10  # below this, the report warns that intervals are unreliable
 
 
@@ -86,8 +88,9 @@ def per_sign_sums(frame: pd.DataFrame, columns: dict[str, pd.Series], signs: lis
     return np.asarray(sums.to_numpy(dtype=np.float64))
 
 
-def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], seed: int = 0,
-                      n_resamples: int = N_RESAMPLES) -> tuple[float, tuple[float, float] | None]:
+def cluster_bootstrap(
+    sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], seed: int = 0, n_resamples: int = N_RESAMPLES
+) -> tuple[float, tuple[float, float] | None]:
     """Point estimate from the full sums and a percentile CI over sign resamples.
 
     `statistic` maps an (m, k) array of total sums (one row per resample) to m values.
@@ -106,8 +109,9 @@ def correlation_from_sums(s: np.ndarray) -> np.ndarray:
         return np.asarray((n * sxy - sx * sy) / np.sqrt((n * sxx - sx**2) * (n * syy - sy**2)))
 
 
-def correlation_ci(frame: pd.DataFrame, x: pd.Series, y: pd.Series, seed: int = 0,
-                   n_resamples: int = N_RESAMPLES) -> tuple[float, tuple[float, float] | None]:
+def correlation_ci(
+    frame: pd.DataFrame, x: pd.Series, y: pd.Series, seed: int = 0, n_resamples: int = N_RESAMPLES
+) -> tuple[float, tuple[float, float] | None]:
     """Pearson (= point-biserial when x is 0/1) r with a sign-level cluster-bootstrap CI."""
     signs = sorted(frame["sign_code"].unique())
     ones = pd.Series(1.0, index=x.index)
@@ -115,16 +119,18 @@ def correlation_ci(frame: pd.DataFrame, x: pd.Series, y: pd.Series, seed: int = 
     return cluster_bootstrap(sums, correlation_from_sums, seed, n_resamples)
 
 
-def mean_ci(frame: pd.DataFrame, values: pd.Series, seed: int = 0,
-            n_resamples: int = N_RESAMPLES) -> tuple[float, tuple[float, float] | None]:
+def mean_ci(
+    frame: pd.DataFrame, values: pd.Series, seed: int = 0, n_resamples: int = N_RESAMPLES
+) -> tuple[float, tuple[float, float] | None]:
     """A mean (or rate, for 0/1 values) with a sign-level cluster-bootstrap CI."""
     signs = sorted(frame["sign_code"].unique())
     sums = per_sign_sums(frame, {"n": pd.Series(1.0, index=values.index), "s": values}, signs)
     return cluster_bootstrap(sums, lambda s: s[:, 1] / s[:, 0], seed, n_resamples)
 
 
-def ratio_ci(frame: pd.DataFrame, numerator: pd.Series, denominator: pd.Series, seed: int = 0,
-             n_resamples: int = N_RESAMPLES) -> tuple[float | None, tuple[float, float] | None]:
+def ratio_ci(
+    frame: pd.DataFrame, numerator: pd.Series, denominator: pd.Series, seed: int = 0, n_resamples: int = N_RESAMPLES
+) -> tuple[float | None, tuple[float, float] | None]:
     """sum(numerator) / sum(denominator) (a conditional rate) with a sign-level cluster-bootstrap CI."""
     if float(denominator.sum()) == 0:
         return None, None

@@ -103,16 +103,20 @@ class Types:
         n = np.bincount(cell, minlength=g * n_t).reshape(g, n_t).astype(np.float64)
         sy = _cell_sums(cell, y, g * n_t).reshape(g, n_t, n_j)
         syy = _cell_sums(cell, (y[:, :, None] * y[:, None, :]).reshape(a, n_j * n_j), g * n_t).reshape(g, n_t, n_j, n_j)
-        present = uniq[:, 1:1 + n_j].astype(np.float64)
-        terms = uniq[:, 1 + n_j:].reshape(n_t, k, n_j).astype(np.float64) * present[:, None, :]  # where rated
+        present = uniq[:, 1 : 1 + n_j].astype(np.float64)
+        terms = uniq[:, 1 + n_j :].reshape(n_t, k, n_j).astype(np.float64) * present[:, None, :]  # where rated
         return cls(present, terms, uniq[:, 0].astype(int), of_answer, n, sy, syy, unit)
 
     def resampled(self, sign_counts: np.ndarray | None) -> Sums:
         """Per-type statistics of B resamples from (B, G) sign counts (default: the data once)."""
         c = np.ones((1, self.n.shape[0])) if sign_counts is None else np.asarray(sign_counts, dtype=np.float64)
         b, (g, n_t, n_j) = len(c), self.sy.shape
-        return Sums(self, c @ self.n, (c @ self.sy.reshape(g, -1)).reshape(b, n_t, n_j),
-                    (c @ self.syy.reshape(g, -1)).reshape(b, n_t, n_j, n_j))
+        return Sums(
+            self,
+            c @ self.n,
+            (c @ self.sy.reshape(g, -1)).reshape(b, n_t, n_j),
+            (c @ self.syy.reshape(g, -1)).reshape(b, n_t, n_j, n_j),
+        )
 
 
 def _cell_sums(cell: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
@@ -163,8 +167,7 @@ class Fit:
         return np.asarray(np.einsum("aj,aj->a", self.a[i][t], (d.y * d.present).T) + self.b[i][t])
 
 
-def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: float = TOL,
-        max_sweeps: int = MAX_SWEEPS) -> Fit:
+def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: float = TOL, max_sweeps: int = MAX_SWEEPS) -> Fit:
     """Fit the calibration model once per resample in `sums` (Types.resampled)."""
     b, n_j, k = sums.wx.shape
     if start is not None and scale_free:
@@ -201,9 +204,9 @@ def refits(types: Types, scale_free: bool, n_resamples: int, seed: int) -> Itera
     yield full_sums, full
     n_j = types.present.shape[1]
     sign_counts = resample_counts(types.n.shape[0], n_resamples, seed)
-    batch = max(1, MAX_CELLS // max(1, len(types.group) * n_j ** 2))
+    batch = max(1, MAX_CELLS // max(1, len(types.group) * n_j**2))
     for start in range(0, n_resamples, batch):
-        sums = types.resampled(sign_counts[start:start + batch])
+        sums = types.resampled(sign_counts[start : start + batch])
         yield sums, fit(sums, scale_free=scale_free, start=full, tol=1e-6)
 
 
@@ -213,8 +216,9 @@ def verdict_variance(sums: Sums) -> np.ndarray:
     return np.asarray(np.maximum(sums.wyy / n - (sums.wy / n) ** 2, 0.0))
 
 
-def _quality(sums: Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray,
-             scale_free: bool) -> tuple[np.ndarray, np.ndarray]:
+def _quality(
+    sums: Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray, scale_free: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Quality given the judges, as per-type affine coefficients: each answer's precision-weighted
     regression of its verdicts on the scales, q = sum_j p c (y - lam - eff.x) / sum_j p c scale with
     c = prec * scale, then normalised to weighted mean 0 (and variance 1 with free scales)."""
@@ -227,8 +231,11 @@ def _quality(sums: Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, pr
     beta = (alpha * offset).sum(axis=2)  # (B, T)
     weight = p.sum(axis=1)  # verdicts per answer of each type
     s1 = np.einsum("btj,btj->bt", alpha, sums.sy) - beta * sums.n  # sum of q over a type's answers
-    s2 = np.einsum("bti,btij,btj->bt", alpha, sums.syy, alpha) - 2 * beta * np.einsum("btj,btj->bt", alpha, sums.sy) \
+    s2 = (
+        np.einsum("bti,btij,btj->bt", alpha, sums.syy, alpha)
+        - 2 * beta * np.einsum("btj,btj->bt", alpha, sums.sy)
         + beta**2 * sums.n
+    )
     total = sums.n @ weight
     mean = (s1 @ weight) / total
     sd = np.sqrt(np.maximum((s2 @ weight) / total - mean**2, 1e-300)) if scale_free else np.ones_like(mean)
@@ -241,8 +248,9 @@ def type_sums_of_quality(sums: Sums, qa: np.ndarray, qb: np.ndarray) -> tuple[np
     return ay + qb * sums.n, np.einsum("btij,btj->bti", sums.syy, qa) + qb[:, :, None] * sums.sy
 
 
-def _judge_step(sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _judge_step(
+    sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per judge, the normal equations of [1, quality, indicators] (or, with the slope fixed at 1, of
     [1, indicators] on what quality leaves), solved for every resample at once. Also returns each
     judge's residual sum of squares (y'Wy - coef'X'Wy at the solution)."""
@@ -280,8 +288,7 @@ def _judge_step(sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool
     return lam, scale, coef[:, :, first:], rss
 
 
-def _precision(sums: Sums, rss: np.ndarray, scale: np.ndarray, prec: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _precision(sums: Sums, rss: np.ndarray, scale: np.ndarray, prec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """1 / residual variance per judge, mean 1; and the residual variance itself, and where it sits at
     its lower bound (PSI_FLOOR x the judge's verdict variance). Each verdict's share of its answer's
     quality (its leverage h = prec*scale^2 over the answer's sum of those) is taken off the degrees of
@@ -305,8 +312,7 @@ def residuals(fit: Fit, d: Design, types: Types) -> np.ndarray:
     """(J, A) each verdict minus what the full fit predicts (leniency + scale x quality + effects); NaN where absent."""
     quality = fit.quality(d, types)
     effects = np.nan_to_num(fit.effects[0])  # (J, K)
-    predicted = fit.leniency[0][:, None] + fit.scale[0][:, None] * quality[None, :] + \
-        np.einsum("jk,kja->ja", effects, d.terms)
+    predicted = fit.leniency[0][:, None] + fit.scale[0][:, None] * quality[None, :] + np.einsum("jk,kja->ja", effects, d.terms)
     return np.where(d.present, d.y - predicted, np.nan)
 
 
@@ -363,8 +369,9 @@ def neutral_reliability(fit: Fit, d: Design, judge_family: np.ndarray) -> np.nda
 
 
 # -- identification ------------------------------------------------------------------------------------
-def unidentified(judges: list[str], judge_family: dict[str, str], cells: set[tuple[str, str]],
-                 own_rows: dict[str, int]) -> dict[str, str]:
+def unidentified(
+    judges: list[str], judge_family: dict[str, str], cells: set[tuple[str, str]], own_rows: dict[str, int]
+) -> dict[str, str]:
     """Judges whose own-family effect the design cannot separate from leniency and quality, with why.
 
     `cells` holds (judge, generator family) pairs with answers that some other judge also rated. A judge's
@@ -392,7 +399,9 @@ def unidentified(judges: list[str], judge_family: dict[str, str], cells: set[tup
         elif not any(judge == j and f != fam for judge, f in cells):
             reasons[j] = "the judge rated no answer of another family, so its leniency and scale are not pinned"
         elif find("j:" + j) != find("f:" + fam):
-            reasons[j] = (f"no chain of neutral judgements links this judge's use of the scale to the {fam} answers' "
-                          f"quality, so its leniency cannot be told apart from self-preference; add a judge or a "
-                          f"generator of a third family")
+            reasons[j] = (
+                f"no chain of neutral judgements links this judge's use of the scale to the {fam} answers' "
+                f"quality, so its leniency cannot be told apart from self-preference; add a judge or a "
+                f"generator of a third family"
+            )
     return reasons

@@ -37,8 +37,7 @@ from dualjudge.testbed.catalogue import Catalogue
 CLARIFICATION = "clarification.json"
 ARMS = {"original": "rubric", "clarified": "rubric:clarified", "control": "rubric:control"}
 CONTRASTS = (("clarified", "original"), ("clarified", "control"), ("control", "original"))
-STATISTIC = ("mean within-answer variance of the judges' 0-2 clause scores (rubric quality judges, "
-             "development split)")
+STATISTIC = "mean within-answer variance of the judges' 0-2 clause scores (rubric quality judges, development split)"
 
 
 def split_signs(codes: list[str], catalogue: Catalogue, seed: int, dev_share: float = 0.5) -> tuple[list[str], list[str]]:
@@ -51,18 +50,25 @@ def split_signs(codes: list[str], catalogue: Catalogue, seed: int, dev_share: fl
     dev: list[str] = []
     for _, members in sorted(by_group.items()):
         ordered = sorted(members, key=lambda c: seeded_rank(seed, "rubric-split", c))
-        dev += ordered[:int(len(members) * dev_share)]
+        dev += ordered[: int(len(members) * dev_share)]
     test = sorted(set(codes) - set(dev))
     if not dev or not test:
-        raise DualjudgeError(f"the run's {len(set(codes))} signs give no development/test split at dev share "
-                             f"{dev_share} (a group of one sign goes to test); run more signs")
+        raise DualjudgeError(
+            f"the run's {len(set(codes))} signs give no development/test split at dev share "
+            f"{dev_share} (a group of one sign goes to test); run more signs"
+        )
     return sorted(dev), test
 
 
 def clause_scores(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per verdict with its clause scores as columns (from rubric quality verdicts' criteria)."""
-    return pd.DataFrame([{**{k: r[k] for k in (*RESPONSE, "sign_code", "judge_model")}, **json.loads(r["criteria"])}
-                         for r in rows if r.get("criteria")])
+    return pd.DataFrame(
+        [
+            {**{k: r[k] for k in (*RESPONSE, "sign_code", "judge_model")}, **json.loads(r["criteria"])}
+            for r in rows
+            if r.get("criteria")
+        ]
+    )
 
 
 def rank_clauses(scores: pd.DataFrame, clause_ids: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -77,8 +83,15 @@ def rank_clauses(scores: pd.DataFrame, clause_ids: tuple[str, ...]) -> list[dict
         variance = per_answer.var(ddof=0)[per_answer.count() >= 2]
         sums = alpha_sums(data, cid, "_ok", sorted(set(data["sign_code"])))
         a = float(alpha_from_sums(sums.sum(axis=0, keepdims=True))[0])
-        out.append({"clause": cid, "disagreement": float(variance.mean()) if len(variance) else None,
-                    "alpha": a if np.isfinite(a) else None, "answers": int(len(variance)), "order": order})
+        out.append(
+            {
+                "clause": cid,
+                "disagreement": float(variance.mean()) if len(variance) else None,
+                "alpha": a if np.isfinite(a) else None,
+                "answers": int(len(variance)),
+                "order": order,
+            }
+        )
     if all(c["answers"] == 0 for c in out):
         raise DualjudgeError("no development answer was scored by two judges; the clauses cannot be ranked")
     out.sort(key=lambda c: (-(c["disagreement"] or 0.0), c["order"]))
@@ -110,31 +123,53 @@ def clarification_near(table: Path) -> ClarificationRecord | None:
         return None
 
 
-def experiment(frame: pd.DataFrame, record: ClarificationRecord | dict[str, Any], human: dict[str, Any] | None,
-               lineage: Lineage = "family", seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def experiment(
+    frame: pd.DataFrame,
+    record: ClarificationRecord | dict[str, Any],
+    human: dict[str, Any] | None,
+    lineage: Lineage = "family",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, Any]:
     """The clarification experiment on its test split: alpha per rubric, paired differences, the
     self-preference index per rubric, agreement with humans per rubric."""
     record = ClarificationRecord.model_validate(record)  # a record, or its JSON object
     test = set(record.split["test"])
     rows = frame[frame["sign_code"].astype(str).isin(test)]
-    arms = {arm: rows[rows["judge_variant"] == variant] for arm, variant in ARMS.items()
-            if arm in record.arms and (rows["judge_variant"] == variant).any()}
-    result: dict[str, Any] = {"record": record, "arms": sorted(arms, key=list(ARMS).index), "alpha": {},
-                              "differences": {}, "self_preference": {}, "human": {}}
+    arms = {
+        arm: rows[rows["judge_variant"] == variant]
+        for arm, variant in ARMS.items()
+        if arm in record.arms and (rows["judge_variant"] == variant).any()
+    }
+    result: dict[str, Any] = {
+        "record": record,
+        "arms": sorted(arms, key=list(ARMS).index),
+        "alpha": {},
+        "differences": {},
+        "self_preference": {},
+        "human": {},
+    }
     for a, b in CONTRASTS:
         if a not in arms or b not in arms:
             continue
         name = f"{a} - {b}"
-        entry = {value: alpha_difference(arms[a], arms[b], value, status, seed, n_resamples)
-                 for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status))}
+        entry = {
+            value: alpha_difference(arms[a], arms[b], value, status, seed, n_resamples)
+            for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status))
+        }
         for arm, side in ((a, "a"), (b, "b")):
             result["alpha"].setdefault(arm, {value: e[side] for value, e in entry.items()})
-        result["differences"][name] = {**{value: e["difference"] for value, e in entry.items()},
-                                       "answers": entry["overall"]["answers"], "signs": entry["overall"]["signs"]}
+        result["differences"][name] = {
+            **{value: e["difference"] for value, e in entry.items()},
+            "answers": entry["overall"]["answers"],
+            "signs": entry["overall"]["signs"],
+        }
         result["self_preference"][name] = self_preference_difference(arms[b], arms[a], lineage, seed, n_resamples)
     if human:
         for arm, variant in ARMS.items():
             judges = (human.get("by_variant") or {}).get(variant, {})
-            result["human"][arm] = {j: {"r_overall": h["overall"]["pearson"], "n": h["overall"]["n"],
-                                        "kappa_equivalent": h["equivalence"]["kappa"]} for j, h in judges.items()}
+            result["human"][arm] = {
+                j: {"r_overall": h["overall"]["pearson"], "n": h["overall"]["n"], "kappa_equivalent": h["equivalence"]["kappa"]}
+                for j, h in judges.items()
+            }
     return result

@@ -38,6 +38,11 @@ def decision_risk(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAM
         boot = counts @ d / len(d)
         wrong = float(np.mean(np.sign(boot) != np.sign(mean))) if mean else 0.5
         needed = int(np.ceil((Z90 * sd / abs(mean)) ** 2)) if mean and sd > 0 else None
-        pairs[f"{a} vs {b}"] = {"winner": a if mean > 0 else b if mean < 0 else None, "mean_difference": mean,
-                                "signs": int(len(d)), "p_wrong_winner": wrong, "signs_for_90pct": needed}
+        pairs[f"{a} vs {b}"] = {
+            "winner": a if mean > 0 else b if mean < 0 else None,
+            "mean_difference": mean,
+            "signs": int(len(d)),
+            "p_wrong_winner": wrong,
+            "signs_for_90pct": needed,
+        }
     return {"pairs": pairs}

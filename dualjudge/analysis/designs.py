@@ -34,8 +34,9 @@ RESPONSE = ANSWER_KEY
 ORDER_PAIR = [c for c in OrderProbeRow.KEY if c != "judge_variant"]  # the same pair in two variants
 PADDED = [*STORE_ANSWER, "judge_model", "kind"]
 HOLISTIC = "holistic"
-PAIRED = ("sign-cluster bootstrap, one draw of signs for both variants, on what both judged; "
-          "95% t interval on G-1 degrees of freedom")
+PAIRED = (
+    "sign-cluster bootstrap, one draw of signs for both variants, on what both judged; 95% t interval on G-1 degrees of freedom"
+)
 
 
 def variant_order(values: pd.Series) -> list[str]:
@@ -62,15 +63,15 @@ def _interval(point: float, draws: np.ndarray, n_signs: int) -> dict[str, float]
     return iv.as_dict() if iv else None
 
 
-def alpha_with_ci(frame: pd.DataFrame, value: str, status: str, signs: list[str], counts: np.ndarray
-                  ) -> tuple[float, np.ndarray]:
+def alpha_with_ci(frame: pd.DataFrame, value: str, status: str, signs: list[str], counts: np.ndarray) -> tuple[float, np.ndarray]:
     """alpha and its draws under the given sign counts (one row per resample)."""
     sums = alpha_sums(frame, value, status, signs)
     return float(alpha_from_sums(sums.sum(axis=0, keepdims=True))[0]), alpha_from_sums(counts @ sums)
 
 
-def alpha_difference(a: pd.DataFrame, b: pd.DataFrame, value: str, status: str, seed: int = 0,
-                     n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def alpha_difference(
+    a: pd.DataFrame, b: pd.DataFrame, value: str, status: str, seed: int = 0, n_resamples: int = N_RESAMPLES
+) -> dict[str, Any]:
     """alpha(a) - alpha(b) between judges on the same answers, with a paired sign-cluster interval, and
     each alpha with its own interval. Only answers present in both count."""
     common = a[RESPONSE].drop_duplicates().merge(b[RESPONSE].drop_duplicates())
@@ -81,9 +82,13 @@ def alpha_difference(a: pd.DataFrame, b: pd.DataFrame, value: str, status: str, 
     pa, da = alpha_with_ci(a, value, status, signs, counts)
     pb, db = alpha_with_ci(b, value, status, signs, counts)
     g = len(signs)
-    return {"a": {"alpha": pa if np.isfinite(pa) else None, "interval": _interval(pa, da, g)},
-            "b": {"alpha": pb if np.isfinite(pb) else None, "interval": _interval(pb, db, g)},
-            "difference": _interval(pa - pb, da - db, g), "answers": int(len(common)), "signs": g}
+    return {
+        "a": {"alpha": pa if np.isfinite(pa) else None, "interval": _interval(pa, da, g)},
+        "b": {"alpha": pb if np.isfinite(pb) else None, "interval": _interval(pb, db, g)},
+        "difference": _interval(pa - pb, da - db, g),
+        "answers": int(len(common)),
+        "signs": g,
+    }
 
 
 # -- paired differences of means ----------------------------------------------------------------------------
@@ -103,16 +108,18 @@ def paired_mean(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -
     return {**out, "n": int(len(data)), "signs": len(signs)}
 
 
-def _paired(ref: pd.DataFrame, other: pd.DataFrame, key: list[str], column: str, seed: int,
-            n_resamples: int) -> dict[str, Any] | None:
+def _paired(
+    ref: pd.DataFrame, other: pd.DataFrame, key: list[str], column: str, seed: int, n_resamples: int
+) -> dict[str, Any] | None:
     both = ref[[*key, "sign_code", column]].merge(other[[*key, column]], on=key, suffixes=("_ref", "_other"))
     both = both.assign(_d=both[f"{column}_other"].astype("float64") - both[f"{column}_ref"].astype("float64"))
     return paired_mean(both, "_d", seed, n_resamples)
 
 
 # -- self-preference under each variant -----------------------------------------------------------------------
-def _self_preference_draws(frame: pd.DataFrame, lineage: Lineage, seed: int, n_resamples: int
-                           ) -> tuple[list[str], list[str], dict[str, str], np.ndarray] | None:
+def _self_preference_draws(
+    frame: pd.DataFrame, lineage: Lineage, seed: int, n_resamples: int
+) -> tuple[list[str], list[str], dict[str, str], np.ndarray] | None:
     grid = build_grid(frame, "overall", lineage)
     if grid.design.n_answers == 0 or grid.design.n_clusters < 2:
         return None
@@ -122,8 +129,9 @@ def _self_preference_draws(frame: pd.DataFrame, lineage: Lineage, seed: int, n_r
     return grid.signs, grid.judges, reasons, draws.estimate
 
 
-def self_preference_difference(ref: pd.DataFrame, other: pd.DataFrame, lineage: Lineage, seed: int,
-                               n_resamples: int) -> dict[str, dict[str, Any]]:
+def self_preference_difference(
+    ref: pd.DataFrame, other: pd.DataFrame, lineage: Lineage, seed: int, n_resamples: int
+) -> dict[str, dict[str, Any]]:
     """Per judge: the calibrated self-preference index (overall) of `other` minus `ref`, on the answers
     both judged, paired through the same sign draws (both refits see the same resampled signs)."""
     common = ref[RESPONSE].drop_duplicates().merge(other[RESPONSE].drop_duplicates())
@@ -137,14 +145,19 @@ def self_preference_difference(ref: pd.DataFrame, other: pd.DataFrame, lineage: 
             out[judge] = {"reason": a[2].get(judge) or b[2].get(judge)}
             continue
         d = a[3][:, j] - b[3][:, j]
-        out[judge] = {"ref": float(b[3][0, j]), "other": float(a[3][0, j]),
-                      "difference": _interval(float(d[0]), d[1:], len(a[0]))}
+        out[judge] = {"ref": float(b[3][0, j]), "other": float(a[3][0, j]), "difference": _interval(float(d[0]), d[1:], len(a[0]))}
     return out
 
 
 # -- the comparison --------------------------------------------------------------------------------------------
-def compare_designs(frame: pd.DataFrame, order: pd.DataFrame | None, padding: pd.DataFrame | None,
-                    lineage: Lineage = "family", seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def compare_designs(
+    frame: pd.DataFrame,
+    order: pd.DataFrame | None,
+    padding: pd.DataFrame | None,
+    lineage: Lineage = "family",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, Any]:
     """Each judge variant of a verdict table beside the reference one: alpha between judges per variant,
     and per judge the paired differences (mean overall, equivalent rate, order and padding flip rates,
     calibrated self-preference index), each with its sign-cluster interval."""
@@ -158,30 +171,40 @@ def compare_designs(frame: pd.DataFrame, order: pd.DataFrame | None, padding: pd
     alpha_differences: dict[str, Any] = {}
     differences = []
     for v in variants:
-        entry = {value: alpha_difference(by_variant[v], by_variant[reference], value, status, seed, n_resamples)
-                 for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status))}
+        entry = {
+            value: alpha_difference(by_variant[v], by_variant[reference], value, status, seed, n_resamples)
+            for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status))
+        }
         alphas[v] = {value: e["a"] for value, e in entry.items()}
         if v == reference:
             continue
-        alpha_differences[v] = {**{value: e["difference"] for value, e in entry.items()},
-                                "answers": entry["overall"]["answers"]}
+        alpha_differences[v] = {**{value: e["difference"] for value, e in entry.items()}, "answers": entry["overall"]["answers"]}
         sp = self_preference_difference(by_variant[reference], by_variant[v], lineage, seed, n_resamples)
         for judge in judges:
             ref_j, other_j = (by_variant[x][by_variant[x]["judge_model"] == judge] for x in (reference, v))
             diff: dict[str, Any] = {"judge": judge, "variant": v}
             for value, status in (("overall", QUALITY.status), ("equivalent", EQUIVALENCE.status)):
-                diff[value] = _paired(ref_j[ref_j[status] == "ok"], other_j[other_j[status] == "ok"], RESPONSE,
-                                      value, seed, n_resamples)
+                diff[value] = _paired(
+                    ref_j[ref_j[status] == "ok"], other_j[other_j[status] == "ok"], RESPONSE, value, seed, n_resamples
+                )
             if order is not None:
-                diff["order_flip"] = _paired(_pick(order, judge, reference), _pick(order, judge, v), ORDER_PAIR,
-                                             "flipped", seed, n_resamples)
+                diff["order_flip"] = _paired(
+                    _pick(order, judge, reference), _pick(order, judge, v), ORDER_PAIR, "flipped", seed, n_resamples
+                )
             if padding is not None:
-                diff["padding_flip"] = _paired(_pick(padding, judge, reference), _pick(padding, judge, v), PADDED,
-                                               "flipped", seed, n_resamples)
+                diff["padding_flip"] = _paired(
+                    _pick(padding, judge, reference), _pick(padding, judge, v), PADDED, "flipped", seed, n_resamples
+                )
             diff["self_preference"] = sp.get(judge)
             differences.append(diff)
-    return {"reference": reference, "variants": variants, "paired": PAIRED, "alpha": alphas,
-            "alpha_differences": alpha_differences, "differences": differences}
+    return {
+        "reference": reference,
+        "variants": variants,
+        "paired": PAIRED,
+        "alpha": alphas,
+        "alpha_differences": alpha_differences,
+        "differences": differences,
+    }
 
 
 def _ok(frame: pd.DataFrame | None) -> pd.DataFrame | None:

@@ -66,46 +66,58 @@ def fit_problems(grid: Grid, full: calibration.Fit) -> tuple[dict[str, str], dic
     families = np.array([grid.judge_family[j] for j in grid.judges])
     reliability = calibration.neutral_reliability(full, d, families)
     binary = set(np.unique(d.y[d.present]).tolist()) <= {0.0, 1.0}
-    low, warn = (RELIABILITY_MIN, RELIABILITY_WARN) if not binary else \
-        (RELIABILITY_MIN * BINARY_SHARE, RELIABILITY_WARN * BINARY_SHARE)
+    low, warn = (
+        (RELIABILITY_MIN, RELIABILITY_WARN) if not binary else (RELIABILITY_MIN * BINARY_SHARE, RELIABILITY_WARN * BINARY_SHARE)
+    )
     reasons: dict[str, str] = {}
     warnings: dict[str, list[str]] = {j: [] for j in grid.judges}
     spread = score_spread(d)
     for j, judge in enumerate(grid.judges):
         if spread[j] == 0 and d.present[j].any():
             value = d.y[j][d.present[j]][0]
-            reasons[judge] = (f"it gives every answer the same score ({value:g}), so it says nothing about them and "
-                              f"its own-family effect is not defined")
+            reasons[judge] = (
+                f"it gives every answer the same score ({value:g}), so it says nothing about them and "
+                f"its own-family effect is not defined"
+            )
         elif full.at_bound[0, j]:
-            reasons[judge] = (f"boundary solution: the fit explains almost all of this judge's scores by the latent "
-                              f"quality (its residual variance sits at the lower bound, {calibration.PSI_FLOOR:.0%} of "
-                              f"its variance), so quality is mostly this judge's own score and its own-family effect "
-                              f"cannot be told apart from it; the other judges are fitted with that bound in place")
+            reasons[judge] = (
+                f"boundary solution: the fit explains almost all of this judge's scores by the latent "
+                f"quality (its residual variance sits at the lower bound, {calibration.PSI_FLOOR:.0%} of "
+                f"its variance), so quality is mostly this judge's own score and its own-family effect "
+                f"cannot be told apart from it; the other judges are fitted with that bound in place"
+            )
         elif full.scale[0, j] <= 0:
-            reasons[judge] = (f"its scores do not rise with the quality the other judges see (fitted scale "
-                              f"{full.scale[0, j]:+.2f}), so its use of the scale cannot be calibrated")
+            reasons[judge] = (
+                f"its scores do not rise with the quality the other judges see (fitted scale "
+                f"{full.scale[0, j]:+.2f}), so its use of the scale cannot be calibrated"
+            )
     own_reliability = np.maximum(full.scale[0], 0.0) ** 2 / (np.maximum(full.scale[0], 0.0) ** 2 + full.psi[0])
     for j, judge in enumerate(grid.judges):
         if judge not in reasons and np.isfinite(own_reliability[j]) and own_reliability[j] < low:
-            warnings[judge].append(f"this judge hardly tracks the quality the others agree on (quality explains "
-                                   f"{own_reliability[j]:.0%} of its scores), so its leniency and scale are barely "
-                                   f"pinned and its interval may be too narrow")
+            warnings[judge].append(
+                f"this judge hardly tracks the quality the others agree on (quality explains "
+                f"{own_reliability[j]:.0%} of its scores), so its leniency and scale are barely "
+                f"pinned and its interval may be too narrow"
+            )
         r = reliability[j]
         if not np.isfinite(r) or judge in reasons:
             continue
         fam = grid.judge_family[judge]
         rated_own = d.present[j] & _own(d, j)
-        neutral = sorted(grid.judges[k] for k in range(d.n_judges) if families[k] != fam
-                         and (d.present[k] & rated_own).any())
+        neutral = sorted(grid.judges[k] for k in range(d.n_judges) if families[k] != fam and (d.present[k] & rated_own).any())
         who = ", ".join(neutral) or "none"
         if r < low:
-            reasons[judge] = (f"the neutral judges of the {fam} answers ({who}) hardly track quality (their verdicts "
-                              f"explain {r:.0%} of the quality this judge is measured against), so its own-family "
-                              f"effect cannot be separated from the quality of those answers; add a judge of another "
-                              f"family that agrees with the others")
+            reasons[judge] = (
+                f"the neutral judges of the {fam} answers ({who}) hardly track quality (their verdicts "
+                f"explain {r:.0%} of the quality this judge is measured against), so its own-family "
+                f"effect cannot be separated from the quality of those answers; add a judge of another "
+                f"family that agrees with the others"
+            )
         elif r < warn:
-            warnings[judge].append(f"weak neutral judges: {who} explain only {r:.0%} of the quality of the {fam} "
-                                   f"answers this judge is measured against; its interval is wide for that reason")
+            warnings[judge].append(
+                f"weak neutral judges: {who} explain only {r:.0%} of the quality of the {fam} "
+                f"answers this judge is measured against; its interval is wide for that reason"
+            )
     return reasons, warnings
 
 
@@ -171,17 +183,24 @@ def correlated_pairs(grid: Grid, full: calibration.Fit) -> list[Pair]:
 def pair_warning(pair: Pair, left_out: dict[str, dict[str, float | None]], judge: str) -> str:
     """The warning a judge carries for a correlated pair, with its estimate when each member is left out."""
     if pair.copied:
-        what = (f"{pair.first} and {pair.second} give near-identical verdicts (the same model entered twice?); the "
-                f"model counts them as two independent judges, which pulls the latent quality toward them")
+        what = (
+            f"{pair.first} and {pair.second} give near-identical verdicts (the same model entered twice?); the "
+            f"model counts them as two independent judges, which pulls the latent quality toward them"
+        )
     else:
-        what = (f"the residuals of {pair.first} and {pair.second} move together beyond what one quality dimension "
-                f"allows ({pair.excess:+.2f} correlation above the model's): the same backbone, or a shared taste for "
-                f"a second quality dimension, which shows as self-preference where their families' answers are "
-                f"strong in it")
+        what = (
+            f"the residuals of {pair.first} and {pair.second} move together beyond what one quality dimension "
+            f"allows ({pair.excess:+.2f} correlation above the model's): the same backbone, or a shared taste for "
+            f"a second quality dimension, which shows as self-preference where their families' answers are "
+            f"strong in it"
+        )
         if pair.mirror:
             what += f" (with four judges this cannot be told apart from {pair.mirror[0]} and {pair.mirror[1]} moving apart)"
-    shown = [f"without {gone}: {estimates[judge]:+.2f}" for gone, estimates in left_out.items()
-             if gone != judge and estimates.get(judge) is not None]
+    shown = [
+        f"without {gone}: {estimates[judge]:+.2f}"
+        for gone, estimates in left_out.items()
+        if gone != judge and estimates.get(judge) is not None
+    ]
     return f"{what}; this judge's estimate " + ", ".join(shown) if shown else what
 
 
@@ -192,8 +211,7 @@ def flagged(pairs: list[Pair]) -> list[Pair]:
 
 
 # -- missing verdicts that depend on the judge's own score ------------------------------------------------
-def missing_gaps(missing: dict[str, dict[str, dict[str, float]]], judge_family: dict[str, str]
-                 ) -> dict[str, tuple[float, float]]:
+def missing_gaps(missing: dict[str, dict[str, dict[str, float]]], judge_family: dict[str, str]) -> dict[str, tuple[float, float]]:
     """Judges that miss more of their own family's verdicts than of the other families': (own, other) rates."""
     out = {}
     for judge, cells in missing.items():
@@ -208,8 +226,14 @@ def missing_gaps(missing: dict[str, dict[str, dict[str, float]]], judge_family: 
     return out
 
 
-def imputed_estimates(grid: Grid, full: calibration.Fit, judge: str, shifts: tuple[float, ...] = SHIFTS,
-                      scale_free: bool = True, value: float | None = None) -> dict[float, float]:
+def imputed_estimates(
+    grid: Grid,
+    full: calibration.Fit,
+    judge: str,
+    shifts: tuple[float, ...] = SHIFTS,
+    scale_free: bool = True,
+    value: float | None = None,
+) -> dict[float, float]:
     """The judge's own-family estimate if its missing own-family verdicts (answers other judges rated)
     were there, `shift` below what the model predicts for them, refitting the whole model each time; with
     `value`, once, every missing verdict that value (the worst case of a 0/1 verdict: 0), keyed nan."""
@@ -234,13 +258,22 @@ def imputed_estimates(grid: Grid, full: calibration.Fit, judge: str, shifts: tup
     return out
 
 
-def missing_warning(judge: str, rates: tuple[float, float], estimate: float, half_width: float,
-                    imputed: dict[float, float], unit: str, worst: float | None = None) -> str:
+def missing_warning(
+    judge: str,
+    rates: tuple[float, float],
+    estimate: float,
+    half_width: float,
+    imputed: dict[float, float],
+    unit: str,
+    worst: float | None = None,
+) -> str:
     """Words for a judge that misses more of its own family's verdicts, with the sensitivity analysis;
     `worst`: the estimate with every missing own-family verdict at the bottom of a 0/1 scale."""
     own, other = rates
-    text = (f"{judge} misses {own:.0%} of its own family's verdicts against {other:.0%} of the others': if it fails "
-            f"when it would have scored low, the estimate is biased upward (nothing in the data can rule this out)")
+    text = (
+        f"{judge} misses {own:.0%} of its own family's verdicts against {other:.0%} of the others': if it fails "
+        f"when it would have scored low, the estimate is biased upward (nothing in the data can rule this out)"
+    )
     if worst is not None and np.isfinite(worst):
         text += f". With every missing own-family verdict 0 (the worst case of a 0/1 verdict) the estimate is {worst:+.3f}"
     points = ", ".join(f"{v:+.2f} at {s:g}" for s, v in imputed.items() if np.isfinite(v))
@@ -253,8 +286,10 @@ def missing_warning(judge: str, rates: tuple[float, float], estimate: float, hal
     for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
         if np.isfinite(y0) and np.isfinite(y1) and (y0 - target) * (y1 - target) <= 0 and y0 != y1:
             at = x0 + (target - y0) * (x1 - x0) / (y1 - y0)
-            text += (f"; the conclusion changes (the interval {'reaches 0' if significant else 'changes sign'}) "
-                     f"at about {at:.2f} {unit} lower")
+            text += (
+                f"; the conclusion changes (the interval {'reaches 0' if significant else 'changes sign'}) "
+                f"at about {at:.2f} {unit} lower"
+            )
             break
     else:
         text += f"; the conclusion holds up to {xs[-1]:g} {unit} lower"

@@ -18,8 +18,9 @@ import pandas as pd
 from dualjudge.analysis.bootstrap import Interval, resample_counts, t_interval
 
 
-def did_terms(judges: list[str], gens: list[str], jfam: dict[str, str], gfam: dict[str, str]
-              ) -> tuple[dict[str, list[tuple[str, list[str]]]], dict[str, str]]:
+def did_terms(
+    judges: list[str], gens: list[str], jfam: dict[str, str], gfam: dict[str, str]
+) -> tuple[dict[str, list[tuple[str, list[str]]]], dict[str, str]]:
     """For each judge, the other generator families h's family can be, each with its neutral judges (the
     neutral set depends on the two families only); and a reason for a judge with none."""
     terms: dict[str, list[tuple[str, list[str]]]] = {}
@@ -57,8 +58,10 @@ def per_judge_did(data: pd.DataFrame, n_resamples: int, seed: int) -> tuple[dict
     if not terms:
         return {}, reasons
     signs = sorted(data["sign"].unique())
-    codes = data["judge"].map({j: i for i, j in enumerate(judges)}).to_numpy() * len(gens) + \
-        data["generator"].map({g: i for i, g in enumerate(gens)}).to_numpy()
+    codes = (
+        data["judge"].map({j: i for i, j in enumerate(judges)}).to_numpy() * len(gens)
+        + data["generator"].map({g: i for i, g in enumerate(gens)}).to_numpy()
+    )
     sign_codes = data["sign"].map({s: i for i, s in enumerate(signs)}).to_numpy()
     sums = np.zeros((len(signs), len(judges) * len(gens)))
     counts = np.zeros_like(sums)

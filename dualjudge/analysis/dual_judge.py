@@ -46,12 +46,17 @@ def system_means(frame: pd.DataFrame, by: str = "system") -> dict[str, dict[str,
     keys = frame[by]
     quality = frame["overall"].astype("float64").where(frame[QUALITY.status] == "ok")
     equivalent = frame["equivalent"].astype("float64").where(frame[EQUIVALENCE.status] == "ok")
-    grouped = pd.DataFrame({"q": quality, "e": equivalent, "f": frame["format_ok"].astype("float64")}).groupby(
-        keys, sort=True)
+    grouped = pd.DataFrame({"q": quality, "e": equivalent, "f": frame["format_ok"].astype("float64")}).groupby(keys, sort=True)
     means, sizes = grouped.mean(), grouped.size()  # a mean skips the rows without that verdict
-    return {str(key): {"mean_overall": _num(means.at[key, "q"]), "equivalence_rate": _num(means.at[key, "e"]),
-                       "format_compliance": _num(means.at[key, "f"]), "n": int(sizes[key])}
-            for key in means.index}
+    return {
+        str(key): {
+            "mean_overall": _num(means.at[key, "q"]),
+            "equivalence_rate": _num(means.at[key, "e"]),
+            "format_compliance": _num(means.at[key, "f"]),
+            "n": int(sizes[key]),
+        }
+        for key in means.index
+    }
 
 
 def cell_means(frame: pd.DataFrame, value: str = "overall") -> pd.DataFrame:
@@ -74,14 +79,14 @@ def paired_tests(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
         entry: dict[str, Any] = {"delta_overall": None, "t": None, "p": None, "n_cells": int(len(pair))}
         if len(pair) >= 2:
             res = stats.ttest_rel(pair[system], pair[BASELINE])
-            entry.update(delta_overall=float((pair[system] - pair[BASELINE]).mean()),
-                         t=_num(res.statistic), p=_num(res.pvalue))
+            entry.update(delta_overall=float((pair[system] - pair[BASELINE]).mean()), t=_num(res.statistic), p=_num(res.pvalue))
         signs = pair.groupby(level="sign_code").mean()
         clustered: dict[str, Any] = {"delta_overall": None, "t": None, "p": None, "n_signs": int(len(signs))}
         if len(signs) >= 2:
             res = stats.ttest_rel(signs[system], signs[BASELINE])
-            clustered.update(delta_overall=float((signs[system] - signs[BASELINE]).mean()),
-                             t=_num(res.statistic), p=_num(res.pvalue))
+            clustered.update(
+                delta_overall=float((signs[system] - signs[BASELINE]).mean()), t=_num(res.statistic), p=_num(res.pvalue)
+            )
         entry["sign_clustered"] = clustered
         out[str(system)] = entry
     return out
@@ -102,8 +107,11 @@ def overall_given_equivalence(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     out = {}
     for label, value in (("1", True), ("0", False)):
         g = both[both["equivalent"].astype(bool) == value]["overall"]
-        out[label] = {"mean": _num(g.mean()) if len(g) else None, "sd": _num(g.std(ddof=1)) if len(g) > 1 else None,
-                      "n": int(len(g))}
+        out[label] = {
+            "mean": _num(g.mean()) if len(g) else None,
+            "sd": _num(g.std(ddof=1)) if len(g) > 1 else None,
+            "n": int(len(g)),
+        }
     return out
 
 
@@ -114,8 +122,7 @@ def _rate(frame: pd.DataFrame, hits: pd.Series, seed: int, n_resamples: int) -> 
     return {"count": count, "rate": count / n if n else None, "ci": list(ci) if ci else None}
 
 
-def type_errors(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0,
-                n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def type_errors(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     both = both_rows(frame)
     eq = both["equivalent"].astype(bool)
     good, poor = scale.good(both["overall"]), scale.poor(both["overall"])
@@ -125,19 +132,32 @@ def type_errors(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0,
         g_good = scale.good(g["overall"])
         g_t2 = ~g["equivalent"].astype(bool) & g_good
         marginal = _rate(g, g_t2, seed, n_resamples)
-        conditional, cond_ci = ratio_ci(g, g_t2.astype("float64"), g_good.astype("float64"), seed, n_resamples) \
-            if g["sign_code"].nunique() > 1 else (int(g_t2.sum()) / int(g_good.sum()) if g_good.any() else None, None)
-        by_vis[vis_key(v)] = {"n": int(len(g)), "n_high": int(g_good.sum()), "count": marginal["count"],
-                              "marginal_rate": marginal["rate"], "marginal_ci": marginal["ci"],
-                              "conditional_rate": conditional, "conditional_ci": list(cond_ci) if cond_ci else None}
+        conditional, cond_ci = (
+            ratio_ci(g, g_t2.astype("float64"), g_good.astype("float64"), seed, n_resamples)
+            if g["sign_code"].nunique() > 1
+            else (int(g_t2.sum()) / int(g_good.sum()) if g_good.any() else None, None)
+        )
+        by_vis[vis_key(v)] = {
+            "n": int(len(g)),
+            "n_high": int(g_good.sum()),
+            "count": marginal["count"],
+            "marginal_rate": marginal["rate"],
+            "marginal_ci": marginal["ci"],
+            "conditional_rate": conditional,
+            "conditional_ci": list(cond_ci) if cond_ci else None,
+        }
     by_vis = dict(sorted(by_vis.items(), key=lambda kv: -float(kv[0])))
     n = len(both)
-    return {"n": n, "type1": _rate(both, type1, seed, n_resamples), "type2": _rate(both, type2, seed, n_resamples),
-            "agreement_share": float(1 - (type1 | type2).mean()) if n else None, "type2_by_visibility": by_vis}
+    return {
+        "n": n,
+        "type1": _rate(both, type1, seed, n_resamples),
+        "type2": _rate(both, type2, seed, n_resamples),
+        "agreement_share": float(1 - (type1 | type2).mean()) if n else None,
+        "type2_by_visibility": by_vis,
+    }
 
 
-def judge_summary(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0,
-                  n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def judge_summary(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     pb = point_biserial(frame, seed, n_resamples)
     errors = type_errors(frame, scale, seed, n_resamples)
     return {
@@ -145,12 +165,18 @@ def judge_summary(frame: pd.DataFrame, scale: Scale = PAPER_SCALE, seed: int = 0
         "strategies": system_means(frame),
         "system_models": system_means(frame, "system_model"),
         "paired_tests": paired_tests(frame),
-        "point_biserial_r": pb["r"], "point_biserial_ci": pb["ci"], "point_biserial_n": pb["n"],
+        "point_biserial_r": pb["r"],
+        "point_biserial_ci": pb["ci"],
+        "point_biserial_n": pb["n"],
         "overall_given_equivalent": overall_given_equivalence(frame),
-        "type1": errors["type1"], "type2": errors["type2"], "agreement_share": errors["agreement_share"],
+        "type1": errors["type1"],
+        "type2": errors["type2"],
+        "agreement_share": errors["agreement_share"],
         "type2_by_visibility": errors["type2_by_visibility"],
-        "status_counts": {"quality": frame[QUALITY.status].value_counts().to_dict(),
-                          "equivalence": frame[EQUIVALENCE.status].value_counts().to_dict()},
+        "status_counts": {
+            "quality": frame[QUALITY.status].value_counts().to_dict(),
+            "equivalence": frame[EQUIVALENCE.status].value_counts().to_dict(),
+        },
     }
 
 
@@ -160,8 +186,17 @@ def degradation(frame: pd.DataFrame) -> list[dict[str, Any]]:
     g = q.groupby(["system", "mode", "visibility"])["overall"]
     out = g.agg(["mean", "count", "std"]).reset_index()
     out["se"] = out["std"] / np.sqrt(out["count"].clip(lower=1))
-    return [{"system": str(r.system), "mode": str(r.mode), "visibility": float(r.visibility), "mean": float(r.mean),
-             "n": int(r.count), "se": None if pd.isna(r.se) else float(r.se)} for r in out.itertuples(index=False)]
+    return [
+        {
+            "system": str(r.system),
+            "mode": str(r.mode),
+            "visibility": float(r.visibility),
+            "mean": float(r.mean),
+            "n": int(r.count),
+            "se": None if pd.isna(r.se) else float(r.se),
+        }
+        for r in out.itertuples(index=False)
+    ]
 
 
 JOINT_BINS = [b / 2 for b in range(21)]  # 0 to 10 by halves
@@ -171,7 +206,12 @@ def joint_counts(frame: pd.DataFrame) -> dict[str, list[Any]]:
     """Answers per overall bin where both judges returned a verdict, split by the equivalence verdict."""
     both = both_rows(frame)
     equivalent = both["equivalent"].astype(bool)
+
     def count(scores: pd.Series) -> list[int]:
         return [int(n) for n in np.histogram(scores.astype(float), bins=JOINT_BINS)[0]]
-    return {"bins": JOINT_BINS, "equivalent": count(both.loc[equivalent, "overall"]),
-            "not_equivalent": count(both.loc[~equivalent, "overall"])}
+
+    return {
+        "bins": JOINT_BINS,
+        "equivalent": count(both.loc[equivalent, "overall"]),
+        "not_equivalent": count(both.loc[~equivalent, "overall"]),
+    }

@@ -74,8 +74,9 @@ def select_sample(frame: pd.DataFrame, n: int = 49, seed: int = 0, type2: int = 
     return sample
 
 
-def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replace_key: bool = False,
-                  type2: int = PAPER_TYPE2) -> pd.DataFrame:
+def export_sample(
+    table: Path, out_csv: Path, n: int = 49, seed: int = 0, replace_key: bool = False, type2: int = PAPER_TYPE2
+) -> pd.DataFrame:
     """Write the blinded sample to `out_csv` and its key (which sample is which response) to the run
     directory. A different key already there is never replaced silently: annotations may refer to it."""
     if n < 1:
@@ -91,22 +92,37 @@ def export_sample(table: Path, out_csv: Path, n: int = 49, seed: int = 0, replac
     rows = []
     for i, r in enumerate(sample.itertuples(index=False), start=1):
         sign = cat.sign(str(r.sign_code)) if str(r.sign_code) in cat.codes else None
-        rows.append({"sample_id": f"H{i:03d}", "item_id": r.item_id, "sign_code": r.sign_code,
-                     "visibility": r.visibility, "mode": r.mode, "repeat": int(r.repeat), "system": r.system,
-                     "system_model": r.system_model, "caption": sign.caption if sign else "",
-                     "description": sign.description if sign else "", "response": r.response,
-                     **{c: "" for c in (*ANNOTATION_COLUMNS, *OPTIONAL_ANNOTATIONS)}})
+        rows.append(
+            {
+                "sample_id": f"H{i:03d}",
+                "item_id": r.item_id,
+                "sign_code": r.sign_code,
+                "visibility": r.visibility,
+                "mode": r.mode,
+                "repeat": int(r.repeat),
+                "system": r.system,
+                "system_model": r.system_model,
+                "caption": sign.caption if sign else "",
+                "description": sign.description if sign else "",
+                "response": r.response,
+                **{c: "" for c in (*ANNOTATION_COLUMNS, *OPTIONAL_ANNOTATIONS)},
+            }
+        )
     out = pd.DataFrame(rows)
-    key = {row["sample_id"]: {**{c: row[c] for c in ("item_id", "system", "system_model")}, "repeat": row["repeat"],
-                              "stratum": s} for row, s in zip(rows, sample["stratum"])}
+    key = {
+        row["sample_id"]: {**{c: row[c] for c in ("item_id", "system", "system_model")}, "repeat": row["repeat"], "stratum": s}
+        for row, s in zip(rows, sample["stratum"])
+    }
     key_path = table.parent / SAMPLE_KEY
     new_key = {"table": table.name, "seed": seed, "n": n, "samples": key}
     if key_path.exists() and not replace_key:
         old = read_key(key_path)
         if old.get("samples") != key:
-            raise DualjudgeError(f"{key_path}: a different sample (seed {old.get('seed')}, {len(old.get('samples', {}))} "
-                                 f"samples) was exported before and annotations may refer to it; import those first, "
-                                 f"or pass --replace-key to replace it")
+            raise DualjudgeError(
+                f"{key_path}: a different sample (seed {old.get('seed')}, {len(old.get('samples', {}))} "
+                f"samples) was exported before and annotations may refer to it; import those first, "
+                f"or pass --replace-key to replace it"
+            )
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     with replacing(out_csv) as tmp:
         out.to_csv(tmp, index=False, lineterminator="\n")
@@ -118,11 +134,17 @@ def read_key(path: Path) -> dict[str, Any]:
     try:
         key = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise DualjudgeError(f"{path}: the sample key is damaged ({type(e).__name__}); export the sample again "
-                             f"with `dualjudge human export --replace-key`") from None
+        raise DualjudgeError(
+            f"{path}: the sample key is damaged ({type(e).__name__}); export the sample again "
+            f"with `dualjudge human export --replace-key`"
+        ) from None
     samples = key.get("samples") if isinstance(key, dict) else None
-    if not isinstance(samples, dict) or not isinstance(key.get("table"), str) or not all(
-            isinstance(v, dict) and set(ANSWER_IN_RUN) <= set(v) for v in samples.values()):
-        raise DualjudgeError(f"{path}: not a dualjudge sample key; export the sample again with "
-                             f"`dualjudge human export --replace-key`")
+    if (
+        not isinstance(samples, dict)
+        or not isinstance(key.get("table"), str)
+        or not all(isinstance(v, dict) and set(ANSWER_IN_RUN) <= set(v) for v in samples.values())
+    ):
+        raise DualjudgeError(
+            f"{path}: not a dualjudge sample key; export the sample again with `dualjudge human export --replace-key`"
+        )
     return dict(key)

@@ -45,23 +45,31 @@ def audit(frame: pd.DataFrame, scale: Scale = PAPER_SCALE) -> dict[str, Any]:
     q = q[q["category"].notna()]
     good = q[q["overall"] >= scale.high]
     wrong = good[~_correct(good)]
-    per_judge = {str(j): {"good": int(len(g)), "good_but_wrong": int(len(wrong[wrong["judge_model"] == j]))}
-                 for j, g in good.groupby("judge_model", sort=True)}
+    per_judge = {
+        str(j): {"good": int(len(g)), "good_but_wrong": int(len(wrong[wrong["judge_model"] == j]))}
+        for j, g in good.groupby("judge_model", sort=True)
+    }
     by_score = q.groupby("system")["overall"].mean()
     by_identification = pd.Series({k: v["accuracy"] for k, v in accuracy(frame, "system").items()})
     systems = sorted(set(by_score.index) & set(by_identification.index))
     tau = None
     if len(systems) >= 3 and by_score[systems].nunique() > 1 and by_identification[systems].nunique() > 1:
         tau = float(stats.kendalltau(by_score[systems], by_identification[systems]).statistic)
-    return {"cut": f">= {scale.high:g}", "per_judge": per_judge,
-            "ranking_by_score": [str(s) for s in by_score[systems].sort_values(ascending=False).index],
-            "ranking_by_identification": [str(s) for s in by_identification[systems].sort_values(ascending=False).index],
-            "kendall_tau": tau}
+    return {
+        "cut": f">= {scale.high:g}",
+        "per_judge": per_judge,
+        "ranking_by_score": [str(s) for s in by_score[systems].sort_values(ascending=False).index],
+        "ranking_by_identification": [str(s) for s in by_identification[systems].sort_values(ascending=False).index],
+        "kendall_tau": tau,
+    }
 
 
 def identification(frame: pd.DataFrame, scale: Scale = PAPER_SCALE) -> dict[str, Any] | None:
     """None when the table has no gold category or no predicted category."""
     if frame["category"].isna().all() or frame["predicted_category"].isna().all():
         return None
-    return {"by_system": accuracy(frame, "system"), "by_system_model": accuracy(frame, "system_model"),
-            "audit": audit(frame, scale)}
+    return {
+        "by_system": accuracy(frame, "system"),
+        "by_system_model": accuracy(frame, "system_model"),
+        "audit": audit(frame, scale),
+    }

@@ -33,20 +33,23 @@ from dualjudge.analysis import calibration
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
 from dualjudge.analysis.diagnostics import fit_problems
+from dualjudge.analysis.items import common_items_ranking, ease_gaps, ease_warnings
 from dualjudge.analysis.ranks import calibrated_board, competition_ranks, ranking_changes
 from dualjudge.analysis.self_preference import OUTCOMES, Grid, build_grid, identification, lineage_columns
 from dualjudge.analysis.table import ANSWER_KEY
 
-GROUPINGS: dict[Grouping, str] = {"system_model": "system model", "system": "strategy",
-                                  "both": "system model x strategy"}
-METHOD = ("each system's mean latent answer quality from the judge calibration (leniency, scale and own-model / "
-          "same-family effects per judge are separate terms, so a judge's self-preference lifts no system), in the "
-          "score units of the panel's average judge: mean leniency + mean scale x the mean quality of its answers")
-INTERVALS = (f"{T_INTERVAL}; differences Bonferroni-adjusted across pairs (t quantile at 1 - 0.05/(2m)); rank "
-             f"intervals from each system's adjusted differences with the others (Mogstad, Romano, Shaikh and Wilhelm "
-             f"2024), marginal 95%; p_best: the share of bootstrap resamples in which the system is first")
-RANKINGS = {"naive": "the naive panel (mean of every verdict)",
-            "self_excluded": "the panel without same-family judges"}
+GROUPINGS: dict[Grouping, str] = {"system_model": "system model", "system": "strategy", "both": "system model x strategy"}
+METHOD = (
+    "each system's mean latent answer quality from the judge calibration (leniency, scale and own-model / "
+    "same-family effects per judge are separate terms, so a judge's self-preference lifts no system), in the "
+    "score units of the panel's average judge: mean leniency + mean scale x the mean quality of its answers"
+)
+INTERVALS = (
+    f"{T_INTERVAL}; differences Bonferroni-adjusted across pairs (t quantile at 1 - 0.05/(2m)); rank "
+    f"intervals from each system's adjusted differences with the others (Mogstad, Romano, Shaikh and Wilhelm "
+    f"2024), marginal 95%; p_best: the share of bootstrap resamples in which the system is first"
+)
+RANKINGS = {"naive": "the naive panel (mean of every verdict)", "self_excluded": "the panel without same-family judges"}
 SEPARATOR = " / "  # between a system model and a strategy in a `both` group's name
 
 
@@ -146,8 +149,7 @@ def _times(dense: np.ndarray, onehot: sparse.csr_matrix) -> np.ndarray:
     return np.asarray((onehot.T @ np.asarray(dense, dtype=float).T).T)
 
 
-def calibrated_draws(grid: Grid, units: Units, scale_free: bool, n_resamples: int, seed: int
-                     ) -> tuple[Draws, calibration.Fit]:
+def calibrated_draws(grid: Grid, units: Units, scale_free: bool, n_resamples: int, seed: int) -> tuple[Draws, calibration.Fit]:
     design = calibration.Design(**{**grid.design.__dict__, "unit": units.codes})
     fits = calibration.refits(calibration.Types.of(design), scale_free, n_resamples, seed)
     full_sums, full = next(fits)
@@ -162,8 +164,9 @@ def point_scores(grid: Grid, units: Units, scale_free: bool) -> dict[Grouping, d
     return {by: dict(zip(units.groups[by], draws.scores(units.maps[by])[0].tolist())) for by in GROUPINGS}
 
 
-def calibrated_scores(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family"
-                      ) -> dict[Grouping, dict[str, float]] | None:
+def calibrated_scores(
+    frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family"
+) -> dict[Grouping, dict[str, float]] | None:
     """Each grouping's calibrated scores from one fit, or None where no calibrated ranking can be made."""
     if frame["judge_model"].nunique() < 2:
         return None
@@ -189,13 +192,13 @@ def mean_ranking(rows: pd.DataFrame, by: Grouping, groups: list[str]) -> list[di
     return sorted(out, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"]))
 
 
-def plain_rankings(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, by: Grouping,
-                   groups: list[str]) -> dict[str, list[dict[str, Any]]]:
+def plain_rankings(
+    frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, by: Grouping, groups: list[str]
+) -> dict[str, list[dict[str, Any]]]:
     """The naive ranking, the self-excluded one, and each judge's own: ranking name -> rows."""
     rated = _rated(frame, outcome)
     jf, gf = lineage_columns(rated, lineage)
-    out = {"naive": mean_ranking(rated, by, groups),
-           "self_excluded": mean_ranking(rated[(jf != gf).to_numpy()], by, groups)}
+    out = {"naive": mean_ranking(rated, by, groups), "self_excluded": mean_ranking(rated[(jf != gf).to_numpy()], by, groups)}
     for judge, rows in rated.groupby(rated["judge_model"].astype(str), sort=True):
         out[judge_ranking(str(judge))] = mean_ranking(rows, by, groups)
     return out
@@ -203,12 +206,16 @@ def plain_rankings(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, by: 
 
 def change_sentence(c: dict[str, Any], unit: str) -> str:
     points = unit == "points"
+
     def amount(v: float) -> str:
         return f"{v:.2f}" if points else f"{100 * v:.1f}"
+
     size = "points" if points else "percentage points"
-    return (f"{ranking_words(c['ranking'])} ranks {c['lower']} above {c['higher']}; with the judges' biases taken out "
-            f"{c['higher']} is ahead by {amount(c['difference'])} {size} (95% CI {amount(c['ci_low'])} to "
-            f"{amount(c['ci_high'])}, adjusted across pairs)")
+    return (
+        f"{ranking_words(c['ranking'])} ranks {c['lower']} above {c['higher']}; with the judges' biases taken out "
+        f"{c['higher']} is ahead by {amount(c['difference'])} {size} (95% CI {amount(c['ci_low'])} to "
+        f"{amount(c['ci_high'])}, adjusted across pairs)"
+    )
 
 
 # -- the whole leaderboard of one outcome --------------------------------------------------------------
@@ -228,28 +235,29 @@ def _reason(grid: Grid, outcome: Outcome) -> str | None:
         return "sign-cluster intervals need at least two signs"
     blocked = _blocking(grid)
     if blocked:
-        return ("the design cannot separate these judges' self-preference from their families' answer quality, so no "
-                "calibrated ranking can be made: " + "; ".join(f"{j}: {why}" for j, why in blocked.items()))
+        return (
+            "the design cannot separate these judges' self-preference from their families' answer quality, so no "
+            "calibrated ranking can be made: " + "; ".join(f"{j}: {why}" for j, why in blocked.items())
+        )
     return None
 
 
-def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage
-                   ) -> tuple[Grid | None, Units | None, str | None]:
+def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> tuple[Grid | None, Units | None, str | None]:
     grid = build_grid(frame, outcome, lineage)
     reason = _reason(grid, outcome)
     return (None, None, reason) if reason else (grid, Units.of(grid), None)
 
 
-def sensitivity(grid: Grid, units: Units, outcome: Outcome, top: dict[Grouping, str | None]
-                ) -> dict[Grouping, dict[str, Any]]:
+def sensitivity(grid: Grid, units: Units, outcome: Outcome, top: dict[Grouping, str | None]) -> dict[Grouping, dict[str, Any]]:
     """The calibrated ranking without each judge and without each judge family (point fits on the full
     grid less their verdicts), and how often its top group differs from the full panel's."""
     families = sorted(set(grid.judge_family.values()))
-    out: dict[Grouping, dict[str, Any]] = {by: {"leave_one_judge_out": [], "leave_one_family_out": [],
-                                                "top_changes": 0, "leave_outs": 0} for by in GROUPINGS}
-    leave_outs = [("leave_one_judge_out", j, {j}) for j in grid.judges] + \
-        [("leave_one_family_out", f, {j for j, g in grid.judge_family.items() if g == f})
-         for f in families if len(families) > 1]
+    out: dict[Grouping, dict[str, Any]] = {
+        by: {"leave_one_judge_out": [], "leave_one_family_out": [], "top_changes": 0, "leave_outs": 0} for by in GROUPINGS
+    }
+    leave_outs = [("leave_one_judge_out", j, {j}) for j in grid.judges] + [
+        ("leave_one_family_out", f, {j for j, g in grid.judge_family.items() if g == f}) for f in families if len(families) > 1
+    ]
     for kind, name, gone in leave_outs:
         sub = grid.without(gone)
         n_left = sub.design.n_judges
@@ -272,8 +280,9 @@ def answers_of(frame: pd.DataFrame) -> pd.DataFrame:
     keys = frame[ANSWER_KEY[0]].astype(str)
     for col in ANSWER_KEY[1:]:
         keys = keys + "\x1f" + frame[col].astype(str)
-    out = pd.DataFrame({"key": keys.to_numpy(dtype=object), "system_model": frame["system_model"].to_numpy(),
-                        "system": frame["system"].to_numpy()})
+    out = pd.DataFrame(
+        {"key": keys.to_numpy(dtype=object), "system_model": frame["system_model"].to_numpy(), "system": frame["system"].to_numpy()}
+    )
     return out.drop_duplicates("key")
 
 
@@ -282,26 +291,49 @@ def _left_out(answers: pd.DataFrame, out_of_grid: np.ndarray, outcome: Outcome, 
     labels = group_labels(answers["system_model"], answers["system"], by)
     totals = pd.Series(1, index=labels).groupby(level=0).sum()
     missing = pd.Series(out_of_grid.astype(int), index=labels).groupby(level=0).sum()
-    return [f"{group}: {missing[group]} of {totals[group]} answers have fewer than two {outcome} verdicts and are left "
-            f"out of its calibrated score (the plain rankings use every verdict)"
-            for group in sorted(missing.index) if missing[group]]
+    return [
+        f"{group}: {missing[group]} of {totals[group]} answers have fewer than two {outcome} verdicts and are left "
+        f"out of its calibrated score (the plain rankings use every verdict)"
+        for group in sorted(missing.index)
+        if missing[group]
+    ]
 
 
-def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family",
-                n_resamples: int = N_RESAMPLES, seed: int = 0) -> dict[Grouping, dict[str, Any]]:
+def leaderboard(
+    frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family", n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> dict[Grouping, dict[str, Any]]:
     """One outcome's leaderboard for each grouping (system model, strategy, both)."""
     unit = "points" if outcome == "overall" else "probability"
     grid, units, reason = _fit_or_reason(frame, outcome, lineage)
     boards: dict[Grouping, dict[str, Any]] = {}
+    rated = _rated(frame, outcome)
+    item_warnings: dict[Grouping, list[str]] = {}
     for by in GROUPINGS:
         groups = sorted(set(group_labels(frame["system_model"], frame["system"], by).tolist()))
         plain = plain_rankings(frame, outcome, lineage, by, groups)
-        boards[by] = {"outcome": outcome, "by": by, "unit": unit, "unit_words": None, "estimable": False,
-                      "reason": reason, "n_signs": None, "rows": [], "differences": [], "naive": plain.pop("naive"),
-                      "self_excluded": plain.pop("self_excluded"),
-                      "judges": {name.removeprefix("judge:"): rows for name, rows in plain.items()},
-                      "changes": [], "changes_total": 0, "sensitivity": None,
-                      "warnings": [] if reason is None else [f"no calibrated ranking: {reason}"]}
+        labels = pd.Series(group_labels(rated["system_model"], rated["system"], by), index=rated.index)
+        common, n_common = common_items_ranking(rated, labels, groups)
+        item_warnings[by] = ease_warnings(ease_gaps(rated, labels), outcome, n_common)
+        boards[by] = {
+            "outcome": outcome,
+            "by": by,
+            "unit": unit,
+            "unit_words": None,
+            "estimable": False,
+            "reason": reason,
+            "n_signs": None,
+            "rows": [],
+            "differences": [],
+            "naive": plain.pop("naive"),
+            "self_excluded": plain.pop("self_excluded"),
+            "judges": {name.removeprefix("judge:"): rows for name, rows in plain.items()},
+            "common_items": common,
+            "common_items_n": n_common,
+            "changes": [],
+            "changes_total": 0,
+            "sensitivity": None,
+            "warnings": ([] if reason is None else [f"no calibrated ranking: {reason}"]) + item_warnings[by],
+        }
     if grid is None or units is None:
         return boards
     d = grid.design
@@ -314,26 +346,40 @@ def leaderboard(frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Line
     warnings = _fit_warnings(grid, full, free_scales, g)
     lam, scale = float(draws.leniency[0]), float(draws.scale[0])
     if outcome == "overall":
-        words = (f"{outcome} score points of the panel's average judge (leniency {lam:.2f} and scale {scale:.2f} points "
-                 f"per unit of latent quality, averaged over {n_judges} judges: {', '.join(grid.judges)})")
+        words = (
+            f"{outcome} score points of the panel's average judge (leniency {lam:.2f} and scale {scale:.2f} points "
+            f"per unit of latent quality, averaged over {n_judges} judges: {', '.join(grid.judges)})"
+        )
     else:
-        words = (f"probability of an equivalent verdict from the panel's average judge (linear probability model; "
-                 f"leniency {lam:.3f} and scale {scale:.3f}, averaged over {n_judges} judges: {', '.join(grid.judges)})")
+        words = (
+            f"probability of an equivalent verdict from the panel's average judge (linear probability model; "
+            f"leniency {lam:.3f} and scale {scale:.3f}, averaged over {n_judges} judges: {', '.join(grid.judges)})"
+        )
     top: dict[Grouping, str | None] = {}
     for by in GROUPINGS:
         b = boards[by]
         scores = draws.scores(units.maps[by])
         board = calibrated_board(scores, units.groups[by], g)
         rows = board.rows
-        b.update(estimable=True, reason=None, unit_words=words, n_signs=g, rows=rows, differences=board.differences,
-                 warnings=[*warnings, *_left_out(answers, out_of_grid, outcome, by)])
+        b.update(
+            estimable=True,
+            reason=None,
+            unit_words=words,
+            n_signs=g,
+            rows=rows,
+            differences=board.differences,
+            warnings=[*warnings, *_left_out(answers, out_of_grid, outcome, by), *item_warnings[by]],
+        )
         b["changes"], b["changes_total"] = ranking_changes(
-            board, {"naive": b["naive"], "self_excluded": b["self_excluded"],
-                    **{judge_ranking(j): r for j, r in b["judges"].items()}}, lambda c: change_sentence(c, unit))
+            board,
+            {"naive": b["naive"], "self_excluded": b["self_excluded"], **{judge_ranking(j): r for j, r in b["judges"].items()}},
+            lambda c: change_sentence(c, unit),
+        )
         degenerate = [r["group"] for r in rows if r["se"] is not None and r["se"] == 0]
         if degenerate:
-            b["warnings"].append(f"{', '.join(degenerate)}: the score does not move across resamples (a degenerate fit, "
-                                 f"not a precise one)")
+            b["warnings"].append(
+                f"{', '.join(degenerate)}: the score does not move across resamples (a degenerate fit, not a precise one)"
+            )
         top[by] = rows[0]["group"] if rows and rows[0]["rank"] == 1 else None
     for by, panel in sensitivity(grid, units, outcome, top).items():
         boards[by]["sensitivity"] = panel
@@ -345,8 +391,10 @@ def _fit_warnings(grid: Grid, full: calibration.Fit, free_scales: bool, n_signs:
     if n_signs < MIN_RELIABLE_SIGNS:
         out.append(f"only {n_signs} signs: the sign-cluster intervals are unreliable below {MIN_RELIABLE_SIGNS} signs")
     if not free_scales:
-        out.append("two judges cannot pin each other's use of the scale, so the scales are fixed at 1 (the "
-                   "answer-matched model): a judge that compresses or stretches the scale tilts the scores")
+        out.append(
+            "two judges cannot pin each other's use of the scale, so the scales are fixed at 1 (the "
+            "answer-matched model): a judge that compresses or stretches the scale tilts the scores"
+        )
     elif not full.converged:
         out.append(f"the calibration fit did not converge in {full.sweeps} sweeps: read the scores with care")
     if free_scales:
@@ -355,11 +403,15 @@ def _fit_warnings(grid: Grid, full: calibration.Fit, free_scales: bool, n_signs:
     return out
 
 
-def systems(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0, n_resamples: int = N_RESAMPLES,
-            outcomes: tuple[Outcome, ...] = ("overall", "equivalent")) -> dict[str, Any]:
+def systems(
+    frame: pd.DataFrame,
+    lineage: Lineage = "family",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    outcomes: tuple[Outcome, ...] = ("overall", "equivalent"),
+) -> dict[str, Any]:
     """summary.json's `systems`: the leaderboard of each outcome and grouping (docs/summary.md)."""
-    result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": INTERVALS, "resamples": n_resamples,
-                              "seed": seed}
+    result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": INTERVALS, "resamples": n_resamples, "seed": seed}
     for outcome in outcomes:
         result[outcome] = leaderboard(frame, outcome, lineage, n_resamples, seed)
     return result
@@ -371,11 +423,26 @@ CLI_CHANGE = ("higher", "lower", "ranking", "difference", "ci_low", "ci_high")
 
 def cli_json(board: dict[str, Any], variant: str) -> dict[str, Any]:
     """The `dualjudge stats systems --json` object."""
-    return {"outcome": board["outcome"], "by": board["by"], "unit": board["unit"], "unit_words": board["unit_words"],
-            "judge_variant": variant, "estimable": board["estimable"], "reason": board["reason"],
-            "n_signs": board["n_signs"], "method": METHOD, "interval": INTERVALS,
-            "rows": [{k: r[k] for k in CLI_ROW} for r in board["rows"]],
-            "naive": board["naive"], "self_excluded": board["self_excluded"], "judges": board["judges"],
-            "differences": board["differences"], "changes": [{k: c[k] for k in CLI_CHANGE} | {"sentence": c["sentence"]}
-                                                             for c in board["changes"]],
-            "changes_total": board["changes_total"], "sensitivity": board["sensitivity"], "warnings": board["warnings"]}
+    return {
+        "outcome": board["outcome"],
+        "by": board["by"],
+        "unit": board["unit"],
+        "unit_words": board["unit_words"],
+        "judge_variant": variant,
+        "estimable": board["estimable"],
+        "reason": board["reason"],
+        "n_signs": board["n_signs"],
+        "method": METHOD,
+        "interval": INTERVALS,
+        "rows": [{k: r[k] for k in CLI_ROW} for r in board["rows"]],
+        "naive": board["naive"],
+        "self_excluded": board["self_excluded"],
+        "judges": board["judges"],
+        "common_items": board["common_items"],
+        "common_items_n": board["common_items_n"],
+        "differences": board["differences"],
+        "changes": [{k: c[k] for k in CLI_CHANGE} | {"sentence": c["sentence"]} for c in board["changes"]],
+        "changes_total": board["changes_total"],
+        "sensitivity": board["sensitivity"],
+        "warnings": board["warnings"],
+    }

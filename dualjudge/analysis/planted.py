@@ -24,5 +24,6 @@ def planted_near(table: Path) -> Simulation | None:
         return Simulation.model_validate(json.loads(path.read_text()))
     except (OSError, ValueError, ValidationError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DualjudgeError(f"{path}: unreadable planted truth ({first}); remove it or write it again "
-                             f"(python benchmarks/simulated/make.py)") from None
+        raise DualjudgeError(
+            f"{path}: unreadable planted truth ({first}); remove it or write it again (python benchmarks/simulated/make.py)"
+        ) from None

@@ -22,8 +22,9 @@ POOLED_INTERVAL = "analytic cluster-robust (CR1) standard errors by sign, 95% t 
 
 def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]:
     """`data` has columns y, judge, generator, jfam, gfam, sign."""
-    d = data.assign(same_family=(data["jfam"] == data["gfam"]).astype(float),
-                    is_self=(data["judge"] == data["generator"]).astype(float))
+    d = data.assign(
+        same_family=(data["jfam"] == data["gfam"]).astype(float), is_self=(data["judge"] == data["generator"]).astype(float)
+    )
     if d["same_family"].nunique() < 2:
         return None, "same_family does not vary (every judge-generator pair is same-family, or none is)"
     if d["judge"].nunique() < 2 or d["generator"].nunique() < 2:
@@ -43,8 +44,7 @@ def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]
         if d["generator"].nunique() > ABSORB_ABOVE:
             params, bse, conf, pvalues, collinear = _absorbed(d, list(wanted), groups)
         else:
-            fit = smf.ols(formula, data=d).fit(cov_type="cluster", use_t=True,
-                                               cov_kwds={"groups": groups, "df_correction": True})
+            fit = smf.ols(formula, data=d).fit(cov_type="cluster", use_t=True, cov_kwds={"groups": groups, "df_correction": True})
             params, bse, conf, pvalues = fit.params, fit.bse, fit.conf_int(), fit.pvalues
             collinear = fit.df_model < len(fit.params) - 1
     except (np.linalg.LinAlgError, ValueError, ZeroDivisionError) as e:
@@ -54,13 +54,16 @@ def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]
     out: dict[str, Any] = {"formula": formula, "n": int(len(d)), "clusters": n_signs, "interval": POOLED_INTERVAL}
     for name in wanted:
         lo, hi = conf.loc[name]
-        out["self" if name == "is_self" else name] = {"estimate": float(params[name]), "se": float(bse[name]),
-                                                      "ci": [float(lo), float(hi)], "p": float(pvalues[name])}
+        out["self" if name == "is_self" else name] = {
+            "estimate": float(params[name]),
+            "se": float(bse[name]),
+            "ci": [float(lo), float(hi)],
+            "p": float(pvalues[name]),
+        }
     return out, None
 
 
-def _absorbed(d: pd.DataFrame, wanted: list[str], groups: np.ndarray
-              ) -> tuple[pd.Series, pd.Series, pd.DataFrame, pd.Series, bool]:
+def _absorbed(d: pd.DataFrame, wanted: list[str], groups: np.ndarray) -> tuple[pd.Series, pd.Series, pd.DataFrame, pd.Series, bool]:
     """The same regression with the generator effects absorbed (Frisch-Waugh-Lovell: every column demeaned
     within its generator, then OLS without them), for thousands of generators, where the dummy matrix would
     not fit in memory. Coefficients and cluster-robust errors are those of the full model: the residuals and

@@ -21,8 +21,7 @@ def _with_ci(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -> d
     if len(values) == 0:
         return {"estimate": None, "ci": None, "n": 0}
     if frame["sign_code"].nunique() < 2:
-        return {"estimate": float(values.mean()), "ci": None, "n": int(len(values)),
-                "reason": "a CI needs at least two signs"}
+        return {"estimate": float(values.mean()), "ci": None, "n": int(len(values)), "reason": "a CI needs at least two signs"}
     est, ci = mean_ci(frame, values, seed, n_resamples)
     return {"estimate": est, "ci": list(ci) if ci else None, "n": int(len(values))}
 
@@ -41,11 +40,14 @@ def padding_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAM
     kinds: dict[str, Any] = {}
     out: dict[str, Any] = {"kinds": kinds}
     for kind, g in ok.groupby("kind", sort=True):
-        kinds[str(kind)] = {"shift": _with_ci(g, "shift", seed, n_resamples),
-                          "flip_rate": _with_ci(g, "flipped", seed, n_resamples),
-                          "per_judge": {str(j): {"shift": _with_ci(h, "shift", seed, n_resamples),
-                                                 "flip_rate": _with_ci(h, "flipped", seed, n_resamples)}
-                                        for j, h in g.groupby("judge_model", sort=True)}}
+        kinds[str(kind)] = {
+            "shift": _with_ci(g, "shift", seed, n_resamples),
+            "flip_rate": _with_ci(g, "flipped", seed, n_resamples),
+            "per_judge": {
+                str(j): {"shift": _with_ci(h, "shift", seed, n_resamples), "flip_rate": _with_ci(h, "flipped", seed, n_resamples)}
+                for j, h in g.groupby("judge_model", sort=True)
+            },
+        }
     out["not_ok"] = int((frame["status"] != "ok").sum())
     return out
 
@@ -63,8 +65,9 @@ def probe_frames(table_path: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | 
     return frames[0], frames[1]
 
 
-def probes_of(order: pd.DataFrame | None, padding: pd.DataFrame | None, variant: str, seed: int = 0,
-              n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
+def probes_of(
+    order: pd.DataFrame | None, padding: pd.DataFrame | None, variant: str, seed: int = 0, n_resamples: int = N_RESAMPLES
+) -> dict[str, Any]:
     """Probe summaries of one judge variant."""
     out: dict[str, Any] = {}
     for name, frame, summarise in (("order", order, order_probe), ("padding", padding, padding_probe)):

@@ -30,8 +30,10 @@ CHUNK = 1024  # rows of a (U, U) comparison made at once, so memory stays O(CHUN
 def competition_ranks(values: dict[str, float | None]) -> dict[str, int | None]:
     """1 + the number of groups strictly ahead (ties share a rank); None without a value."""
     known = np.sort(np.array([v for v in values.values() if v is not None and np.isfinite(v)], dtype=float))
-    return {g: None if v is None or not np.isfinite(v) else 1 + int(len(known) - np.searchsorted(known, v, "right"))
-            for g, v in values.items()}
+    return {
+        g: None if v is None or not np.isfinite(v) else 1 + int(len(known) - np.searchsorted(known, v, "right"))
+        for g, v in values.items()
+    }
 
 
 def bonferroni(n_signs: int, comparisons: int) -> float:
@@ -76,9 +78,11 @@ def pair_se(draws: np.ndarray, n_signs: int) -> np.ndarray:
 
 def _surely_above(point: np.ndarray, se: np.ndarray, crit: float) -> Callable[[slice], np.ndarray]:
     """rows -> (rows, U) whether group i is ahead of group j by more than `crit` standard errors."""
+
     def block(rows: slice) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             return np.asarray(point[rows, None] - point[None, :] - crit * se[rows] > 0)
+
     return block
 
 
@@ -107,13 +111,23 @@ def calibrated_board(scores: np.ndarray, groups: list[str], n_signs: int) -> Boa
     for start in range(0, n, CHUNK):
         block = ahead(slice(start, start + CHUNK))  # [i, j]: i surely ahead of j
         above += block.sum(axis=0)  # j has i above it
-        below[start:start + CHUNK] = block.sum(axis=1)  # i has j below it
+        below[start : start + CHUNK] = block.sum(axis=1)  # i has j below it
     rows = []
     for u, group in enumerate(groups):
         iv = t_interval(float(point[u]), scores[1:, u], n_signs)
-        rows.append({"group": group, "estimate": _num(point[u]), "se": iv.se if iv else None,
-                     "ci_low": iv.low if iv else None, "ci_high": iv.high if iv else None, "rank": ranks[group],
-                     "rank_low": 1 + int(above[u]), "rank_high": n - int(below[u]), "p_best": _num(best[u])})
+        rows.append(
+            {
+                "group": group,
+                "estimate": _num(point[u]),
+                "se": iv.se if iv else None,
+                "ci_low": iv.low if iv else None,
+                "ci_high": iv.high if iv else None,
+                "rank": ranks[group],
+                "rank_low": 1 + int(above[u]),
+                "rank_high": n - int(below[u]),
+                "p_best": _num(best[u]),
+            }
+        )
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"]))
     pairs = n * (n - 1) // 2
     crit = bonferroni(n_signs, pairs)
@@ -132,19 +146,29 @@ def _order(rows: list[dict[str, Any]], groups: list[str]) -> list[int]:
     return [index[r["group"]] for r in rows]
 
 
-def _difference(a: int, b: int, point: np.ndarray, se: np.ndarray, crit: float, pairs: int, n_signs: int,
-                groups: list[str]) -> dict[str, Any] | None:
+def _difference(
+    a: int, b: int, point: np.ndarray, se: np.ndarray, crit: float, pairs: int, n_signs: int, groups: list[str]
+) -> dict[str, Any] | None:
     hi, lo = (a, b) if point[a] >= point[b] else (b, a)
     d, s = float(point[hi] - point[lo]), float(se[hi, lo])
     if not np.isfinite(d) or not np.isfinite(s):
         return None
     p = float(2 * stats.t.sf(abs(d) / s, n_signs - 1)) if s > 0 else (0.0 if d else 1.0)
-    return {"higher": groups[hi], "lower": groups[lo], "difference": d, "se": s, "ci_low": d - crit * s,
-            "ci_high": d + crit * s, "p": p, "p_adjusted": min(1.0, p * pairs)}
+    return {
+        "higher": groups[hi],
+        "lower": groups[lo],
+        "difference": d,
+        "se": s,
+        "ci_low": d - crit * s,
+        "ci_high": d + crit * s,
+        "p": p,
+        "p_adjusted": min(1.0, p * pairs),
+    }
 
 
-def ranking_changes(board: Board, rankings: dict[str, list[dict[str, Any]]],
-                    sentence: Callable[[dict[str, Any]], str]) -> tuple[list[dict[str, Any]], int]:
+def ranking_changes(
+    board: Board, rankings: dict[str, list[dict[str, Any]]], sentence: Callable[[dict[str, Any]], str]
+) -> tuple[list[dict[str, Any]], int]:
     """Every pair a plain ranking orders against a calibrated difference whose adjusted interval excludes 0:
     the changes listed (each ranking's, largest difference first; at most MAX_CHANGES per ranking on a board
     of more than LIST_ALL groups) and how many there are in all."""
@@ -166,8 +190,14 @@ def ranking_changes(board: Board, rankings: dict[str, list[dict[str, Any]]],
         found.sort(key=lambda p: (-(board.point[p[0]] - board.point[p[1]]), p))
         for hi, lo in found if n <= LIST_ALL else found[:MAX_CHANGES]:
             d, s = float(board.point[hi] - board.point[lo]), float(board.se[hi, lo])
-            change = {"higher": board.groups[hi], "lower": board.groups[lo], "ranking": name, "difference": d,
-                      "ci_low": d - board.crit_pairs * s, "ci_high": d + board.crit_pairs * s}
+            change = {
+                "higher": board.groups[hi],
+                "lower": board.groups[lo],
+                "ranking": name,
+                "difference": d,
+                "ci_low": d - board.crit_pairs * s,
+                "ci_high": d + board.crit_pairs * s,
+            }
             change["sentence"] = sentence(change)
             out.append(change)
     return out, total

@@ -209,8 +209,10 @@ class SelfPreference(_Result):
     equivalent: OutcomeSelfPreference | None = None
 
     def outcomes(self) -> dict[Outcome, OutcomeSelfPreference]:
-        pairs: tuple[tuple[Outcome, OutcomeSelfPreference | None], ...] = (("overall", self.overall),
-                                                                          ("equivalent", self.equivalent))
+        pairs: tuple[tuple[Outcome, OutcomeSelfPreference | None], ...] = (
+            ("overall", self.overall),
+            ("equivalent", self.equivalent),
+        )
         return {name: o for name, o in pairs if o is not None}
 
 
@@ -287,6 +289,8 @@ class Leaderboard(_Result):
     naive: list[RankedMean]
     self_excluded: list[RankedMean]
     judges: dict[str, list[RankedMean]]
+    common_items: list[RankedMean] = []  # the mean verdict on the items every group answered (analysis/items.py)
+    common_items_n: int = 0  # how many items every group answered
     changes: list[RankingChange]  # every change; on a board of more than 60 groups each ranking's largest 50
     changes_total: int = 0  # how many changes there are in all (more than listed on a large board)
     sensitivity: PanelSensitivity | None
@@ -303,8 +307,10 @@ class Systems(_Result):
     equivalent: dict[str, Leaderboard] | None = None
 
     def outcomes(self) -> dict[Outcome, dict[str, Leaderboard]]:
-        pairs: tuple[tuple[Outcome, dict[str, Leaderboard] | None], ...] = (("overall", self.overall),
-                                                                           ("equivalent", self.equivalent))
+        pairs: tuple[tuple[Outcome, dict[str, Leaderboard] | None], ...] = (
+            ("overall", self.overall),
+            ("equivalent", self.equivalent),
+        )
         return {name: o for name, o in pairs if o is not None}
 
 

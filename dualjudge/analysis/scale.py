@@ -27,8 +27,9 @@ class Scale:
         if not 0 < self.maximum < float("inf"):
             raise DualjudgeError(f"--scale-max must be a positive number, got {self.maximum}")
         if not 0 <= self.low <= self.high <= self.maximum:
-            raise DualjudgeError(f"the cuts must satisfy 0 <= --low ({self.low}) <= --high ({self.high}) "
-                                 f"<= --scale-max ({self.maximum})")
+            raise DualjudgeError(
+                f"the cuts must satisfy 0 <= --low ({self.low}) <= --high ({self.high}) <= --scale-max ({self.maximum})"
+            )
 
     @classmethod
     def with_maximum(cls, maximum: float) -> Scale:

@@ -48,19 +48,24 @@ from dualjudge.analysis.table import ANSWER_KEY
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
-OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", QUALITY.status),
-                                        "equivalent": ("equivalent", EQUIVALENCE.status)}
+OUTCOMES: dict[str, tuple[str, str]] = {"overall": ("overall", QUALITY.status), "equivalent": ("equivalent", EQUIVALENCE.status)}
 ANSWER = ANSWER_KEY
-METHOD = ("judge calibration with answer fixed effects: score = leniency[judge] + scale[judge] x quality[answer] "
-          "+ self[judge] x own_model + family_other[judge] x same_family_other_model, fitted by precision-weighted "
-          "alternating least squares; the equivalent outcome as a linear probability model")
-ADJUSTMENT = ("Benjamini-Yekutieli across judges and outcomes; a judge with a warning gets none, and its interval is "
-              "widened to the estimates its warnings show")
+METHOD = (
+    "judge calibration with answer fixed effects: score = leniency[judge] + scale[judge] x quality[answer] "
+    "+ self[judge] x own_model + family_other[judge] x same_family_other_model, fitted by precision-weighted "
+    "alternating least squares; the equivalent outcome as a linear probability model"
+)
+ADJUSTMENT = (
+    "Benjamini-Yekutieli across judges and outcomes; a judge with a warning gets none, and its interval is "
+    "widened to the estimates its warnings show"
+)
 MISSING_GAP = 0.05  # a judge whose missing-verdict rates differ by more than this across families is flagged
 TERMS = ("self", "family_other")
-TWO_JUDGES = ("two judges cannot pin each other's use of the scale (a latent quality needs three judges' views), "
-              "so the scales are fixed at 1 here: the answer-matched model; a judge that compresses or stretches "
-              "the scale biases its estimate")
+TWO_JUDGES = (
+    "two judges cannot pin each other's use of the scale (a latent quality needs three judges' views), "
+    "so the scales are fixed at 1 here: the answer-matched model; a judge that compresses or stretches "
+    "the scale biases its estimate"
+)
 DEGENERATE_SE = 1e-6  # a standard error below this share of the judge's score spread is a degenerate fit
 
 
@@ -86,21 +91,36 @@ class Grid:
         keep_a = present.sum(axis=0) >= 2
         judges = [j for j in self.judges if j not in gone]
         signs_used, cluster = np.unique(d.cluster[keep_a], return_inverse=True)
-        design = calibration.Design(d.y[keep_j][:, keep_a], present[:, keep_a], d.terms[:, keep_j][:, :, keep_a],
-                                    cluster.reshape(-1).astype(int), len(signs_used), d.group[keep_a],
-                                    None if d.unit is None else d.unit[keep_a])
-        return Grid(design, judges, {j: self.judge_family[j] for j in judges}, self.families,
-                    self.answer_family[keep_a], [self.signs[i] for i in signs_used],
-                    self.long[~np.isin(self.long["judge"].to_numpy(dtype=object), sorted(gone))],
-                    [a for a, k in zip(self.answers, keep_a) if k])
+        design = calibration.Design(
+            d.y[keep_j][:, keep_a],
+            present[:, keep_a],
+            d.terms[:, keep_j][:, :, keep_a],
+            cluster.reshape(-1).astype(int),
+            len(signs_used),
+            d.group[keep_a],
+            None if d.unit is None else d.unit[keep_a],
+        )
+        return Grid(
+            design,
+            judges,
+            {j: self.judge_family[j] for j in judges},
+            self.families,
+            self.answer_family[keep_a],
+            [self.signs[i] for i in signs_used],
+            self.long[~np.isin(self.long["judge"].to_numpy(dtype=object), sorted(gone))],
+            [a for a, k in zip(self.answers, keep_a) if k],
+        )
 
 
 def lineage_columns(frame: pd.DataFrame, lineage: Lineage) -> tuple[pd.Series, pd.Series]:
     if lineage == "family":
         return frame["judge_family"].astype(str), frame["system_family"].astype(str)
     absent = set(frame.attrs.get("absent", []))
-    if "judge_base_llm" not in frame.columns or "system_base_llm" not in frame.columns or \
-            absent & {"judge_base_llm", "system_base_llm"}:
+    if (
+        "judge_base_llm" not in frame.columns
+        or "system_base_llm" not in frame.columns
+        or absent & {"judge_base_llm", "system_base_llm"}
+    ):
         raise DualjudgeError("the table has no judge_base_llm / system_base_llm columns; use --lineage family")
     return frame["judge_base_llm"].astype(str), frame["system_base_llm"].astype(str)
 
@@ -144,18 +164,27 @@ def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     same_family = jfam[:, None] == afam[None, :]
     terms = np.stack([own_model, same_family & ~own_model]).astype(np.float64)
     design = calibration.Design(y, present, terms, cluster.astype(int), len(signs), answer_family)
-    long = pd.DataFrame({"y": rows[value].astype("float64").to_numpy(), "judge": rows["judge_model"].astype(str).to_numpy(),
-                         "generator": rows["system_model"].astype(str).to_numpy(),
-                         "jfam": rows["judge_model"].astype(str).map(judge_family).to_numpy(),
-                         "gfam": rows["system_model"].astype(str).map(gen_family).to_numpy(),
-                         "sign": rows["sign_code"].astype(str).to_numpy()})
+    long = pd.DataFrame(
+        {
+            "y": rows[value].astype("float64").to_numpy(),
+            "judge": rows["judge_model"].astype(str).to_numpy(),
+            "generator": rows["system_model"].astype(str).to_numpy(),
+            "jfam": rows["judge_model"].astype(str).map(judge_family).to_numpy(),
+            "gfam": rows["system_model"].astype(str).map(gen_family).to_numpy(),
+            "sign": rows["sign_code"].astype(str).to_numpy(),
+        }
+    )
     return Grid(design, judges, judge_family, families, answer_family, list(signs), long, list(answers))
 
 
 def identification(grid: Grid) -> dict[str, str]:
     d = grid.design  # every answer in the grid is rated by two judges or more
-    cells = {(grid.judges[j], grid.families[f]) for j in range(d.n_judges) for f in range(len(grid.families))
-             if (d.present[j] & (grid.answer_family == f)).any()}
+    cells = {
+        (grid.judges[j], grid.families[f])
+        for j in range(d.n_judges)
+        for f in range(len(grid.families))
+        if (d.present[j] & (grid.answer_family == f)).any()
+    }
     own_rows = {grid.judges[j]: int((d.terms[:, j].sum(axis=0) * d.present[j]).sum()) for j in range(d.n_judges)}
     return calibration.unidentified(grid.judges, grid.judge_family, cells, own_rows)
 
@@ -223,8 +252,9 @@ def _as_dict(iv: Interval | None) -> dict[str, float] | None:
     return iv.as_dict() if iv else None
 
 
-def calibrated_index(grid: Grid, reasons: dict[str, str], n_resamples: int, seed: int,
-                     scale_free: bool = True) -> tuple[dict[str, dict[str, Any]], Draws, calibration.Fit]:
+def calibrated_index(
+    grid: Grid, reasons: dict[str, str], n_resamples: int, seed: int, scale_free: bool = True
+) -> tuple[dict[str, dict[str, Any]], Draws, calibration.Fit]:
     """Per judge: the own-family effect with its interval (`interval`), or why it is not identified: the
     design (`reasons`), or, with free scales, what the full fit cannot support (fit_problems)."""
     draws, full = bootstrap_fits(grid, scale_free, n_resamples, seed)
@@ -236,8 +266,13 @@ def calibrated_index(grid: Grid, reasons: dict[str, str], n_resamples: int, seed
     spread = score_spread(grid.design)
     out: dict[str, dict[str, Any]] = {}
     for j, judge in enumerate(grid.judges):
-        entry: dict[str, Any] = {"judge": judge, "family": grid.judge_family[judge], "identified": judge not in reasons,
-                                 "reason": reasons.get(judge), "warnings": list(warnings.get(judge, []))}
+        entry: dict[str, Any] = {
+            "judge": judge,
+            "family": grid.judge_family[judge],
+            "identified": judge not in reasons,
+            "reason": reasons.get(judge),
+            "warnings": list(warnings.get(judge, [])),
+        }
         if judge not in reasons:
             iv = _floor_p(_interval(draws.estimate[:, j], g), n_resamples)
             n = draws.counts[0, j]
@@ -246,12 +281,18 @@ def calibrated_index(grid: Grid, reasons: dict[str, str], n_resamples: int, seed
             for k, t in enumerate(TERMS):
                 entry[t] = _as_dict(_floor_p(_interval(draws.terms[:, j, k], g), n_resamples)) if separated else None
             if iv is None:
-                entry.update(identified=False, interval=None,
-                             reason="the bootstrap could not form an interval (too few signs or own-family answers)")
+                entry.update(
+                    identified=False,
+                    interval=None,
+                    reason="the bootstrap could not form an interval (too few signs or own-family answers)",
+                )
             elif iv.se <= DEGENERATE_SE * max(spread[j], 1e-12):
-                entry.update(identified=False, interval=None,
-                             reason=f"the estimate does not move across resamples (standard error {iv.se:.1e}): a "
-                                    f"degenerate fit, not a precise one")
+                entry.update(
+                    identified=False,
+                    interval=None,
+                    reason=f"the estimate does not move across resamples (standard error {iv.se:.1e}): a "
+                    f"degenerate fit, not a precise one",
+                )
         out[judge] = entry
     return out, draws, full
 
@@ -268,13 +309,13 @@ def interaction_matrix(grid: Grid, draws: Draws) -> dict[str, Any]:
     per judge x generator family, and its double-centred form (row and column means removed), each
     cell with a bootstrap t interval."""
     m = draws.matrix
-    centred = m - np.nanmean(m, axis=2, keepdims=True) - np.nanmean(m, axis=1, keepdims=True) + \
-        np.nanmean(m, axis=(1, 2), keepdims=True)
+    centred = (
+        m - np.nanmean(m, axis=2, keepdims=True) - np.nanmean(m, axis=1, keepdims=True) + np.nanmean(m, axis=(1, 2), keepdims=True)
+    )
     g = grid.design.n_clusters
 
     def cells(values: np.ndarray) -> list[list[dict[str, float] | None]]:
-        return [[_as_dict(_interval(values[:, j, f], g)) for f in range(values.shape[2])]
-                for j in range(values.shape[1])]
+        return [[_as_dict(_interval(values[:, j, f], g)) for f in range(values.shape[2])] for j in range(values.shape[1])]
 
     return {"judges": grid.judges, "families": grid.families, "residual": cells(m), "double_centred": cells(centred)}
 
@@ -295,9 +336,11 @@ def missing_by_family(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -
         rates = [c["rate"] for c in cells.values()]
         if len(rates) >= 2 and max(rates) - min(rates) > MISSING_GAP:
             worst = max(cells, key=lambda f: cells[f]["rate"])
-            warnings.append(f"{judge}: missing {outcome} verdicts range from {min(rates):.0%} to {max(rates):.0%} "
-                            f"across generator families (highest for {worst}); a gap like this is where "
-                            f"missingness bias comes from")
+            warnings.append(
+                f"{judge}: missing {outcome} verdicts range from {min(rates):.0%} to {max(rates):.0%} "
+                f"across generator families (highest for {worst}); a gap like this is where "
+                f"missingness bias comes from"
+            )
     return {"by_judge_family": table, "warnings": warnings}
 
 
@@ -308,8 +351,7 @@ def _disagreement(a: dict[str, float] | None, b: dict[str, float] | None) -> boo
     return bool(a["ci_high"] < b["ci_low"] or b["ci_high"] < a["ci_low"])
 
 
-def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int,
-                     seed: int) -> dict[str, Any]:
+def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int, seed: int) -> dict[str, Any]:
     result: dict[str, Any] = {"estimable": False, "reason": None, "judges": [], "warnings": []}
     grid = build_grid(frame, outcome, lineage)
     merged = copies(grid)  # one model entered twice counts once: the copy is merged before fitting
@@ -318,8 +360,10 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
         gone = {copy for _, copy, _, _ in merged}
         frame = frame[~frame["judge_model"].astype(str).isin(gone)]
         for kept, copy, r, shared in merged:
-            result["warnings"].append(f"{copy} merged with {kept} before fitting: their {outcome} verdicts correlate "
-                                      f"at r = {r:.3f} on {shared} shared answers (one model entered twice?)")
+            result["warnings"].append(
+                f"{copy} merged with {kept} before fitting: their {outcome} verdicts correlate "
+                f"at r = {r:.3f} on {shared} shared answers (one model entered twice?)"
+            )
         grid = build_grid(frame, outcome, lineage)
     result["missing"] = missing_by_family(frame, outcome, lineage)
     result["warnings"] += result["missing"]["warnings"]
@@ -333,8 +377,10 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
         result["reason"] = "sign-cluster intervals need at least two signs"
         return result
     if g < MIN_RELIABLE_SIGNS:
-        result["warnings"].append(f"only {g} signs: the sign-cluster intervals are unreliable below "
-                                  f"{MIN_RELIABLE_SIGNS} signs (coverage falls short of 95%)")
+        result["warnings"].append(
+            f"only {g} signs: the sign-cluster intervals are unreliable below "
+            f"{MIN_RELIABLE_SIGNS} signs (coverage falls short of 95%)"
+        )
     reasons = identification(grid)
     free_scales = grid.design.n_judges >= 3
     calibrated, draws, full = calibrated_index(grid, reasons, n_resamples, seed, scale_free=free_scales)
@@ -344,28 +390,51 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
             if e["identified"]:
                 e["warnings"].append(TWO_JUDGES)
     if free_scales and not full.converged:
-        result["warnings"].append(f"the calibration fit did not converge in {full.sweeps} sweeps: the data barely "
-                                  f"separate the judges' scales from quality; read the estimates with care")
+        result["warnings"].append(
+            f"the calibration fit did not converge in {full.sweeps} sweeps: the data barely "
+            f"separate the judges' scales from quality; read the estimates with care"
+        )
     reasons = {j: e["reason"] for j, e in calibrated.items() if not e["identified"]}
     matched, _, _ = calibrated_index(grid, reasons, n_resamples, seed, scale_free=False)
     did, did_reasons = per_judge_did(grid.long, n_resamples, seed)
     for judge, entry in calibrated.items():
         iv = entry.pop("interval", None)
-        entry.update({"estimate": iv.estimate if iv else None, "se": iv.se if iv else None,
-                      "ci_low": iv.low if iv else None, "ci_high": iv.high if iv else None, "p": iv.p if iv else None,
-                      "p_adjusted": None})
+        entry.update(
+            {
+                "estimate": iv.estimate if iv else None,
+                "se": iv.se if iv else None,
+                "ci_low": iv.low if iv else None,
+                "ci_high": iv.high if iv else None,
+                "p": iv.p if iv else None,
+                "p_adjusted": None,
+            }
+        )
         m_iv = matched[judge].get("interval")
-        panel: dict[str, Any] = {"calibrated": _as_dict(iv), "answer_matched": _as_dict(m_iv), "did": _as_dict(did.get(judge)),
-                 "did_reason": did_reasons.get(judge)}
-        panel["disagree"] = [name for name in ("answer_matched", "did")
-                             if _disagreement(panel["calibrated"], panel[name])]
+        panel: dict[str, Any] = {
+            "calibrated": _as_dict(iv),
+            "answer_matched": _as_dict(m_iv),
+            "did": _as_dict(did.get(judge)),
+            "did_reason": did_reasons.get(judge),
+        }
+        panel["disagree"] = [name for name in ("answer_matched", "did") if _disagreement(panel["calibrated"], panel[name])]
         entry["sensitivity"] = panel
         result["judges"].append(entry)
     for kept, copy, r, _ in merged:
-        result["judges"].append({"judge": copy, "family": family_of[copy], "identified": False,
-                                 "reason": f"merged with {kept} (its verdicts are a copy: r = {r:.3f})",
-                                 "estimate": None, "se": None, "ci_low": None, "ci_high": None, "p": None,
-                                 "p_adjusted": None, "sensitivity": None})
+        result["judges"].append(
+            {
+                "judge": copy,
+                "family": family_of[copy],
+                "identified": False,
+                "reason": f"merged with {kept} (its verdicts are a copy: r = {r:.3f})",
+                "estimate": None,
+                "se": None,
+                "ci_low": None,
+                "ci_high": None,
+                "p": None,
+                "p_adjusted": None,
+                "sensitivity": None,
+            }
+        )
     judge_warnings(frame, grid, full, result, outcome, lineage, free_scales)
     if any(e["identified"] for e in calibrated.values()):  # with no judge identified, the matrix is not either
         result["interaction"] = interaction_matrix(grid, draws)
@@ -386,12 +455,20 @@ def point_estimates(grid: Grid) -> dict[str, float | None]:
     f = calibration.fit(sums)
     problems, _ = fit_problems(grid, f)
     est = _statistics(sums, f, len(grid.families)).estimate[0]
-    return {j: None if j in reasons or j in problems or not np.isfinite(est[i]) else float(est[i])
-            for i, j in enumerate(grid.judges)}
+    return {
+        j: None if j in reasons or j in problems or not np.isfinite(est[i]) else float(est[i]) for i, j in enumerate(grid.judges)
+    }
 
 
-def judge_warnings(frame: pd.DataFrame, grid: Grid, full: calibration.Fit, result: dict[str, Any], outcome: Outcome,
-                   lineage: Lineage, free_scales: bool = True) -> None:
+def judge_warnings(
+    frame: pd.DataFrame,
+    grid: Grid,
+    full: calibration.Fit,
+    result: dict[str, Any],
+    outcome: Outcome,
+    lineage: Lineage,
+    free_scales: bool = True,
+) -> None:
     """Per-judge warnings (diagnostics.py), in place: correlated or copied judges (with the estimates
     each of them left out) on every identified judge, and missing own-family verdicts (with the
     sensitivity analysis) on the judge that misses them; the estimates they show are kept for withdraw()."""
@@ -399,8 +476,9 @@ def judge_warnings(frame: pd.DataFrame, grid: Grid, full: calibration.Fit, resul
     alternatives: dict[str, list[float]] = result.setdefault(ALTERNATIVES, {})  # what withdraw() widens to
     result["correlated_pairs"] = []
     for pair in flagged(correlated_pairs(grid, full)) if free_scales else []:
-        result["correlated_pairs"].append({"judges": [pair.first, pair.second], "excess": round(pair.excess, 4),
-                                           "copied": pair.copied})
+        result["correlated_pairs"].append(
+            {"judges": [pair.first, pair.second], "excess": round(pair.excess, 4), "copied": pair.copied}
+        )
         left_out = {}
         for gone in (pair.first, pair.second):
             sub = build_grid(frame[frame["judge_model"].astype(str) != gone], outcome, lineage)
@@ -410,8 +488,8 @@ def judge_warnings(frame: pd.DataFrame, grid: Grid, full: calibration.Fit, resul
             if e["identified"]:
                 e["warnings"].append(pair_warning(pair, left_out, e["judge"]))
                 alternatives.setdefault(e["judge"], []).extend(
-                    v for gone, estimates in left_out.items() if gone != e["judge"]
-                    and (v := estimates.get(e["judge"])) is not None)
+                    v for gone, estimates in left_out.items() if gone != e["judge"] and (v := estimates.get(e["judge"])) is not None
+                )
     shifts, unit = (SHIFTS, "points") if outcome == "overall" else (tuple(x / 5 for x in SHIFTS), "probability")
     for judge, rates in missing_gaps(result["missing"]["by_judge_family"], grid.judge_family).items():
         e = entries.get(judge)
@@ -421,8 +499,7 @@ def judge_warnings(frame: pd.DataFrame, grid: Grid, full: calibration.Fit, resul
         worst = None
         if outcome == "equivalent":  # a 0/1 verdict has a worst case: every missing own-family verdict 0
             worst = next(iter(imputed_estimates(grid, full, judge, scale_free=free_scales, value=0.0).values()))
-        e["warnings"].append(missing_warning(judge, rates, e["estimate"], e["ci_high"] - e["estimate"], imputed, unit,
-                                             worst))
+        e["warnings"].append(missing_warning(judge, rates, e["estimate"], e["ci_high"] - e["estimate"], imputed, unit, worst))
         alternatives.setdefault(judge, []).extend([*imputed.values(), *([worst] if worst is not None else [])])
 
 
@@ -436,16 +513,20 @@ def label_warnings(frame: pd.DataFrame, lineage: Lineage) -> list[str]:
     out = []
     for model in sorted(set(judge_of) & set(system_of)):
         if judge_of[model] != system_of[model]:
-            out.append(f"{model} is labelled {judge_of[model]!r} as a judge and {system_of[model]!r} as a system model: "
-                       f"self-preference compares its verdicts with the wrong family; use one label")
+            out.append(
+                f"{model} is labelled {judge_of[model]!r} as a judge and {system_of[model]!r} as a system model: "
+                f"self-preference compares its verdicts with the wrong family; use one label"
+            )
     systems = set(system_of.values())
     folded = {s.strip().lower(): s for s in systems}
     for fam in sorted(set(judge_of.values()) - systems):
         near = folded.get(fam.strip().lower())
         judges = ", ".join(sorted(j for j, f in judge_of.items() if f == fam))
         if near is not None:
-            out.append(f"judge family {fam!r} ({judges}) matches no system family, but {near!r} does apart from case "
-                       f"or spaces: a spelling difference makes its own family's answers look like another family's")
+            out.append(
+                f"judge family {fam!r} ({judges}) matches no system family, but {near!r} does apart from case "
+                f"or spaces: a spelling difference makes its own family's answers look like another family's"
+            )
     return out
 
 
@@ -462,8 +543,10 @@ def share_pairs(per_outcome: dict[str, dict[str, Any]]) -> None:
                 what = "give near-identical verdicts" if p["copied"] else "have correlated residuals"
                 for e in result.get("judges", []):
                     if e["identified"]:
-                        e["warnings"].append(f"{p['judges'][0]} and {p['judges'][1]} {what} on {other} (see there): "
-                                             f"the same judges, so the same bias can reach this estimate")
+                        e["warnings"].append(
+                            f"{p['judges'][0]} and {p['judges'][1]} {what} on {other} (see there): "
+                            f"the same judges, so the same bias can reach this estimate"
+                        )
 
 
 ALTERNATIVES = "_alternatives"  # per outcome, while it is analysed: each judge's estimates under its warnings
@@ -496,11 +579,21 @@ def adjust(results: dict[str, dict[str, Any]]) -> None:
         e["p_adjusted"] = float(p)
 
 
-def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
-                    n_resamples: int = N_RESAMPLES, outcomes: tuple[Outcome, ...] = ("overall", "equivalent")
-                    ) -> dict[str, Any]:
-    result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": T_INTERVAL, "adjustment": ADJUSTMENT,
-                              "resamples": n_resamples, "seed": seed}
+def self_preference(
+    frame: pd.DataFrame,
+    lineage: Lineage = "family",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    outcomes: tuple[Outcome, ...] = ("overall", "equivalent"),
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "lineage": lineage,
+        "method": METHOD,
+        "interval": T_INTERVAL,
+        "adjustment": ADJUSTMENT,
+        "resamples": n_resamples,
+        "seed": seed,
+    }
     per_outcome: dict[str, dict[str, Any]] = {o: outcome_analysis(frame, o, lineage, n_resamples, seed) for o in outcomes}
     labels = label_warnings(frame, lineage)
     for r in per_outcome.values():
@@ -512,12 +605,26 @@ def self_preference(frame: pd.DataFrame, lineage: Lineage = "family", seed: int 
     return result
 
 
-CLI_KEYS = ("judge", "family", "identified", "estimate", "ci_low", "ci_high", "p", "p_adjusted", "self", "family_other",
-            "reason", "warnings", "warned")
+CLI_KEYS = (
+    "judge",
+    "family",
+    "identified",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_adjusted",
+    "self",
+    "family_other",
+    "reason",
+    "warnings",
+    "warned",
+)
 
 
-def for_outcome(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int,
-                seed: int) -> tuple[SelfPreference, OutcomeSelfPreference]:
+def for_outcome(
+    frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int, seed: int
+) -> tuple[SelfPreference, OutcomeSelfPreference]:
     """The analysis of one outcome, with p adjusted across judges and both outcomes (as in `dualjudge
     analyze`). A DualjudgeError (exit 2) for a table without usable verdicts."""
     sp = SelfPreference.model_validate(self_preference(frame, lineage, seed, n_resamples))
@@ -540,5 +647,13 @@ def cli_json(sp: SelfPreference, outcome: Outcome) -> dict[str, Any]:
             row[part] = iv.estimate if iv else None
             row[f"{part}_ci"] = [iv.ci_low, iv.ci_high] if iv else None
         judges.append(row)
-    return {"outcome": outcome, "method": sp.method, "interval": sp.interval, "adjustment": sp.adjustment,
-            "lineage": sp.lineage, "n_signs": e.n_signs, "warnings": e.warnings, "judges": judges}
+    return {
+        "outcome": outcome,
+        "method": sp.method,
+        "interval": sp.interval,
+        "adjustment": sp.adjustment,
+        "lineage": sp.lineage,
+        "n_signs": e.n_signs,
+        "warnings": e.warnings,
+        "judges": judges,
+    }

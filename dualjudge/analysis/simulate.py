@@ -17,21 +17,31 @@ from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
 @dataclass(frozen=True)
 class Planted:
-    judges: dict[str, str] = field(default_factory=lambda: {
-        "qwen-j": "qwen", "google-j": "google", "meta-j": "meta", "mistral-j": "mistral"})
-    generators: dict[str, str] = field(default_factory=lambda: {
-        "qwen-j": "qwen", "qwen-small": "qwen", "google-j": "google", "meta-j": "meta", "mistral-j": "mistral"})
-    leniency: dict[str, float] = field(default_factory=lambda: {
-        "qwen-j": 0.5, "google-j": -0.3, "meta-j": 0.0, "mistral-j": 0.2})
-    quality: dict[str, float] = field(default_factory=lambda: {
-        "qwen-j": 0.6, "qwen-small": -0.4, "google-j": 0.3, "meta-j": -0.2, "mistral-j": 0.0})
-    family_bonus: dict[str, float] = field(default_factory=lambda: {
-        "qwen-j": 0.30, "google-j": 0.30, "meta-j": 0.45, "mistral-j": 0.45})
+    judges: dict[str, str] = field(
+        default_factory=lambda: {"qwen-j": "qwen", "google-j": "google", "meta-j": "meta", "mistral-j": "mistral"}
+    )
+    generators: dict[str, str] = field(
+        default_factory=lambda: {
+            "qwen-j": "qwen",
+            "qwen-small": "qwen",
+            "google-j": "google",
+            "meta-j": "meta",
+            "mistral-j": "mistral",
+        }
+    )
+    leniency: dict[str, float] = field(default_factory=lambda: {"qwen-j": 0.5, "google-j": -0.3, "meta-j": 0.0, "mistral-j": 0.2})
+    quality: dict[str, float] = field(
+        default_factory=lambda: {"qwen-j": 0.6, "qwen-small": -0.4, "google-j": 0.3, "meta-j": -0.2, "mistral-j": 0.0}
+    )
+    family_bonus: dict[str, float] = field(
+        default_factory=lambda: {"qwen-j": 0.30, "google-j": 0.30, "meta-j": 0.45, "mistral-j": 0.45}
+    )
     self_bonus: float = 0.0
 
 
-def simulate(planted: Planted = Planted(), n_signs: int = 30, items_per_sign: int = 13, repeats: int = 3,
-             noise: float = 1.0, seed: int = 0) -> pd.DataFrame:
+def simulate(
+    planted: Planted = Planted(), n_signs: int = 30, items_per_sign: int = 13, repeats: int = 3, noise: float = 1.0, seed: int = 0
+) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     sign_effect = rng.normal(0, 0.8, n_signs)
     rows = []
@@ -51,12 +61,54 @@ def simulate(planted: Planted = Planted(), n_signs: int = 30, items_per_sign: in
                         bonus = (planted.family_bonus[j] if jfam == gfam else 0.0) + (planted.self_bonus if j == g else 0)
                         y = latent + answer_noise + planted.leniency[j] + bonus + rng.normal(0, noise)
                         subs = np.clip(np.rint(y + rng.normal(0, 0.5, 3)), 0, 10).astype(int)
-                        rows.append((f"s{s}_i{i}", f"S{s:02d}", "cat", vis, mode, r, strategy, g, gfam, g, "cat", True,
-                                     j, jfam, int(subs[0]), int(subs[1]), int(subs[2]), float(subs.mean()),
-                                     bool(y + rng.normal(0, 1) > 6.5), "ok", "ok"))
-    cols = ["item_id", "sign_code", "category", "visibility", "mode", "repeat", "system", "system_model",
-            "system_family", "system_base_llm", "predicted_category", "format_ok", "judge_model", "judge_family",
-            "accuracy", "completeness", "relevance", "overall", "equivalent", QUALITY.status, EQUIVALENCE.status]
+                        rows.append(
+                            (
+                                f"s{s}_i{i}",
+                                f"S{s:02d}",
+                                "cat",
+                                vis,
+                                mode,
+                                r,
+                                strategy,
+                                g,
+                                gfam,
+                                g,
+                                "cat",
+                                True,
+                                j,
+                                jfam,
+                                int(subs[0]),
+                                int(subs[1]),
+                                int(subs[2]),
+                                float(subs.mean()),
+                                bool(y + rng.normal(0, 1) > 6.5),
+                                "ok",
+                                "ok",
+                            )
+                        )
+    cols = [
+        "item_id",
+        "sign_code",
+        "category",
+        "visibility",
+        "mode",
+        "repeat",
+        "system",
+        "system_model",
+        "system_family",
+        "system_base_llm",
+        "predicted_category",
+        "format_ok",
+        "judge_model",
+        "judge_family",
+        "accuracy",
+        "completeness",
+        "relevance",
+        "overall",
+        "equivalent",
+        QUALITY.status,
+        EQUIVALENCE.status,
+    ]
     frame = pd.DataFrame(rows, columns=cols)
     frame.insert(0, "run_id", "simulated")
     frame["judge_base_llm"] = frame["judge_family"]

@@ -49,8 +49,13 @@ def stability(passes: pd.DataFrame, scale: Scale = PAPER_SCALE) -> dict[str, Any
         complete = wide.dropna().to_numpy(dtype=float)
         entry: dict[str, Any] = {"passes": k, "answers": int(len(complete)), "incomplete": int(len(wide) - len(complete))}
         if len(complete):
-            decided = (complete.astype(bool) if boolean else scale.good(pd.DataFrame(complete)).to_numpy()
-                       if spec is QUALITY else np.vectorize(spec.decided)(complete))
+            decided = (
+                complete.astype(bool)
+                if boolean
+                else scale.good(pd.DataFrame(complete)).to_numpy()
+                if spec is QUALITY
+                else np.vectorize(spec.decided)(complete)
+            )
             entry["exact_agreement"] = float((complete == complete[:, :1]).all(axis=1).mean())
             entry["flip_rate"] = float((decided != decided[:, :1]).any(axis=1).mean())
             entry["icc1"] = None if boolean else icc1(complete)

@@ -37,9 +37,15 @@ from dualjudge.rundir import RunDir
 Progress = Callable[[str], None]  # told the name of each part of the analysis as it starts
 
 
-def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
-              n_resamples: int = N_RESAMPLES, scale: Scale = PAPER_SCALE, progress: Progress | None = None,
-              **extra: Any) -> Summary:
+def summarize(
+    frame: pd.DataFrame,
+    lineage: Lineage = "family",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    scale: Scale = PAPER_SCALE,
+    progress: Progress | None = None,
+    **extra: Any,
+) -> Summary:
     tell = progress or (lambda _: None)
     tell("per-judge statistics")
     judges: dict[str, Any] = {}
@@ -49,46 +55,63 @@ def summarize(frame: pd.DataFrame, lineage: Lineage = "family", seed: int = 0,
         summary["joint"] = dual_judge.joint_counts(g)
         judges[str(judge)] = summary
     tell("system means")
-    parts: dict[str, Any] = {"design": study_design(frame), "degradation": dual_judge.degradation(frame),
-                             "strategies": dual_judge.system_means(frame),
-                             "system_models": dual_judge.system_means(frame, "system_model")}
+    parts: dict[str, Any] = {
+        "design": study_design(frame),
+        "degradation": dual_judge.degradation(frame),
+        "strategies": dual_judge.system_means(frame),
+        "system_models": dual_judge.system_means(frame, "system_model"),
+    }
     tell(f"calibrated leaderboard ({n_resamples} resamples)")
     parts["systems"] = leaderboard.systems(frame, lineage, seed, n_resamples)
     parts["paired_tests"] = dual_judge.paired_tests(frame)
     tell(f"self-preference ({n_resamples} resamples)")
     parts["self_preference"] = self_preference(frame, lineage, seed, n_resamples)
     tell("agreement, identification, missingness, decision risk")
-    parts.update(agreement=agreement.between_judges(frame), identification=identification(frame, scale),
-                 missingness=missingness(frame), decision_risk=decision_risk(frame, seed, n_resamples))
-    return Summary.model_validate({
-        "notes": frame.attrs.get("notes", []),
-        "absent_columns": list(frame.attrs.get("absent", [])),
-        "overall_convention": _convention(frame),
-        "scale": scale.as_dict(),
-        "n_rows": int(len(frame)),
-        "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
-        **parts,
-        "judges": judges,
-        "bootstrap": {"resamples": n_resamples, "seed": seed, "cluster": "sign_code",
-                      "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"}},
-        **extra,
-    })
+    parts.update(
+        agreement=agreement.between_judges(frame),
+        identification=identification(frame, scale),
+        missingness=missingness(frame),
+        decision_risk=decision_risk(frame, seed, n_resamples),
+    )
+    return Summary.model_validate(
+        {
+            "notes": frame.attrs.get("notes", []),
+            "absent_columns": list(frame.attrs.get("absent", [])),
+            "overall_convention": _convention(frame),
+            "scale": scale.as_dict(),
+            "n_rows": int(len(frame)),
+            "runs": sorted(frame["run_id"].dropna().astype(str).unique().tolist()),
+            **parts,
+            "judges": judges,
+            "bootstrap": {
+                "resamples": n_resamples,
+                "seed": seed,
+                "cluster": "sign_code",
+                "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"},
+            },
+            **extra,
+        }
+    )
 
 
 def study_design(frame: pd.DataFrame) -> dict[str, Any]:
     """The table's models, strategies, answers, signs and items, and its failed verdicts per judge kind."""
+
     def families(model: str, family: str) -> dict[str, str]:
         pairs = frame[[model, family]].drop_duplicates(model).sort_values(model)
         return {str(m): str(f) for m, f in zip(pairs[model], pairs[family])}
 
-    return {"system_models": families("system_model", "system_family"),
-            "judge_models": families("judge_model", "judge_family"),
-            "strategies": sorted(frame["system"].astype(str).unique()),
-            "answers": int(len(frame.drop_duplicates(ANSWER_KEY))),
-            "signs": None if "sign_code" in frame.attrs.get("absent", []) else int(frame["sign_code"].nunique()),
-            "items": int(frame["item_id"].nunique()),
-            "failed_verdicts": {k.name: int(frame[k.status].isin(["parse_failure", "error"]).sum())
-                                for k in declared() if k.status in frame.columns}}
+    return {
+        "system_models": families("system_model", "system_family"),
+        "judge_models": families("judge_model", "judge_family"),
+        "strategies": sorted(frame["system"].astype(str).unique()),
+        "answers": int(len(frame.drop_duplicates(ANSWER_KEY))),
+        "signs": None if "sign_code" in frame.attrs.get("absent", []) else int(frame["sign_code"].nunique()),
+        "items": int(frame["item_id"].nunique()),
+        "failed_verdicts": {
+            k.name: int(frame[k.status].isin(["parse_failure", "error"]).sum()) for k in declared() if k.status in frame.columns
+        },
+    }
 
 
 def _convention(frame: pd.DataFrame) -> str:
@@ -99,8 +122,14 @@ def _convention(frame: pd.DataFrame) -> str:
     return "mean_of_subscores (assumed: the table does not say)"
 
 
-def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0, n_resamples: int = N_RESAMPLES,
-                    scale: Scale = PAPER_SCALE, progress: Progress | None = None) -> tuple[pd.DataFrame, Summary]:
+def summarize_table(
+    table: Path,
+    lineage: Lineage = "family",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    scale: Scale = PAPER_SCALE,
+    progress: Progress | None = None,
+) -> tuple[pd.DataFrame, Summary]:
     """Read a verdict table (and the probe, passes and human tables beside it) and summarise it: one
     summary per judge variant (the reference one on top, the others under `variants`) and, with
     several variants, the designs compared side by side."""
@@ -116,19 +145,28 @@ def summarize_table(table: Path, lineage: Lineage = "family", seed: int = 0, n_r
         if len(variants) > 1:
             rows = rows.copy()
             rows.attrs = frame.attrs
-        summaries[variant] = summarize(rows, lineage, seed, n_resamples, scale, named,
-                                       probes=probes_of(order, padding, variant, seed, n_resamples) or None,
-                                       table=str(table), stability=stability_near(table, scale, variant),
-                                       human=_human_of(human, variant, variants[0]), judge_variant=variant)
-    main = summaries[variants[0]].model_copy(update={"requests": _requests_near(table),
-                                                     "simulation": planted_near(table)})
+        summaries[variant] = summarize(
+            rows,
+            lineage,
+            seed,
+            n_resamples,
+            scale,
+            named,
+            probes=probes_of(order, padding, variant, seed, n_resamples) or None,
+            table=str(table),
+            stability=stability_near(table, scale, variant),
+            human=_human_of(human, variant, variants[0]),
+            judge_variant=variant,
+        )
+    main = summaries[variants[0]].model_copy(update={"requests": _requests_near(table), "simulation": planted_near(table)})
     if len(variants) > 1:
         if progress:
             progress("judge designs compared")
         designs = compare_designs(frame, order, padding, lineage, seed, n_resamples)
         designs["rows"] = [_design_row(judge, v, s) for judge in sorted(main.judges) for v, s in summaries.items()]
-        main = main.model_copy(update={"variants": {v: summaries[v] for v in variants[1:]},
-                                       "designs": DesignComparison.model_validate(designs)})
+        main = main.model_copy(
+            update={"variants": {v: summaries[v] for v in variants[1:]}, "designs": DesignComparison.model_validate(designs)}
+        )
     record = clarification_near(table)
     if record is not None:
         test = frame[frame["sign_code"].astype(str).isin(set(record.split["test"]))]
@@ -154,13 +192,10 @@ def _design_row(judge: str, variant: str, s: Summary) -> dict[str, Any]:
     if s.probes and s.probes.order:
         row["order_flip"] = s.probes.order.per_judge.get(judge)
     if s.probes and s.probes.padding:
-        row["padding_flip"] = {k: p.per_judge[judge].flip_rate for k, p in s.probes.padding.kinds.items()
-                               if judge in p.per_judge}
-    sp = next((e for e in (s.self_preference.overall.judges if s.self_preference.overall else []) if e.judge == judge),
-              None)
+        row["padding_flip"] = {k: p.per_judge[judge].flip_rate for k, p in s.probes.padding.kinds.items() if judge in p.per_judge}
+    sp = next((e for e in (s.self_preference.overall.judges if s.self_preference.overall else []) if e.judge == judge), None)
     if sp is not None and sp.estimate is not None:
-        row["self_preference"] = {"estimate": sp.estimate, "se": sp.se, "ci_low": sp.ci_low, "ci_high": sp.ci_high,
-                                  "p": sp.p}
+        row["self_preference"] = {"estimate": sp.estimate, "se": sp.se, "ci_low": sp.ci_low, "ci_high": sp.ci_high, "p": sp.p}
     h = s.human.judges.get(judge) if s.human else None
     if h is not None:
         row.update(human_r_overall=h.overall.pearson, human_kappa_equivalent=h.equivalence.kappa)

@@ -28,20 +28,34 @@ from dualjudge.testbed.occlusion import visibility_label
 # kind's status column; the protocol's two kinds are required, another kind's columns optional.
 Column = tuple[str, str, bool]
 ANSWER_COLUMNS: tuple[Column, ...] = (
-    ("run_id", "text", True), ("item_id", "text", True), ("sign_code", "text", True), ("category", "text", True),
-    ("visibility", "number", True), ("mode", "text", True), ("repeat", "number", True), ("system", "text", True),
-    ("system_model", "text", True), ("system_family", "text", True), ("system_base_llm", "text", False),
-    ("predicted_category", "category", True), ("format_ok", "boolean", True), ("judge_model", "text", True),
-    ("judge_family", "text", True), ("judge_base_llm", "text", False))
+    ("run_id", "text", True),
+    ("item_id", "text", True),
+    ("sign_code", "text", True),
+    ("category", "text", True),
+    ("visibility", "number", True),
+    ("mode", "text", True),
+    ("repeat", "number", True),
+    ("system", "text", True),
+    ("system_model", "text", True),
+    ("system_family", "text", True),
+    ("system_base_llm", "text", False),
+    ("predicted_category", "category", True),
+    ("format_ok", "boolean", True),
+    ("judge_model", "text", True),
+    ("judge_family", "text", True),
+    ("judge_base_llm", "text", False),
+)
 TRAILING_COLUMNS: tuple[Column, ...] = (
-    ("response", "text", False), ("system_status", "text", False), ("overall_convention", "text", False),
-    ("judge_variant", "text", False))
+    ("response", "text", False),
+    ("system_status", "text", False),
+    ("overall_convention", "text", False),
+    ("judge_variant", "text", False),
+)
 
 
 def contract() -> tuple[Column, ...]:
     kinds = declared()
-    scores = [(f.name, "boolean" if f.type == "boolean" else "number", k.name in PROTOCOL_KINDS)
-              for k in kinds for f in k.scores]
+    scores = [(f.name, "boolean" if f.type == "boolean" else "number", k.name in PROTOCOL_KINDS) for k in kinds for f in k.scores]
     statuses = [(k.status, "text", k.name in PROTOCOL_KINDS) for k in kinds]
     return (*ANSWER_COLUMNS, *scores, *statuses, *TRAILING_COLUMNS)
 
@@ -62,6 +76,8 @@ def _text() -> tuple[str, ...]:
 def extra_kinds() -> tuple[JudgeKind, ...]:
     """Declared judge kinds beyond the protocol's two: carried through the table, read by no statistic here."""
     return tuple(k for k in declared() if k.name not in PROTOCOL_KINDS)
+
+
 # every row needs these: they say which answer and which judge a verdict belongs to
 IDENTIFYING = ("item_id", "sign_code", "system", "system_model", "system_family", "judge_model", "judge_family")
 # one row per response x judge (x judge variant)
@@ -152,11 +168,15 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
                 notes.append(note)
 
     if "overall" not in frame.columns and "equivalent" not in frame.columns:
-        raise DualjudgeError(f"{where}: needs an overall column (0-10 quality verdicts), an equivalent column "
-                             f"(0/1 equivalence verdicts), or both")
+        raise DualjudgeError(
+            f"{where}: needs an overall column (0-10 quality verdicts), an equivalent column (0/1 equivalence verdicts), or both"
+        )
     fill("run_id", "table")
-    fill("sign_code", frame["item_id"], "no sign_code column: each item is its own cluster in the bootstrap and "
-                                        "the self-preference intervals")
+    fill(
+        "sign_code",
+        frame["item_id"],
+        "no sign_code column: each item is its own cluster in the bootstrap and the self-preference intervals",
+    )
     fill("category", pd.NA)
     fill("visibility", np.nan, "no visibility column: no Type II rates by visibility and no degradation figure")
     fill("mode", "none")
@@ -196,14 +216,18 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
     The notes on fallbacks are in `frame.attrs["notes"]`."""
     padded = [c for c in frame.columns if isinstance(c, str) and c != c.strip() and c.strip() in table_columns()]
     if padded:
-        raise DualjudgeError(f"{where}: column {padded[0]!r} has spaces around its name; rename it to "
-                             f"{padded[0].strip()!r} (otherwise it is not read)")
+        raise DualjudgeError(
+            f"{where}: column {padded[0]!r} has spaces around its name; rename it to "
+            f"{padded[0].strip()!r} (otherwise it is not read)"
+        )
     if len(frame) == 0:
         raise DualjudgeError(f"{where}: the table has no rows (a header only?)")
     missing = [c for c in MINIMAL if c not in frame.columns]
     if missing:
-        raise DualjudgeError(f"{where}: missing columns {', '.join(missing)} (the minimal table is item_id, "
-                             f"system_model, judge_model and overall and/or equivalent)")
+        raise DualjudgeError(
+            f"{where}: missing columns {', '.join(missing)} (the minimal table is item_id, "
+            f"system_model, judge_model and overall and/or equivalent)"
+        )
     frame = frame.copy()
     notes = _fill_optional(frame, where)
     for name in _numeric():
@@ -223,30 +247,34 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
             continue
         bad = set(frame[name].dropna()) - (STATUSES if name != "system_status" else set(FINAL) | {"error"})
         if bad:
-            raise DualjudgeError(f"{where}: column {name} has unknown states {sorted(bad)} "
-                                 f"(expected {', '.join(sorted(STATUSES))})")
+            raise DualjudgeError(
+                f"{where}: column {name} has unknown states {sorted(bad)} (expected {', '.join(sorted(STATUSES))})"
+            )
     scores = frame[["accuracy", "completeness", "relevance", "overall"]]
     if ((scores < 0) | (scores > scale.maximum)).any().any() or np.isinf(scores.to_numpy(dtype=float)).any():
-        raise DualjudgeError(f"{where}: scores must lie between 0 and {scale.maximum:g} (set the scale's maximum "
-                             f"with --scale-max)")
+        raise DualjudgeError(f"{where}: scores must lie between 0 and {scale.maximum:g} (set the scale's maximum with --scale-max)")
     vis = frame["visibility"]
     if ((vis <= 0) | (vis > 1)).any() or ("visibility" not in frame.attrs.get("absent", []) and vis.isna().any()):
-        raise DualjudgeError(f"{where}: visibility must lie in (0, 1] in every row (found "
-                             f"{_first_bad(vis, lambda v: not 0 < v <= 1)})")
+        raise DualjudgeError(
+            f"{where}: visibility must lie in (0, 1] in every row (found {_first_bad(vis, lambda v: not 0 < v <= 1)})"
+        )
     rep = frame["repeat"]
     if (rep.isna() | (rep < 0) | (rep != np.floor(rep))).any():
-        raise DualjudgeError(f"{where}: repeat must be a whole number 0 or more in every row (found "
-                             f"{_first_bad(rep, lambda v: not (v >= 0 and v == int(v)))})")
+        raise DualjudgeError(
+            f"{where}: repeat must be a whole number 0 or more in every row (found "
+            f"{_first_bad(rep, lambda v: not (v >= 0 and v == int(v)))})"
+        )
     if "judge_variant" in frame.columns:
         bad_variant = sorted({str(v) for v in frame["judge_variant"] if pd.isna(v) or not VARIANT.match(str(v))})
         if bad_variant:
-            raise DualjudgeError(f"{where}: unknown judge_variant {bad_variant[0]!r} (holistic, rubric or rubric:NAME "
-                                 f"with NAME of letters, digits, _ and -)")
+            raise DualjudgeError(
+                f"{where}: unknown judge_variant {bad_variant[0]!r} (holistic, rubric or rubric:NAME "
+                f"with NAME of letters, digits, _ and -)"
+            )
     if "overall_convention" in frame.columns:
         bad_convention = sorted(set(frame["overall_convention"].dropna().astype(str)) - set(CONVENTIONS))
         if bad_convention:
-            raise DualjudgeError(f"{where}: unknown overall_convention {bad_convention[0]!r} (expected "
-                                 f"{' or '.join(CONVENTIONS)})")
+            raise DualjudgeError(f"{where}: unknown overall_convention {bad_convention[0]!r} (expected {' or '.join(CONVENTIONS)})")
     for k in declared():
         if frame.loc[frame[k.status] == "ok", k.value].isna().any():
             noun = "value" if next(f for f in k.scores if f.name == k.value).type == "boolean" else "score"
@@ -255,16 +283,20 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
     for name in ("run_id", *IDENTIFYING):
         blank = (frame[name].isna() | (frame[name].str.strip() == "")).fillna(True).astype(bool)
         if blank.any():
-            raise DualjudgeError(f"{where}: column {name} is blank in row {int(blank.to_numpy().argmax()) + 1}; "
-                                 f"every row needs a {name} (or leave the column out: docs/verdict-table.md says "
-                                 f"what then)")
+            raise DualjudgeError(
+                f"{where}: column {name} is blank in row {int(blank.to_numpy().argmax()) + 1}; "
+                f"every row needs a {name} (or leave the column out: docs/verdict-table.md says "
+                f"what then)"
+            )
     dup = frame.duplicated(ROW_KEY, keep=False)
     if dup.any():
         first = frame[dup].iloc[0]
         kind = "identical" if frame[dup].duplicated(keep=False).all() else "conflicting"
-        raise DualjudgeError(f"{where}: {int(dup.sum())} rows share a key ({kind} duplicates), e.g. item "
-                             f"{first['item_id']}, repeat {first['repeat']}, system {first['system']}, "
-                             f"{first['system_model']}, judge {first['judge_model']}; each response x judge once")
+        raise DualjudgeError(
+            f"{where}: {int(dup.sum())} rows share a key ({kind} duplicates), e.g. item "
+            f"{first['item_id']}, repeat {first['repeat']}, system {first['system']}, "
+            f"{first['system_model']}, judge {first['judge_model']}; each response x judge once"
+        )
     frame["visibility"] = frame["visibility"].round(6)  # float noise only: 0.55 stays 0.55
     frame["sign_code"] = frame["sign_code"].astype(str)
     absent = frame.attrs.get("absent", [])

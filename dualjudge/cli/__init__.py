@@ -16,8 +16,11 @@ except ImportError:  # pragma: no cover
 from dualjudge.cli.common import err_console
 from dualjudge.errors import DualjudgeError
 
-app = typer.Typer(help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 
 from dualjudge.cli import analysis, data, models, rubric, run  # noqa: E402
 

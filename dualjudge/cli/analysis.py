@@ -26,10 +26,10 @@ from dualjudge.rundir import RunDir
 if TYPE_CHECKING:  # imported where used: the CLI starts without pandas
     import pandas as pd
 
-stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).",
-                        no_args_is_help=True)
-human_app = typer.Typer(help="The human check: a blinded sample to annotate, and its comparison with the judges.",
-                        no_args_is_help=True)
+stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).", no_args_is_help=True)
+human_app = typer.Typer(
+    help="The human check: a blinded sample to annotate, and its comparison with the judges.", no_args_is_help=True
+)
 
 
 def analyze(
@@ -39,8 +39,8 @@ def analyze(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
     scale_max: ScaleMax = 10.0,
-    high: Annotated[float, typer.Option(help="\"Good\" above this score (Type II; the paper: 7).")] = 7.0,
-    low: Annotated[float, typer.Option(help="\"Poor\" below this score (Type I; the paper: 5).")] = 5.0,
+    high: Annotated[float, typer.Option(help='"Good" above this score (Type II; the paper: 7).')] = 7.0,
+    low: Annotated[float, typer.Option(help='"Poor" below this score (Type I; the paper: 5).')] = 5.0,
     high_inclusive: Annotated[bool, typer.Option(help="Count a score equal to --high as good.")] = False,
     low_inclusive: Annotated[bool, typer.Option(help="Count a score equal to --low as poor.")] = False,
 ) -> None:
@@ -59,25 +59,32 @@ def analyze(
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
     except KeyboardInterrupt:
-        err_console.print(f"interrupted: {out} is as it was (the analysis writes its files only once all are made)",
-                          highlight=False)
+        err_console.print(
+            f"interrupted: {out} is as it was (the analysis writes its files only once all are made)", highlight=False
+        )
         raise typer.Exit(130) from None
     judges = summary.self_preference.overall.judges if summary.self_preference.overall else []
     estimated = [j.judge for j in judges if j.estimate is not None]
-    console.print(f"analysed {summary.n_rows} rows in {summary.analysis_seconds} s; self-preference (overall) "
-                  f"estimated for {len(estimated)} of {len(judges)} judges"
-                  + ("" if len(estimated) == len(judges) else " (report.md says why not for the others)"))
+    console.print(
+        f"analysed {summary.n_rows} rows in {summary.analysis_seconds} s; self-preference (overall) "
+        f"estimated for {len(estimated)} of {len(judges)} judges"
+        + ("" if len(estimated) == len(judges) else " (report.md says why not for the others)")
+    )
     board = (summary.systems.overall or {}).get("system_model")
     doubts = top_doubts(board) if board is not None and board.estimable else []
     if board is not None and board.estimable and len(board.rows) > 1 and doubts:
-        console.print(f"no single best system model: {board.rows[0].group} first with every judge, but "
-                      f"{'; '.join(doubts)} (report.md)", markup=False)
+        console.print(
+            f"no single best system model: {board.rows[0].group} first with every judge, but {'; '.join(doubts)} (report.md)",
+            markup=False,
+        )
     elif board is not None and board.estimable and len(board.rows) > 1:
         top = board.rows[0]
         changes = max(board.changes_total, len(board.changes))
-        console.print(f"best system model with the judges' biases taken out: {top.group} (first in "
-                      f"{100 * (top.p_best or 0):.0f}% of resamples; {changes} ranking change(s) in report.md)",
-                      markup=False)
+        console.print(
+            f"best system model with the judges' biases taken out: {top.group} (first in "
+            f"{100 * (top.p_best or 0):.0f}% of resamples; {changes} ranking change(s) in report.md)",
+            markup=False,
+        )
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
 
 
@@ -111,9 +118,14 @@ def stats_alt_test(
     q: Annotated[float, typer.Option(help="Benjamini-Yekutieli level.")] = 0.05,
     metric: Annotated[Metric, typer.Option(help="accuracy or neg_rmse.")] = "accuracy",
     min_items: Annotated[int, typer.Option(help="Annotators with fewer items are not tested.")] = 30,
-    humans: Annotated[Optional[str], typer.Option(help="Comma-separated human annotators (default: every annotator "
-                                                       "but the candidate; name them when the file also holds other "
-                                                       "LLMs).")] = None,
+    humans: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Comma-separated human annotators (default: every annotator "
+            "but the candidate; name them when the file also holds other "
+            "LLMs)."
+        ),
+    ] = None,
     test: Annotated[AltTestKind, typer.Option(help="t (the authors') or wilcoxon (signed-rank, for few items).")] = "t",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -129,8 +141,10 @@ def stats_alt_test(
         d = res.as_dict()
         print(json.dumps({k: d[k] for k in ("omega", "rho", "passed", "annotators")}))
         return
-    console.print(f"omega (winning rate) = {res.omega:.3f}; rho (advantage probability) = {res.rho:.3f}; "
-                  f"{'PASSED' if res.passed else 'FAILED'} (epsilon {epsilon}, q {q}, {metric})")
+    console.print(
+        f"omega (winning rate) = {res.omega:.3f}; rho (advantage probability) = {res.rho:.3f}; "
+        f"{'PASSED' if res.passed else 'FAILED'} (epsilon {epsilon}, q {q}, {metric})"
+    )
     for a in res.annotators:
         p = "-" if a.p_value is None else f"{a.p_value:.4f}"
         console.print(f"  {a.annotator}: n={a.n} rho={a.rho:.3f} p={p} rejected={a.rejected}")
@@ -141,8 +155,9 @@ def stats_self_preference(
     table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet).")],
     outcome: Annotated[Outcome, typer.Option(help="overall (0-10) or equivalent (0/1, linear probability).")] = "overall",
     lineage: Annotated[Lineage, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
-    resamples: Annotated[int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES,
-                                           max=MAX_RESAMPLES)] = N_RESAMPLES,
+    resamples: Annotated[
+        int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)
+    ] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
     scale_max: ScaleMax = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -169,15 +184,18 @@ def stats_self_preference(
 @stats_app.command("systems")
 def stats_systems(
     table: Annotated[Path, typer.Argument(help="A verdict table (CSV or Parquet).")],
-    by: Annotated[Grouping, typer.Option(help="Rank system models, strategies (system) or each model x strategy "
-                                              "(both).")] = "system_model",
+    by: Annotated[
+        Grouping, typer.Option(help="Rank system models, strategies (system) or each model x strategy (both).")
+    ] = "system_model",
     outcome: Annotated[Outcome, typer.Option(help="overall (0-10) or equivalent (0/1, linear probability).")] = "overall",
     lineage: Annotated[Lineage, typer.Option(help="Family definition: family (vendor) or base_llm (text backbone).")] = "family",
-    resamples: Annotated[int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES,
-                                           max=MAX_RESAMPLES)] = N_RESAMPLES,
+    resamples: Annotated[
+        int, typer.Option(help="Sign-cluster bootstrap refits.", min=MIN_RESAMPLES, max=MAX_RESAMPLES)
+    ] = N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.", min=0, max=2**63 - 1)] = 0,
-    variant: Annotated[Optional[str], typer.Option(help="The judge variant to rank by (default: the reference one, "
-                                                        "holistic when present).")] = None,
+    variant: Annotated[
+        Optional[str], typer.Option(help="The judge variant to rank by (default: the reference one, holistic when present).")
+    ] = None,
     scale_max: ScaleMax = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -193,25 +211,30 @@ def stats_systems(
     board = leaderboard(frame, outcome, lineage, resamples, seed)[by]
     result = cli_json(board, chosen)
     if others:
-        result["warnings"].append(f"the table has other judge variants ({', '.join(others)}); ranked by {chosen} "
-                                  f"(--variant chooses)")
+        result["warnings"].append(
+            f"the table has other judge variants ({', '.join(others)}); ranked by {chosen} (--variant chooses)"
+        )
     if as_json:
         print(json.dumps(result))
         return
-    console.print(f"{result['method']}\nunit: {board['unit_words'] or board['unit']}\nintervals: {result['interval']}",
-                  markup=False)
+    console.print(
+        f"{result['method']}\nunit: {board['unit_words'] or board['unit']}\nintervals: {result['interval']}", markup=False
+    )
     if not result["rows"]:
         console.print(f"no calibrated ranking: {result['reason']}", markup=False)
     for r in result["rows"]:
-        console.print(f"  {r['rank']}. {r['group']}: {num(r['estimate'], 3)} [{num(r['ci_low'], 3)}, {num(r['ci_high'], 3)}]"
-                      f" rank {r['rank_low']}-{r['rank_high']}, P(best) {num(r['p_best'])}", markup=False)
-    console.print("naive: " + ", ".join(f"{r['rank']}. {r['group']} {num(r['estimate'], 3)}" for r in result["naive"]),
-                  markup=False)
+        console.print(
+            f"  {r['rank']}. {r['group']}: {num(r['estimate'], 3)} [{num(r['ci_low'], 3)}, {num(r['ci_high'], 3)}]"
+            f" rank {r['rank_low']}-{r['rank_high']}, P(best) {num(r['p_best'])}",
+            markup=False,
+        )
+    console.print(
+        "naive: " + ", ".join(f"{r['rank']}. {r['group']} {num(r['estimate'], 3)}" for r in result["naive"]), markup=False
+    )
     for c in result["changes"]:
         console.print(f"  change: {c['sentence']}", markup=False)
     if result["changes_total"] > len(result["changes"]):
-        console.print(f"  ({result['changes_total']} ranking changes in all; the largest per ranking are listed)",
-                      markup=False)
+        console.print(f"  ({result['changes_total']} ranking changes in all; the largest per ranking are listed)", markup=False)
     for warning in result["warnings"]:
         console.print(f"warning: {warning}", markup=False)
 
@@ -235,17 +258,26 @@ def human_export(
     out: Annotated[Path, typer.Option(help="CSV to write for the annotators.")] = Path("sample.csv"),
     n: Annotated[int, typer.Option(help="Sample size.", min=1, max=100_000)] = 49,
     seed: Annotated[int, typer.Option(help="Sampling seed.", min=0, max=2**63 - 1)] = 0,
-    replace_key: Annotated[bool, typer.Option(help="Replace an earlier, different sample key (its annotations "
-                                                   "will no longer import).")] = False,
-    type2: Annotated[int, typer.Option(help="Type II cases after one answer per visibility x system cell; the rest "
-                                            "are answers both judges call good (the paper: 12 and 9).", min=0)] = 12,
+    replace_key: Annotated[
+        bool, typer.Option(help="Replace an earlier, different sample key (its annotations will no longer import).")
+    ] = False,
+    type2: Annotated[
+        int,
+        typer.Option(
+            help="Type II cases after one answer per visibility x system cell; the rest "
+            "are answers both judges call good (the paper: 12 and 9).",
+            min=0,
+        ),
+    ] = 12,
 ) -> None:
     """A stratified, blinded sample (no judge scores) to annotate."""
     from dualjudge.analysis.human import export_sample
 
     sample = export_sample(RunDir(run_dir).verdicts, out, n, seed, replace_key, type2)
-    console.print(f"wrote {len(sample)} samples to {out}; fill annotator, human_overall (0-10) and equivalent (0/1), one "
-                  f"row per sample and annotator (accuracy, completeness, relevance are optional)")
+    console.print(
+        f"wrote {len(sample)} samples to {out}; fill annotator, human_overall (0-10) and equivalent (0/1), one "
+        f"row per sample and annotator (accuracy, completeness, relevance are optional)"
+    )
 
 
 @human_app.command("import")
@@ -259,9 +291,11 @@ def human_import(
     res = import_annotations(run_dir, annotations)
     for judge, e in res["judges"].items():
         o = e["overall"]
-        console.print(f"{judge}: overall Pearson {_fmt(o['pearson'])}, Spearman {_fmt(o['spearman'])}; "
-                      f"equivalence kappa {_fmt(e['equivalence']['kappa'])}, raw agreement "
-                      f"{_fmt(e['equivalence']['raw_agreement'])} (n={e['equivalence']['n']})")
+        console.print(
+            f"{judge}: overall Pearson {_fmt(o['pearson'])}, Spearman {_fmt(o['spearman'])}; "
+            f"equivalence kappa {_fmt(e['equivalence']['kappa'])}, raw agreement "
+            f"{_fmt(e['equivalence']['raw_agreement'])} (n={e['equivalence']['n']})"
+        )
     console.print(f"wrote {run_dir}/human_check.json")
 
 

@@ -33,8 +33,12 @@ def floats(value: Optional[str], option: str) -> Optional[list[float]]:
 
 
 # The quality scale's maximum: one option, the same for every command that reads a verdict table.
-ScaleMax = Annotated[float, typer.Option("--scale-max", help="The quality scale's maximum (the paper: 10; e.g. 5 for "
-                                                              "a 1-5 Likert table, 100 for percentages).")]
+ScaleMax = Annotated[
+    float,
+    typer.Option(
+        "--scale-max", help="The quality scale's maximum (the paper: 10; e.g. 5 for a 1-5 Likert table, 100 for percentages)."
+    ),
+]
 
 
 @contextmanager

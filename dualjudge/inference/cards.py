@@ -127,8 +127,11 @@ class ModelCard(_Strict):
     @model_validator(mode="after")
     def _architecture_unless_hosted(self) -> ModelCard:
         if not self.hosted:
-            for key, value in (("architecture", self.architecture), ("parameters_b", self.parameters_b),
-                               ("min_gpu_memory_gb", self.min_gpu_memory_gb)):
+            for key, value in (
+                ("architecture", self.architecture),
+                ("parameters_b", self.parameters_b),
+                ("min_gpu_memory_gb", self.min_gpu_memory_gb),
+            ):
                 if value is None:
                     raise ValueError(f"{key}: required for a model loaded here (only a hosted model may omit it)")
         return self
@@ -155,9 +158,13 @@ class ModelCard(_Strict):
         template = self.chat_template_path()
         if template is not None:
             args += ["--chat-template", str(template)]
-        for flag, value in (("--tokenizer-mode", v.tokenizer_mode), ("--config-format", v.config_format),
-                            ("--load-format", v.load_format), ("--max-num-seqs", v.max_num_seqs),
-                            ("--tensor-parallel-size", v.tensor_parallel_size)):
+        for flag, value in (
+            ("--tokenizer-mode", v.tokenizer_mode),
+            ("--config-format", v.config_format),
+            ("--load-format", v.load_format),
+            ("--max-num-seqs", v.max_num_seqs),
+            ("--tensor-parallel-size", v.tensor_parallel_size),
+        ):
             if value is not None:
                 args += [flag, str(value)]
         return args + list(v.extra_args)

@@ -106,8 +106,9 @@ class ChatClient:
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             # no connection limit here: the engine's per-endpoint slots bound what is in flight
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=self.timeout,
-                                                  skip_auto_headers=("User-Agent",))
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0), timeout=self.timeout, skip_auto_headers=("User-Agent",)
+            )
         return self._session
 
     async def create(self, body: dict[str, Any]) -> dict[str, Any]:

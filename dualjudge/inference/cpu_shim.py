@@ -51,8 +51,7 @@ def install(site_packages: Path | None = None) -> list[str]:
     (site / f"{HOOK_MODULE}.pth").write_text(f"import {HOOK_MODULE}\n")
     removed = []
     for dist in ("torchaudio", "torchcodec"):
-        done = subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", dist],
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", dist], capture_output=True, text=True)
         if done.returncode == 0 and "Skipping" not in done.stderr + done.stdout:
             removed.append(dist)
     return removed
@@ -68,8 +67,11 @@ def main() -> None:
         print(f"torch {torch.__version__} is a CUDA build: no shim needed")
         return
     removed = install()
-    check = subprocess.run([sys.executable, "-c", "import torchvision, torchvision.transforms; print(torchvision.__version__)"],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, "-c", "import torchvision, torchvision.transforms; print(torchvision.__version__)"],
+        capture_output=True,
+        text=True,
+    )
     if check.returncode != 0:
         print("torchvision still fails to import:\n" + check.stderr[-2000:], file=sys.stderr)
         sys.exit(1)

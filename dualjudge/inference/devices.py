@@ -40,7 +40,7 @@ class DeviceGroup:
 
     @property
     def label(self) -> str:
-        """"gpu:2,3" or "cpu:0": what progress lines and the manifest call the group."""
+        """ "gpu:2,3" or "cpu:0": what progress lines and the manifest call the group."""
         return f"{self.kind}:{','.join(str(i) for i in self.ids)}"
 
     def refuses(self, card: ModelCard) -> str | None:
@@ -80,7 +80,7 @@ def split(cores: Sequence[int], parts: int) -> list[tuple[int, ...]]:
     out, start = [], 0
     for i in range(parts):
         n = size + (1 if i < extra else 0)
-        out.append(tuple(cores[start:start + n]))
+        out.append(tuple(cores[start : start + n]))
         start += n
     return out
 
@@ -94,8 +94,14 @@ def allowed_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
 
 
-def resolve(devices: str | Sequence[Sequence[int]], local_models: int, *, gpus: Sequence[Gpu] | None = None,
-            cores: Sequence[int] | None = None, in_process: bool = False) -> list[DeviceGroup]:
+def resolve(
+    devices: str | Sequence[Sequence[int]],
+    local_models: int,
+    *,
+    gpus: Sequence[Gpu] | None = None,
+    cores: Sequence[int] | None = None,
+    in_process: bool = False,
+) -> list[DeviceGroup]:
     """The device groups of a run.
 
     `gpus`: the visible GPUs with their memory, [] on a machine without one (read from the machine
@@ -116,12 +122,17 @@ def resolve(devices: str | Sequence[Sequence[int]], local_models: int, *, gpus: 
     for g in groups:
         unknown = [i for i in g if i not in known]
         if unknown:
-            what = f"{len(gpus)} visible GPU(s), ids 0-{len(gpus) - 1}" if kind == "gpu" else \
-                f"allowed CPU cores {','.join(str(c) for c in cores)}"
+            what = (
+                f"{len(gpus)} visible GPU(s), ids 0-{len(gpus) - 1}"
+                if kind == "gpu"
+                else f"allowed CPU cores {','.join(str(c) for c in cores)}"
+            )
             raise DualjudgeError(f"engine.devices: {unknown} not on this machine ({what})")
     if kind == "cpu" and in_process and len(groups) > 1:
-        raise DualjudgeError("engine.devices: the transformers backend runs in this process, whose CPU threads are one "
-                             "pool: give one CPU group (or use backend = \"vllm\")")
+        raise DualjudgeError(
+            "engine.devices: the transformers backend runs in this process, whose CPU threads are one "
+            'pool: give one CPU group (or use backend = "vllm")'
+        )
     if kind == "gpu":
         return [DeviceGroup(kind, g, tuple(gpus[i] for i in g)) for g in groups]
     return [DeviceGroup(kind, g, bind=set(g) != set(cores)) for g in groups]
@@ -134,5 +145,7 @@ def check_placement(groups: Sequence[DeviceGroup], cards: Sequence[ModelCard]) -
         if all(reasons.values()):
             tp = int(card.vllm.tensor_parallel_size or 1)
             why = "; ".join(f"[{label}] {reason}" for label, reason in reasons.items())
-            raise DualjudgeError(f"{card.name}: no device group can serve it ({why}); set engine.devices, "
-                                 f"e.g. [{list(range(max(tp, 1)))}], or see `dualjudge models check`")
+            raise DualjudgeError(
+                f"{card.name}: no device group can serve it ({why}); set engine.devices, "
+                f"e.g. [{list(range(max(tp, 1)))}], or see `dualjudge models check`"
+            )

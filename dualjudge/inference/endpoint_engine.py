@@ -88,8 +88,9 @@ def openai_messages(request: GenerationRequest) -> list[dict[str, Any]]:
             out.append({"role": m.role, "content": m.text})
         else:
             url = "data:image/png;base64," + base64.b64encode(m.image.png).decode()
-            out.append({"role": m.role, "content": [{"type": "image_url", "image_url": {"url": url}},
-                                                    {"type": "text", "text": m.text}]})
+            out.append(
+                {"role": m.role, "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": m.text}]}
+            )
     return out
 
 
@@ -115,9 +116,19 @@ class EndpointEngine:
     rests for a cooldown, and when none is left (or `fail()` is called: the server died or hangs) every
     request waiting on this engine ends with EngineDown at once instead of being retried into an error."""
 
-    def __init__(self, served_name: str, endpoints: list[Endpoint], model_identity: str, *,
-                 concurrency: int = 32, retries: int = 4, backoff_s: float = 1.0, timeout_s: float = 600.0,
-                 dialect: DialectName = "vllm", policy: EndpointPolicy = EndpointPolicy()) -> None:
+    def __init__(
+        self,
+        served_name: str,
+        endpoints: list[Endpoint],
+        model_identity: str,
+        *,
+        concurrency: int = 32,
+        retries: int = 4,
+        backoff_s: float = 1.0,
+        timeout_s: float = 600.0,
+        dialect: DialectName = "vllm",
+        policy: EndpointPolicy = EndpointPolicy(),
+    ) -> None:
         if not endpoints:
             raise ValueError("at least one endpoint")
         self.served_name = served_name
@@ -173,8 +184,7 @@ class EndpointEngine:
         now = time.monotonic()
         available = [e for e in self.endpoints if e.available(now)]
         if not available:
-            self.fail(f"every endpoint of {self.served_name} kept failing "
-                      f"({', '.join(e.base_url for e in self.endpoints)})")
+            self.fail(f"every endpoint of {self.served_name} kept failing ({', '.join(e.base_url for e in self.endpoints)})")
             raise EngineDown(self.down)
         others = [e for e in available if e is not avoid]
         return min(others or available, key=lambda e: (e.suspect(now, self.policy), e.outstanding))
@@ -202,8 +212,12 @@ class EndpointEngine:
     # -- requests ----------------------------------------------------------------------------------
     async def _once(self, endpoint: Endpoint, request: GenerationRequest) -> GenerationResult:
         s = request.sampling
-        kwargs: dict[str, Any] = {"model": self.served_name, "messages": openai_messages(request),
-                                  "temperature": s.temperature, "max_tokens": s.max_tokens}
+        kwargs: dict[str, Any] = {
+            "model": self.served_name,
+            "messages": openai_messages(request),
+            "temperature": s.temperature,
+            "max_tokens": s.max_tokens,
+        }
         if s.top_p < 1.0:  # 1.0 is vLLM's default: sent only when it changes sampling
             kwargs["top_p"] = s.top_p
         if s.seed is not None:
@@ -219,33 +233,40 @@ class EndpointEngine:
         first = choices[0] if isinstance(choices, list) and choices else None
         message = first.get("message") if isinstance(first, dict) else None
         if not isinstance(first, dict) or not isinstance(message, dict):
-            raise MalformedReply(f"the reply is not a chat completion ({len(choices) if isinstance(choices, list) else 0} "
-                                 f"choices)")
+            raise MalformedReply(f"the reply is not a chat completion ({len(choices) if isinstance(choices, list) else 0} choices)")
         content = content_text(message.get("content"))
         found = resp.get("usage")
         usage: dict[str, Any] = found if isinstance(found, dict) else {}
         json_expected = request.constraint is not None and request.constraint.kind == "json"
-        why = text_problem(content, json_expected) or count_problem("prompt_tokens", usage.get("prompt_tokens")) or \
-            count_problem("completion_tokens", usage.get("completion_tokens"))
+        why = (
+            text_problem(content, json_expected)
+            or count_problem("prompt_tokens", usage.get("prompt_tokens"))
+            or count_problem("completion_tokens", usage.get("completion_tokens"))
+        )
         if why is not None:
             raise MalformedReply(f"the reply is outside the bounds a reply must keep: {why}")
         enforced = request.constraint is not None and dialect(self.dialect).enforces(request.constraint.kind)
         ignored = constraint_problem(request.constraint, content, first.get("finish_reason")) if enforced else None
         if ignored is not None:
             raise ConstraintIgnored(f"{endpoint.base_url} ignored the request's constraint: {ignored}")
-        return GenerationResult(content, finish_reason=first.get("finish_reason"),
-                                prompt_tokens=_count(usage.get("prompt_tokens")),
-                                completion_tokens=_count(usage.get("completion_tokens")),
-                                latency_s=time.perf_counter() - started,
-                                constraint_kind=request.constraint.kind if request.constraint else None)
+        return GenerationResult(
+            content,
+            finish_reason=first.get("finish_reason"),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+            latency_s=time.perf_counter() - started,
+            constraint_kind=request.constraint.kind if request.constraint else None,
+        )
 
     async def generate(self, request: GenerationRequest) -> GenerationResult:
         if self.down is not None:
             raise EngineDown(self.down)
-        if request.constraint is not None and request.constraint.kind == "regex" and \
-                not dialect(self.dialect).enforces("regex"):
-            return GenerationResult(None, error="this API cannot enforce a regex constraint; use "
-                                                "systems.sign_type = \"parsed\" with hosted models", tries=0)
+        if request.constraint is not None and request.constraint.kind == "regex" and not dialect(self.dialect).enforces("regex"):
+            return GenerationResult(
+                None,
+                error='this API cannot enforce a regex constraint; use systems.sign_type = "parsed" with hosted models',
+                tries=0,
+            )
         last = "no attempt"
         wait: float | None = None
         failed_at: Endpoint | None = None
@@ -268,8 +289,7 @@ class EndpointEngine:
                 failed_at = endpoint
                 last = f"{type(e).__name__}: {e}"
                 if isinstance(e, RequestTimeout):
-                    last = (f"no answer within engine.request_timeout_s = {self.timeout_s:g} s (raise it for slow "
-                            f"models)")
+                    last = f"no answer within engine.request_timeout_s = {self.timeout_s:g} s (raise it for slow models)"
                 wait = None
                 if isinstance(e, RateLimited):
                     self.rate_limited += 1
@@ -277,7 +297,7 @@ class EndpointEngine:
                 elif endpoint.failed(self.policy) and len(self.endpoints) > 1:
                     wait = 0.0  # that endpoint rests: try another one now
             except (StatusError, ConstraintIgnored) as e:  # a 4xx other than 429, or a reply that ignores the
-                refused_by.add(endpoint.base_url)           # constraint: the request is wrong, or this endpoint is
+                refused_by.add(endpoint.base_url)  # constraint: the request is wrong, or this endpoint is
                 others = [x for x in self.endpoints if x.base_url not in refused_by]
                 if not others:  # every endpoint refuses it: the request itself is wrong (or no endpoint enforces it)
                     if isinstance(e, StatusError):
@@ -288,8 +308,7 @@ class EndpointEngine:
             finally:
                 endpoint.outstanding -= 1
             if attempt <= self.retries:
-                await self._rest(wait if wait is not None else
-                                 self.backoff_s * 2 ** (attempt - 1) * (0.5 + self._rng.random()))
+                await self._rest(wait if wait is not None else self.backoff_s * 2 ** (attempt - 1) * (0.5 + self._rng.random()))
         return GenerationResult(None, error=last, tries=self.retries + 1)
 
     async def close(self) -> None:

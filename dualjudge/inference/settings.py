@@ -76,7 +76,8 @@ class EngineSettings(BaseModel):
     api_key: SecretStr = setting(SecretStr("EMPTY"), affects_results=False)
     cache: Str | None = setting(None, affects_results=False)  # a shared response cache file, reused across runs
     endpoints: Annotated[dict[Str, Annotated[tuple[Str, ...], Distinct]], BeforeValidator(_endpoint_urls)] = setting(
-        {}, affects_results=False)
+        {}, affects_results=False
+    )
     # where models run side by side: "auto" or groups of GPU ids (CPU core ids without a GPU), e.g.
     # [[0], [1], [2, 3]]; inference/devices.py. Placement changes batching, never what is asked.
     devices: DeviceGroups = setting("auto", affects_results=False)

@@ -29,15 +29,30 @@ class _Pending:
 def _batch_key(r: GenerationRequest) -> tuple[Any, ...]:
     s = r.sampling
     sampled = s.temperature > 0
-    return (r.constraint, s.temperature, s.top_p, s.max_tokens, s.seed if sampled else None, sampled,
-            any(m.image is not None for m in r.messages))
+    return (
+        r.constraint,
+        s.temperature,
+        s.top_p,
+        s.max_tokens,
+        s.seed if sampled else None,
+        sampled,
+        any(m.image is not None for m in r.messages),
+    )
 
 
 class TransformersEngine:
     """One model loaded in this process."""
 
-    def __init__(self, card: ModelCard, weights: LocalWeights, identity: str | None = None, *, device: str | None = None,
-                 max_batch: int = 32, grammar_backend: str = "xgrammar") -> None:
+    def __init__(
+        self,
+        card: ModelCard,
+        weights: LocalWeights,
+        identity: str | None = None,
+        *,
+        device: str | None = None,
+        max_batch: int = 32,
+        grammar_backend: str = "xgrammar",
+    ) -> None:
         import outlines
         import torch
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
@@ -164,15 +179,15 @@ class TransformersEngine:
 
     def _encode(self, requests: list[GenerationRequest]) -> dict[str, Any]:
         templater = self.processor if self.multimodal else self.tokenizer
-        prompts = [templater.apply_chat_template(self._chat(r), add_generation_prompt=True, tokenize=False)
-                   for r in requests]
+        prompts = [templater.apply_chat_template(self._chat(r), add_generation_prompt=True, tokenize=False) for r in requests]
         if self.multimodal:
             import io
 
             from PIL import Image
 
-            images = [Image.open(io.BytesIO(m.image.png)).convert("RGB") for r in requests for m in r.messages
-                      if m.image is not None]
+            images = [
+                Image.open(io.BytesIO(m.image.png)).convert("RGB") for r in requests for m in r.messages if m.image is not None
+            ]
             inputs = self.processor(text=prompts, images=images or None, return_tensors="pt", padding=True)
         else:
             inputs = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -197,7 +212,7 @@ class TransformersEngine:
             kwargs["logits_processor"] = LogitsProcessorList([proc])
         with torch.inference_mode():
             out = self.model.generate(**inputs, **kwargs)
-        new = out[:, inputs["input_ids"].shape[1]:]
+        new = out[:, inputs["input_ids"].shape[1] :]
         elapsed = time.perf_counter() - started
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
@@ -211,7 +226,14 @@ class TransformersEngine:
                     break
             text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
             prompt_tokens = int(inputs["attention_mask"][len(results)].sum())
-            results.append(GenerationResult(text, finish_reason=finish, prompt_tokens=prompt_tokens, completion_tokens=n,
-                                            latency_s=elapsed,
-                                            constraint_kind=req.constraint.kind if req.constraint else None))
+            results.append(
+                GenerationResult(
+                    text,
+                    finish_reason=finish,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=n,
+                    latency_s=elapsed,
+                    constraint_kind=req.constraint.kind if req.constraint else None,
+                )
+            )
         return results

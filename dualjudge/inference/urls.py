@@ -17,8 +17,10 @@ def url_problem(url: str) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
         return "not an http(s) URL with a host (e.g. http://host:8000/v1)"
     if parts.username is not None or parts.password is not None:
-        return ("it holds credentials (user:password@): give the key through the environment instead, never in "
-                "the URL (it would be printed and stored)")
+        return (
+            "it holds credentials (user:password@): give the key through the environment instead, never in "
+            "the URL (it would be printed and stored)"
+        )
     if port == 0:
         return "port 0 is not a port"
     return None

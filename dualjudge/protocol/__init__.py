@@ -17,6 +17,13 @@ def __getattr__(name: str) -> object:  # `SIGN_TYPES` reads the catalogue: on fi
 
 
 __all__ = [
-    "SIGN_TYPES", "sign_types", "sign_type_pattern", "parse_sign_type",
-    "QualityVerdict", "EquivalenceVerdict", "PairwiseVerdict", "Outcome", "interpret",
+    "SIGN_TYPES",
+    "sign_types",
+    "sign_type_pattern",
+    "parse_sign_type",
+    "QualityVerdict",
+    "EquivalenceVerdict",
+    "PairwiseVerdict",
+    "Outcome",
+    "interpret",
 ]

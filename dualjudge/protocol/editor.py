@@ -44,8 +44,13 @@ def editor_max_tokens(ids: tuple[str, ...]) -> int:
 
 
 def editor_constraint(ids: tuple[str, ...]) -> Constraint:
-    schema = {"title": "RubricRewrite", "type": "object", "additionalProperties": False, "required": list(ids),
-              "properties": {cid: {"type": "string", "pattern": clause_pattern()} for cid in ids}}
+    schema = {
+        "title": "RubricRewrite",
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(ids),
+        "properties": {cid: {"type": "string", "pattern": clause_pattern()} for cid in ids},
+    }
     return Constraint.json_schema(schema)
 
 
@@ -55,8 +60,9 @@ def build_editor_request(rubric: Rubric, ids: tuple[str, ...], seed: int) -> Gen
     chosen = "\n".join(f"- {cid}: {rubric.text_of(cid)}" for cid in ids)
     system, user = prompt.render(rubric=rubric.block(), clauses=chosen)
     sampling = Sampling(temperature=EDITOR_TEMPERATURE, max_tokens=editor_max_tokens(ids), seed=seed)
-    return GenerationRequest((Message("system", system), Message("user", user)), sampling, editor_constraint(ids),
-                             (prompt.sha256, rubric.sha256))
+    return GenerationRequest(
+        (Message("system", system), Message("user", user)), sampling, editor_constraint(ids), (prompt.sha256, rubric.sha256)
+    )
 
 
 @dataclass(frozen=True)

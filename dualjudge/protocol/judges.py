@@ -27,8 +27,7 @@ from dualjudge.testbed.catalogue import Sign
 DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
 
 
-def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores",
-                 rubric: Rubric | None = None) -> type[_Verdict]:
+def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None) -> type[_Verdict]:
     """The verdict schema of a judge: holistic (rubric None) or scoring the rubric's clauses first."""
     if rubric is not None:
         return rubric_verdict(kind, rubric.ids)
@@ -40,9 +39,14 @@ def judge_kinds() -> tuple[str, ...]:
     return tuple(k.name for k in declared())
 
 
-def build_judge_request(kind: str, sign: Sign, response: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
-                        convention: OverallConvention = "mean_of_subscores",
-                        rubric: Rubric | None = None) -> GenerationRequest:
+def build_judge_request(
+    kind: str,
+    sign: Sign,
+    response: str,
+    sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
+    convention: OverallConvention = "mean_of_subscores",
+    rubric: Rubric | None = None,
+) -> GenerationRequest:
     """A judge request: the holistic prompt, or with a rubric the rubric prompt listing its clauses
     (the rubric's hash joins the prompt's in the cache key)."""
     values = {"caption": sign.caption, "description": sign.description, "response": response}
@@ -53,8 +57,12 @@ def build_judge_request(kind: str, sign: Sign, response: str, sampling: Sampling
     else:
         system, user = prompt.render(**values)
         hashes = (prompt.sha256,)
-    return GenerationRequest((Message("system", system), Message("user", user)), sampling,
-                             verdict_type(kind, convention, rubric).constraint(sampling.max_tokens), hashes)
+    return GenerationRequest(
+        (Message("system", system), Message("user", user)),
+        sampling,
+        verdict_type(kind, convention, rubric).constraint(sampling.max_tokens),
+        hashes,
+    )
 
 
 @dataclass(frozen=True)
@@ -83,10 +91,16 @@ UNCONSTRAINED_RETRIES = 2  # a verdict from an engine that does not enforce the 
 RETRY_TEMPERATURE = 0.7  # ... sampled, with a seed of its own, so the retry can come out differently
 
 
-async def run_judge(kind: str, sign: Sign, response: str, call: Caller,
-                    sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
-                    convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None,
-                    retries: int = 0) -> Judged:
+async def run_judge(
+    kind: str,
+    sign: Sign,
+    response: str,
+    call: Caller,
+    sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
+    convention: OverallConvention = "mean_of_subscores",
+    rubric: Rubric | None = None,
+    retries: int = 0,
+) -> Judged:
     """One verdict. `retries`: for an engine that does not enforce the verdict's schema (a hosted API with
     response_format), a verdict that is truncated or off-schema is asked again up to this often, each
     time with a derived seed at RETRY_TEMPERATURE, before the parse failure is final (each try is its own
@@ -98,8 +112,12 @@ async def run_judge(kind: str, sign: Sign, response: str, call: Caller,
     for attempt in range(1, retries + 1):
         if judged.status != "parse_failure":
             break
-        again = Sampling(temperature=max(sampling.temperature, RETRY_TEMPERATURE), max_tokens=sampling.max_tokens,
-                         seed=derive_seed(sampling.seed or 0, "verdict retry", attempt), top_p=sampling.top_p)
+        again = Sampling(
+            temperature=max(sampling.temperature, RETRY_TEMPERATURE),
+            max_tokens=sampling.max_tokens,
+            seed=derive_seed(sampling.seed or 0, "verdict retry", attempt),
+            top_p=sampling.top_p,
+        )
         request = build_judge_request(kind, sign, response, again, convention, rubric)
         result = await call(request)
         judged = Judged(kind, request, result, interpret(model, result))

@@ -124,14 +124,30 @@ def judge_kind(name: str) -> JudgeKind:
         raise DualjudgeError(f"unknown judge kind {name!r}; declared: {', '.join(_DECLARED)}") from None
 
 
-QUALITY = declare(JudgeKind(
-    "quality", QualityVerdict,
-    (ScoreField("accuracy", "integer"), ScoreField("completeness", "integer"), ScoreField("relevance", "integer"),
-     ScoreField("overall", "number")),
-    value="overall", decided=lambda overall: overall > GOOD, judge_given=JudgedOverallVerdict,
-    statistics=("self-preference (overall)", "agreement (overall)", "dual-judge Type I/II", "paper tables")))
-EQUIVALENCE = declare(JudgeKind(
-    "equivalence", EquivalenceVerdict, (ScoreField("equivalent", "boolean"),),
-    value="equivalent", decided=bool,
-    statistics=("self-preference (equivalent)", "agreement (equivalent)", "dual-judge Type I/II", "paper tables")))
+QUALITY = declare(
+    JudgeKind(
+        "quality",
+        QualityVerdict,
+        (
+            ScoreField("accuracy", "integer"),
+            ScoreField("completeness", "integer"),
+            ScoreField("relevance", "integer"),
+            ScoreField("overall", "number"),
+        ),
+        value="overall",
+        decided=lambda overall: overall > GOOD,
+        judge_given=JudgedOverallVerdict,
+        statistics=("self-preference (overall)", "agreement (overall)", "dual-judge Type I/II", "paper tables"),
+    )
+)
+EQUIVALENCE = declare(
+    JudgeKind(
+        "equivalence",
+        EquivalenceVerdict,
+        (ScoreField("equivalent", "boolean"),),
+        value="equivalent",
+        decided=bool,
+        statistics=("self-preference (equivalent)", "agreement (equivalent)", "dual-judge Type I/II", "paper tables"),
+    )
+)
 PROTOCOL_KINDS: tuple[str, ...] = (QUALITY.name, EQUIVALENCE.name)  # a study's judges unless it names others

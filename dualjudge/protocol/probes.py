@@ -22,19 +22,27 @@ from dualjudge.testbed.catalogue import Sign
 PADDING_SAMPLING = Sampling(temperature=0.0, max_tokens=512, seed=0)
 
 
-def build_pairwise_request(sign: Sign, first: str, second: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
-                           rubric: Rubric | None = None) -> GenerationRequest:
+def build_pairwise_request(
+    sign: Sign, first: str, second: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING, rubric: Rubric | None = None
+) -> GenerationRequest:
     values = {"caption": sign.caption, "description": sign.description, "response_a": first, "response_b": second}
     if rubric is not None:
         prompt = load_prompt("judge_pairwise_rubric")
         system, user = prompt.render(**values, clauses=rubric.block())
-        return GenerationRequest((Message("system", system), Message("user", user)), sampling,
-                                 rubric_verdict("pairwise", rubric.ids).constraint(sampling.max_tokens),
-                                 (prompt.sha256, rubric.sha256))
+        return GenerationRequest(
+            (Message("system", system), Message("user", user)),
+            sampling,
+            rubric_verdict("pairwise", rubric.ids).constraint(sampling.max_tokens),
+            (prompt.sha256, rubric.sha256),
+        )
     prompt = load_prompt("judge_pairwise")
     system, user = prompt.render(**values)
-    return GenerationRequest((Message("system", system), Message("user", user)), sampling,
-                             PairwiseVerdict.constraint(sampling.max_tokens), (prompt.sha256,))
+    return GenerationRequest(
+        (Message("system", system), Message("user", user)),
+        sampling,
+        PairwiseVerdict.constraint(sampling.max_tokens),
+        (prompt.sha256,),
+    )
 
 
 @dataclass(frozen=True)
@@ -66,13 +74,20 @@ def order_result(ab: Outcome, ba: Outcome) -> OrderResult:
         return (2 if first else 1) if swapped else (1 if first else 2)
 
     w_ab, w_ba = winner(ab, False), winner(ba, True)
-    status: Status = "ok" if w_ab is not None and w_ba is not None else \
-        "error" if "error" in (ab.status, ba.status) else "parse_failure"
+    status: Status = (
+        "ok" if w_ab is not None and w_ba is not None else "error" if "error" in (ab.status, ba.status) else "parse_failure"
+    )
     return OrderResult(w_ab, w_ba, status, ab.detail or ba.detail)
 
 
-async def run_order_probe(sign: Sign, response_1: str, response_2: str, call: Caller,
-                          sampling: Sampling = DEFAULT_JUDGE_SAMPLING, rubric: Rubric | None = None) -> OrderResult:
+async def run_order_probe(
+    sign: Sign,
+    response_1: str,
+    response_2: str,
+    call: Caller,
+    sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
+    rubric: Rubric | None = None,
+) -> OrderResult:
     model = rubric_verdict("pairwise", rubric.ids) if rubric is not None else PairwiseVerdict
     ab = interpret(model, await call(build_pairwise_request(sign, response_1, response_2, sampling, rubric)))
     ba = interpret(model, await call(build_pairwise_request(sign, response_2, response_1, sampling, rubric)))
@@ -145,5 +160,4 @@ def padding_effect(original: Outcome, padded: Outcome, original_text: str, padde
     kind = next((k for k in declared() if hasattr(original.verdict, k.value)), None)
     if kind is None:
         raise ValueError("the original verdict is of no declared judge kind")
-    return PaddingResult(kind.name, kind.value_of(original.verdict), padded,
-                         len(padded_text.split()) - len(original_text.split()))
+    return PaddingResult(kind.name, kind.value_of(original.verdict), padded, len(padded_text.split()) - len(original_text.split()))

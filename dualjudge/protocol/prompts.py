@@ -47,7 +47,7 @@ def _placeholders(template: str) -> set[str]:
     names = set()
     for m in string.Template.pattern.finditer(template):
         if m.group("invalid") is not None:
-            raise ValueError(f"invalid placeholder near {template[m.start():m.start() + 20]!r}")
+            raise ValueError(f"invalid placeholder near {template[m.start() : m.start() + 20]!r}")
         name = m.group("named") or m.group("braced")
         if name:
             names.add(name)

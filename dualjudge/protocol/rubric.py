@@ -84,8 +84,12 @@ def parse_rubric(text: str, source: str) -> Rubric:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise DualjudgeError(f"{source}: malformed rubric ({e})") from None
-    if set(data) - {"name", "clauses"} or not isinstance(data.get("name"), str) or \
-            not isinstance(data.get("clauses"), list) or not data["clauses"]:
+    if (
+        set(data) - {"name", "clauses"}
+        or not isinstance(data.get("name"), str)
+        or not isinstance(data.get("clauses"), list)
+        or not data["clauses"]
+    ):
         raise DualjudgeError(f"{source}: a rubric is a name and a non-empty list of [[clauses]] (id, text)")
     clauses = []
     for i, raw in enumerate(data["clauses"]):
@@ -93,8 +97,9 @@ def parse_rubric(text: str, source: str) -> Rubric:
             raise DualjudgeError(f"{source}: clause {i + 1} must have exactly an id and a text")
         cid, body = raw["id"], raw["text"].strip()
         if not CLAUSE_ID.match(cid) or cid in RESERVED:
-            raise DualjudgeError(f"{source}: clause id {cid!r} must be a lower-case name and not one of "
-                                 f"{', '.join(sorted(RESERVED))}")
+            raise DualjudgeError(
+                f"{source}: clause id {cid!r} must be a lower-case name and not one of {', '.join(sorted(RESERVED))}"
+            )
         problem = band_problem(body)
         if problem or len(body) > MAX_CLAUSE_CHARS:
             raise DualjudgeError(f"{source}: clause {cid}: {problem or f'longer than {MAX_CLAUSE_CHARS} characters'}")

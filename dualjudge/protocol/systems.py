@@ -23,7 +23,10 @@ Modality = Literal["image", "text"]
 SignTypeMode = Literal["constrained", "parsed"]
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 STEPS: dict[str, tuple[str, ...]] = {
-    "sa": ("sa",), "cot": ("cot",), "coi": ("coi",), "ma": ("ma_vision", "ma_symbol", "ma_integration"),
+    "sa": ("sa",),
+    "cot": ("cot",),
+    "coi": ("coi",),
+    "ma": ("ma_vision", "ma_symbol", "ma_integration"),
 }
 SIGN_LINE_TOKENS = 48  # budget kept back for the final SIGN_TYPE line
 DEFAULT_SYSTEM_SAMPLING = Sampling(temperature=0.7, max_tokens=768)
@@ -77,8 +80,16 @@ def system_seed(run_seed: int, item: Item, repeat: int, strategy: str, step: str
     return derive_seed(run_seed, "system", item.variant_id, repeat, strategy, step)
 
 
-def build_step_request(strategy: Strategy, step_index: int, item: Item, *, modality: Modality,
-                       sign_type_mode: SignTypeMode, sampling: Sampling, previous: tuple[str, ...] = ()) -> GenerationRequest:
+def build_step_request(
+    strategy: Strategy,
+    step_index: int,
+    item: Item,
+    *,
+    modality: Modality,
+    sign_type_mode: SignTypeMode,
+    sampling: Sampling,
+    previous: tuple[str, ...] = (),
+) -> GenerationRequest:
     """The request for one step of a strategy, given the outputs of its earlier steps."""
     step = STEPS[strategy][step_index]
     prompt = load_prompt(f"{step}.{modality}")
@@ -98,16 +109,30 @@ def build_step_request(strategy: Strategy, step_index: int, item: Item, *, modal
     return GenerationRequest(messages, sampling, constraint, (prompt.sha256,))
 
 
-async def run_system(strategy: Strategy, item: Item, call: Caller, *, modality: Modality, sign_type_mode: SignTypeMode,
-                     sampling: Sampling = DEFAULT_SYSTEM_SAMPLING, run_seed: int = 0, repeat: int = 0) -> SystemAnswer:
+async def run_system(
+    strategy: Strategy,
+    item: Item,
+    call: Caller,
+    *,
+    modality: Modality,
+    sign_type_mode: SignTypeMode,
+    sampling: Sampling = DEFAULT_SYSTEM_SAMPLING,
+    run_seed: int = 0,
+    repeat: int = 0,
+) -> SystemAnswer:
     """Answer one variant with one strategy. MA runs its three specialists in order."""
     calls: list[Call] = []
     outputs: list[str] = []
     for i, step in enumerate(STEPS[strategy]):
-        seeded = Sampling(temperature=sampling.temperature, max_tokens=sampling.max_tokens,
-                          seed=system_seed(run_seed, item, repeat, strategy, step), top_p=sampling.top_p)
-        request = build_step_request(strategy, i, item, modality=modality, sign_type_mode=sign_type_mode,
-                                     sampling=seeded, previous=tuple(outputs))
+        seeded = Sampling(
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
+            seed=system_seed(run_seed, item, repeat, strategy, step),
+            top_p=sampling.top_p,
+        )
+        request = build_step_request(
+            strategy, i, item, modality=modality, sign_type_mode=sign_type_mode, sampling=seeded, previous=tuple(outputs)
+        )
         result = await call(request)
         calls.append(Call(step, f"{step}.{modality}", request, result))
         if not result.ok:
@@ -116,6 +141,12 @@ async def run_system(strategy: Strategy, item: Item, call: Caller, *, modality: 
     text = outputs[-1]
     category = parse_sign_type(text)
     if category is None and sign_type_mode == "constrained":
-        return SystemAnswer(text, None, False, "parse_failure", tuple(calls),
-                            "constrained answer has no valid SIGN_TYPE line (engine ignored the constraint?)")
+        return SystemAnswer(
+            text,
+            None,
+            False,
+            "parse_failure",
+            tuple(calls),
+            "constrained answer has no valid SIGN_TYPE line (engine ignored the constraint?)",
+        )
     return SystemAnswer(text, category, category is not None, "ok", tuple(calls))

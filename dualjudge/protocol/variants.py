@@ -27,7 +27,7 @@ def variant_problem(name: str, rubric_files: Mapping[str, str]) -> str | None:
         return f"unknown judge variant {name!r}: holistic, rubric, or rubric:NAME with NAME in [judges.rubrics]"
     label = name.partition(":")[2]
     if label and label not in rubric_files:
-        return f"judge variant {name!r} names no rubric file: add {label} = \"path\" under [judges.rubrics]"
+        return f'judge variant {name!r} names no rubric file: add {label} = "path" under [judges.rubrics]'
     return None
 
 

@@ -52,8 +52,9 @@ class _Verdict(BaseModel):
         rest = len(json.dumps(cls.widest().model_dump(), separators=(", ", ": "))) + 1  # + end of sequence
         budget = min(REASONING_MAX, max_tokens - rest)
         if budget < REASONING_MIN:
-            raise ValueError(f"max_tokens {max_tokens} leaves no room for a {cls.__name__}'s reasoning; "
-                             f"use at least {rest + REASONING_MIN}")
+            raise ValueError(
+                f"max_tokens {max_tokens} leaves no room for a {cls.__name__}'s reasoning; use at least {rest + REASONING_MIN}"
+            )
         return budget
 
     @classmethod
@@ -156,9 +157,11 @@ def _reasoning() -> tuple[type, object]:
 
 
 def _axes() -> dict[str, tuple[Any, object]]:
-    return {"accuracy": (int, Field(ge=0, le=10, description="Identification and rule, 0-10.")),
-            "completeness": (int, Field(ge=0, le=10, description="Every element of the reference, 0-10.")),
-            "relevance": (int, Field(ge=0, le=10, description="Stays on what the sign requires, 0-10."))}
+    return {
+        "accuracy": (int, Field(ge=0, le=10, description="Identification and rule, 0-10.")),
+        "completeness": (int, Field(ge=0, le=10, description="Every element of the reference, 0-10.")),
+        "relevance": (int, Field(ge=0, le=10, description="Stays on what the sign requires, 0-10.")),
+    }
 
 
 @lru_cache(maxsize=64)
@@ -209,8 +212,9 @@ def interpret(model: type[_Verdict], result: GenerationResult) -> Outcome:
         if not isinstance(e, json.JSONDecodeError):  # deep nesting or a huge number: never a verdict
             return Outcome("error", detail=f"the reply cannot be read as JSON ({type(e).__name__}); a rerun asks again")
         if result.finish_reason == "length":
-            return Outcome("parse_failure", detail=f"truncated: the verdict reached max_tokens before it closed "
-                                                   f"({e.msg} at char {e.pos})")
+            return Outcome(
+                "parse_failure", detail=f"truncated: the verdict reached max_tokens before it closed ({e.msg} at char {e.pos})"
+            )
         return Outcome("parse_failure", detail=f"not JSON (engine ignored the JSON constraint): {e.msg} at char {e.pos}")
     try:
         return Outcome("ok", verdict=model.model_validate(data))

@@ -20,10 +20,14 @@ def __getattr__(name: str) -> object:  # `SIGN_TYPES`, computed when first asked
         return sign_types()
     raise AttributeError(name)
 
+
 # A line such as "SIGN_TYPE: no_entry", "**SIGN_TYPE:** no_entry" or "SIGN_TYPE: `no_entry`".
 _EMPH = r"[*_`]*"
-_LINE = re.compile(rf"^[ \t]*{_EMPH}[ \t]*SIGN_TYPE[ \t]*{_EMPH}[ \t]*:[ \t]*{_EMPH}[ \t]*"
-                   rf"([a-z][a-z_]*[a-z])[ \t]*{_EMPH}[ \t]*$", re.MULTILINE)
+_LINE = re.compile(
+    rf"^[ \t]*{_EMPH}[ \t]*SIGN_TYPE[ \t]*{_EMPH}[ \t]*:[ \t]*{_EMPH}[ \t]*"
+    rf"([a-z][a-z_]*[a-z])[ \t]*{_EMPH}[ \t]*$",
+    re.MULTILINE,
+)
 
 
 def sign_type_pattern(max_free_chars: int = DEFAULT_FREE_CHARS) -> str:

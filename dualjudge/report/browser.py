@@ -11,9 +11,19 @@ from pathlib import Path
 NAMES = ("chromium", "chromium-browser", "google-chrome")
 # Offline and quiet: no background networking, sync, component updates or first-run work (on a machine
 # without a network chromium otherwise retries its own connections), and a fresh profile each time.
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--allow-file-access-from-files",
-         "--disable-dev-shm-usage", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--allow-file-access-from-files",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 
 def find_chromium() -> str | None:
@@ -22,16 +32,26 @@ def find_chromium() -> str | None:
 
 def _run(browser: str, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory(prefix="dualjudge-chromium-") as profile:
-        return subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        return subprocess.run(
+            [browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=timeout, check=False
+        )
 
 
-def screenshot(page: Path, png: Path, browser: str, size: tuple[int, int] = (1400, 1800), budget_ms: int = 5000,
-               timeout: float = 120) -> bool:
+def screenshot(
+    page: Path, png: Path, browser: str, size: tuple[int, int] = (1400, 1800), budget_ms: int = 5000, timeout: float = 120
+) -> bool:
     """A PNG of `page` as the browser renders it after its scripts ran; whether it was written."""
     png.unlink(missing_ok=True)
-    _run(browser, [f"--window-size={size[0]},{size[1]}", f"--virtual-time-budget={budget_ms}",
-                   f"--screenshot={png.resolve()}", page.resolve().as_uri()], timeout)
+    _run(
+        browser,
+        [
+            f"--window-size={size[0]},{size[1]}",
+            f"--virtual-time-budget={budget_ms}",
+            f"--screenshot={png.resolve()}",
+            page.resolve().as_uri(),
+        ],
+        timeout,
+    )
     return png.is_file() and png.stat().st_size > 0
 
 

@@ -23,9 +23,17 @@ ANALYSIS_FILES = RunDir.ANALYSIS_FILES
 ANALYSIS_FOLDERS = (RunDir.FIGURES,)
 
 
-def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
-            n_resamples: int = N_RESAMPLES, figures: bool = True, scale: Scale = PAPER_SCALE,
-            links: bool | None = None, progress: Progress | None = None) -> Summary:
+def analyze(
+    table: Path,
+    out: Path,
+    lineage: Lineage = "family",
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    figures: bool = True,
+    scale: Scale = PAPER_SCALE,
+    links: bool | None = None,
+    progress: Progress | None = None,
+) -> Summary:
     """`links`: the report's numbers link to the run explorer beside it (default: when out holds one);
     `progress` is told each part of the analysis as it starts."""
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
@@ -38,8 +46,7 @@ def analyze(table: Path, out: Path, lineage: Lineage = "family", seed: int = 0,
     staging = Path(tempfile.mkdtemp(prefix=".analysis-", dir=out))
     try:
         write_text(RunDir(staging).summary, summary.to_json())
-        render_report(summary, staging, lineage, figures=figures,
-                      links=(out / EXPLORER).is_file() if links is None else links)
+        render_report(summary, staging, lineage, figures=figures, links=(out / EXPLORER).is_file() if links is None else links)
         figures_dir = out / RunDir.FIGURES
         if (staging / RunDir.FIGURES).is_dir():
             shutil.rmtree(figures_dir, ignore_errors=True)

@@ -7,40 +7,85 @@ from dualjudge.report.tables import ci, num, rate, table
 
 
 def section(summary: Summary) -> list[str]:
-    return _human(summary) + _agreement(summary) + _missingness(summary) + _decision_risk(summary) + \
-        _stability(summary) + _probes(summary)
+    return (
+        _human(summary)
+        + _agreement(summary)
+        + _missingness(summary)
+        + _decision_risk(summary)
+        + _stability(summary)
+        + _probes(summary)
+    )
 
 
 def _human(summary: Summary) -> list[str]:
     parts = ["## Human check", ""]
     h = summary.human
     if h is None:
-        return parts + ["No human annotations yet: `dualjudge human export RUN` writes a blinded, stratified sample "
-                        "(the paper's 49), `dualjudge human import RUN FILE` compares it with the judges.", ""]
-    parts.append(f"{h.n_samples} samples, annotators {', '.join(h.annotators)}: the human overall score against each "
-                 f"judge's overall and sub-scores (Pearson r; Spearman, Kendall), and the human equivalence "
-                 f"decision against the equivalence judge (Cohen's kappa, beside the agreement of always saying the "
-                 f"majority answer).")
+        return parts + [
+            "No human annotations yet: `dualjudge human export RUN` writes a blinded, stratified sample "
+            "(the paper's 49), `dualjudge human import RUN FILE` compares it with the judges.",
+            "",
+        ]
+    parts.append(
+        f"{h.n_samples} samples, annotators {', '.join(h.annotators)}: the human overall score against each "
+        f"judge's overall and sub-scores (Pearson r; Spearman, Kendall), and the human equivalence "
+        f"decision against the equivalence judge (Cohen's kappa, beside the agreement of always saying the "
+        f"majority answer)."
+    )
     rows = []
     for judge, j in h.judges.items():
-        rows.append([judge, num(j.overall.pearson), num(j.overall.spearman), num(j.overall.kendall),
-                     num(j.accuracy.pearson), num(j.completeness.pearson), num(j.relevance.pearson),
-                     num(j.equivalence.kappa), rate(j.equivalence.raw_agreement),
-                     rate(j.equivalence.majority_baseline_agreement)])
-    parts += ["", table(["judge", "r overall", "Spearman", "Kendall", "r accuracy", "r completeness", "r relevance",
-                         "kappa (equiv.)", "agreement", "majority baseline"], rows)]
+        rows.append(
+            [
+                judge,
+                num(j.overall.pearson),
+                num(j.overall.spearman),
+                num(j.overall.kendall),
+                num(j.accuracy.pearson),
+                num(j.completeness.pearson),
+                num(j.relevance.pearson),
+                num(j.equivalence.kappa),
+                rate(j.equivalence.raw_agreement),
+                rate(j.equivalence.majority_baseline_agreement),
+            ]
+        )
+    parts += [
+        "",
+        table(
+            [
+                "judge",
+                "r overall",
+                "Spearman",
+                "Kendall",
+                "r accuracy",
+                "r completeness",
+                "r relevance",
+                "kappa (equiv.)",
+                "agreement",
+                "majority baseline",
+            ],
+            rows,
+        ),
+    ]
     return parts + [""]
 
 
 def _stability(summary: Summary) -> list[str]:
     if not summary.stability:
         return []
-    rows = [[judge, kind, str(s.passes), str(s.answers), rate(s.exact_agreement), rate(s.flip_rate), num(s.icc1)]
-            for judge, kinds in summary.stability.items() for kind, s in kinds.items()]
-    return ["## Stability across repeated judge passes", "",
-            f"Every verdict judged again in k passes at a sampling temperature, each with its own seed; a flip is a "
-            f"change of the pass/fail verdict (quality: {summary.scale.good}) between passes.", "",
-            table(["judge", "kind", "passes", "answers", "exact agreement", "flip rate", "ICC(1)"], rows), ""]
+    rows = [
+        [judge, kind, str(s.passes), str(s.answers), rate(s.exact_agreement), rate(s.flip_rate), num(s.icc1)]
+        for judge, kinds in summary.stability.items()
+        for kind, s in kinds.items()
+    ]
+    return [
+        "## Stability across repeated judge passes",
+        "",
+        f"Every verdict judged again in k passes at a sampling temperature, each with its own seed; a flip is a "
+        f"change of the pass/fail verdict (quality: {summary.scale.good}) between passes.",
+        "",
+        table(["judge", "kind", "passes", "answers", "exact agreement", "flip rate", "ICC(1)"], rows),
+        "",
+    ]
 
 
 def _agreement(summary: Summary) -> list[str]:
@@ -49,10 +94,17 @@ def _agreement(summary: Summary) -> list[str]:
     if ag.reason:
         return parts + [ag.reason, ""]
     if ag.alpha_overall and ag.alpha_equivalent:
-        parts.append(f"Krippendorff's alpha, overall ({ag.alpha_overall.level}): {_alpha(ag.alpha_overall)}; "
-                     f"equivalent ({ag.alpha_equivalent.level}): {_alpha(ag.alpha_equivalent)}")
-    parts += ["", table(["judges", "kappa (equivalent)", "raw agreement", "n"],
-                        [[k, num(v.kappa_equivalent), num(v.raw_agreement), str(v.n)] for k, v in ag.pairwise.items()])]
+        parts.append(
+            f"Krippendorff's alpha, overall ({ag.alpha_overall.level}): {_alpha(ag.alpha_overall)}; "
+            f"equivalent ({ag.alpha_equivalent.level}): {_alpha(ag.alpha_equivalent)}"
+        )
+    parts += [
+        "",
+        table(
+            ["judges", "kappa (equivalent)", "raw agreement", "n"],
+            [[k, num(v.kappa_equivalent), num(v.raw_agreement), str(v.n)] for k, v in ag.pairwise.items()],
+        ),
+    ]
     return parts + [""]
 
 
@@ -63,19 +115,39 @@ def _alpha(a: Alpha) -> str:
 
 def _missingness(summary: Summary) -> list[str]:
     m = summary.missingness
-    parts = ["## Missing verdicts and answers", "",
-             f"{m.answers} answers; {m.never_scored} scored by no judge"
-             + (f"; {m.failed_system_calls} system calls produced no answer" if m.failed_system_calls is not None else "")
-             + ".", ""]
+    parts = [
+        "## Missing verdicts and answers",
+        "",
+        f"{m.answers} answers; {m.never_scored} scored by no judge"
+        + (f"; {m.failed_system_calls} system calls produced no answer" if m.failed_system_calls is not None else "")
+        + ".",
+        "",
+    ]
     rows = []
     for judge, j in m.per_judge.items():
-        rows.append([judge, f"{rate(j.quality.overall.rate)} ({j.quality.overall.missing}/{j.quality.overall.asked})",
-                     f"{rate(j.equivalence.overall.rate)} ({j.equivalence.overall.missing}/{j.equivalence.overall.asked})",
-                     str(j.one_judge_failed),
-                     "; ".join(f"{v}: {rate(x.rate)}" for v, x in j.quality.by_visibility.items()) or "-",
-                     "; ".join(f"{f}: {rate(x.rate)}" for f, x in j.quality.by_system_family.items()) or "-"])
-    parts.append(table(["judge", "quality missing", "equivalence missing", "one judge failed",
-                        "quality missing by visibility", "quality missing by system family"], rows))
+        rows.append(
+            [
+                judge,
+                f"{rate(j.quality.overall.rate)} ({j.quality.overall.missing}/{j.quality.overall.asked})",
+                f"{rate(j.equivalence.overall.rate)} ({j.equivalence.overall.missing}/{j.equivalence.overall.asked})",
+                str(j.one_judge_failed),
+                "; ".join(f"{v}: {rate(x.rate)}" for v, x in j.quality.by_visibility.items()) or "-",
+                "; ".join(f"{f}: {rate(x.rate)}" for f, x in j.quality.by_system_family.items()) or "-",
+            ]
+        )
+    parts.append(
+        table(
+            [
+                "judge",
+                "quality missing",
+                "equivalence missing",
+                "one judge failed",
+                "quality missing by visibility",
+                "quality missing by system family",
+            ],
+            rows,
+        )
+    )
     return parts + [""]
 
 
@@ -84,13 +156,28 @@ def _decision_risk(summary: Summary) -> list[str]:
     parts = ["## Decision risk between systems", ""]
     if not d.pairs:
         return parts + [f"Not computed: {d.reason or 'too few systems or signs'}.", ""]
-    parts.append("For each pair of strategies: the winner by mean overall (all judges), the sign-cluster bootstrap "
-                 "probability that the run names the wrong winner, and about how many signs would name the right "
-                 "one 90% of the time.")
-    parts += ["", table(["pair", "winner", "mean difference", "signs", "P(wrong winner)", "signs for 90%"],
-                        [[k, v.winner or "tie", num(v.mean_difference, 3), str(v.signs), rate(v.p_wrong_winner),
-                          str(v.signs_for_90pct) if v.signs_for_90pct is not None else "-"]
-                         for k, v in d.pairs.items()])]
+    parts.append(
+        "For each pair of strategies: the winner by mean overall (all judges), the sign-cluster bootstrap "
+        "probability that the run names the wrong winner, and about how many signs would name the right "
+        "one 90% of the time."
+    )
+    parts += [
+        "",
+        table(
+            ["pair", "winner", "mean difference", "signs", "P(wrong winner)", "signs for 90%"],
+            [
+                [
+                    k,
+                    v.winner or "tie",
+                    num(v.mean_difference, 3),
+                    str(v.signs),
+                    rate(v.p_wrong_winner),
+                    str(v.signs_for_90pct) if v.signs_for_90pct is not None else "-",
+                ]
+                for k, v in d.pairs.items()
+            ],
+        ),
+    ]
     return parts + [""]
 
 
@@ -103,7 +190,9 @@ def _probes(summary: Summary) -> list[str]:
         o = probes.order.overall
         parts.append(f"Order probe: flip rate {num(o.estimate)} (95% CI {ci(o.ci)}, {o.n} pairs).")
     for kind, p in (probes.padding.kinds if probes.padding else {}).items():
-        parts.append(f"Padding probe ({kind}): mean shift {num(p.shift.estimate)} "
-                     f"(95% CI {ci(p.shift.ci)}); flip rate {num(p.flip_rate.estimate)} "
-                     f"(95% CI {ci(p.flip_rate.ci)}), n = {p.shift.n}.")
+        parts.append(
+            f"Padding probe ({kind}): mean shift {num(p.shift.estimate)} "
+            f"(95% CI {ci(p.shift.ci)}); flip rate {num(p.flip_rate.estimate)} "
+            f"(95% CI {ci(p.flip_rate.ci)}), n = {p.shift.n}."
+        )
     return parts + [""]

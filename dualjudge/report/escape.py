@@ -48,8 +48,18 @@ def markdown_to_html(md: str) -> str:
     return str(parser.render(md))
 
 
-_MARKUP = {"\\": "\\\\", "<": "\\<", ">": "\\>", "[": "\\[", "]": "\\]", "`": "\\`", "&": "\\&",
-           "\r\n": "\\n", "\r": "\\n", "\n": "\\n"}
+_MARKUP = {
+    "\\": "\\\\",
+    "<": "\\<",
+    ">": "\\>",
+    "[": "\\[",
+    "]": "\\]",
+    "`": "\\`",
+    "&": "\\&",
+    "\r\n": "\\n",
+    "\r": "\\n",
+    "\n": "\\n",
+}
 _MARKUP_RE = re.compile("|".join(re.escape(k) for k in sorted(_MARKUP, key=len, reverse=True)))
 _PLAIN_RE = re.compile(r"\\([\\<>\[\]`&n])")
 

@@ -135,31 +135,56 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
         first = rows.iloc[0]
         v = testbed.get(str(item_id), {})
         answer_key = (str(item_id), int(repeat), str(model), str(strategy))
-        verdicts = [_verdict(r, judges, details, residuals.get((*answer_key, r["judge_model"], r["judge_variant"])))
-                    for r in rows.to_dict("records")]
-        answers.append({
-            "variant": str(item_id), "sign": str(first["sign_code"]), "visibility": _clean(first["visibility"]),
-            "mode": str(first["mode"]), "repeat": int(repeat), "strategy": str(strategy), "model": str(model),
-            "family": str(first["system_family"]), "text": _clean(first.get("response")),
-            "predicted": _clean(first["predicted_category"]), "category": str(first["category"]),
-            "format_ok": _clean(first["format_ok"]), "status": _clean(first.get("system_status")),
-            "scene": v.get("scene_text"), "image": v.get("image_path"),
-            "verdicts": verdicts, "probes": probes.get(answer_key, []),
-        })
-    signs = {code: SignView(caption=catalogue.sign(code).caption, description=catalogue.sign(code).description,
-                            group=catalogue.sign(code).group)
-             for code in sorted({a["sign"] for a in answers}) if code in catalogue.codes}
+        verdicts = [
+            _verdict(r, judges, details, residuals.get((*answer_key, r["judge_model"], r["judge_variant"])))
+            for r in rows.to_dict("records")
+        ]
+        answers.append(
+            {
+                "variant": str(item_id),
+                "sign": str(first["sign_code"]),
+                "visibility": _clean(first["visibility"]),
+                "mode": str(first["mode"]),
+                "repeat": int(repeat),
+                "strategy": str(strategy),
+                "model": str(model),
+                "family": str(first["system_family"]),
+                "text": _clean(first.get("response")),
+                "predicted": _clean(first["predicted_category"]),
+                "category": str(first["category"]),
+                "format_ok": _clean(first["format_ok"]),
+                "status": _clean(first.get("system_status")),
+                "scene": v.get("scene_text"),
+                "image": v.get("image_path"),
+                "verdicts": verdicts,
+                "probes": probes.get(answer_key, []),
+            }
+        )
+    signs = {
+        code: SignView(
+            caption=catalogue.sign(code).caption, description=catalogue.sign(code).description, group=catalogue.sign(code).group
+        )
+        for code in sorted({a["sign"] for a in answers})
+        if code in catalogue.codes
+    }
     try:
         config = json.loads(store.get_meta("config") or "{}")
         if not isinstance(config, dict):
             raise ValueError("not an object")
     except ValueError:
         config = {}  # a damaged stored configuration only loses the modality hint: images are assumed
-    return {"run": sorted(set(table["run_id"].astype(str))), "good": PAPER_SCALE.high, "poor": PAPER_SCALE.low,
-            "modality": config.get("testbed", {}).get("modality", "image"),
-            "judges": [JudgeView(name=j, family=judge_family[j]) for j in judges], "variants": variants,
-            "kinds": [KindView(name=k.name, columns=list(k.columns), value=k.value) for k in declared()],
-            "signs": signs, "answers": answers, "systems": _calibrated_systems(table, variants)}
+    return {
+        "run": sorted(set(table["run_id"].astype(str))),
+        "good": PAPER_SCALE.high,
+        "poor": PAPER_SCALE.low,
+        "modality": config.get("testbed", {}).get("modality", "image"),
+        "judges": [JudgeView(name=j, family=judge_family[j]) for j in judges],
+        "variants": variants,
+        "kinds": [KindView(name=k.name, columns=list(k.columns), value=k.value) for k in declared()],
+        "signs": signs,
+        "answers": answers,
+        "systems": _calibrated_systems(table, variants),
+    }
 
 
 def _calibrated_systems(table: pd.DataFrame, variants: list[str]) -> dict[str, dict[str, dict[str, float]]]:
@@ -172,8 +197,10 @@ def _calibrated_systems(table: pd.DataFrame, variants: list[str]) -> dict[str, d
         except DualjudgeError:
             scores = None
         if scores:
-            out[variant] = {"model": {k: round(v, 3) for k, v in scores["system_model"].items()},
-                            "strategy": {k: round(v, 3) for k, v in scores["system"].items()}}
+            out[variant] = {
+                "model": {k: round(v, 3) for k, v in scores["system_model"].items()},
+                "strategy": {k: round(v, 3) for k, v in scores["system"].items()},
+            }
     return out
 
 
@@ -183,24 +210,33 @@ def _testbed(out: Path) -> dict[str, dict[str, Any]]:
         variants = variants_by_id(RunDir(out).testbed)
     except DualjudgeError:
         return {}  # no testbed beside the table: the cards show no image and no scene text
-    return {vid: {"scene_text": v.scene_text, "image_path": f"{RunDir.TESTBED}/{v.image_path}"}
-            for vid, v in variants.items()}
+    return {vid: {"scene_text": v.scene_text, "image_path": f"{RunDir.TESTBED}/{v.image_path}"} for vid, v in variants.items()}
 
 
-def _verdict(r: dict[str, Any], judges: list[str], details: dict[tuple[Any, ...], VerdictRow],
-             residual: float | None) -> VerdictView:
+def _verdict(
+    r: dict[str, Any], judges: list[str], details: dict[tuple[Any, ...], VerdictRow], residual: float | None
+) -> VerdictView:
     """One judge's verdicts on one answer: per declared judge kind its state, scores, reasoning and error."""
     key = (r["item_id"], int(r["repeat"]), r["system_model"], r["system"], r["judge_model"], r["judge_variant"])
     kinds: dict[str, dict[str, Any]] = {}
     criteria = None
     for k in declared():
         stored = details.get((*key, k.name))
-        kinds[k.name] = {"s": r[k.status], **{name: _clean(r[name]) for name in k.columns},
-                         "r": stored.reasoning if stored else None, "err": stored.error if stored else None}
+        kinds[k.name] = {
+            "s": r[k.status],
+            **{name: _clean(r[name]) for name in k.columns},
+            "r": stored.reasoning if stored else None,
+            "err": stored.error if stored else None,
+        }
         if criteria is None and stored is not None and stored.criteria:
             criteria = json.loads(stored.criteria)  # a rubric judge's clause scores (the first kind that has them)
-    return {"judge": judges.index(r["judge_model"]), "jv": r["judge_variant"], "k": kinds, "criteria": criteria,
-            "residual": None if residual is None else round(float(residual), 3)}
+    return {
+        "judge": judges.index(r["judge_model"]),
+        "jv": r["judge_variant"],
+        "k": kinds,
+        "criteria": criteria,
+        "residual": None if residual is None else round(float(residual), 3),
+    }
 
 
 def _residuals(table: pd.DataFrame) -> dict[tuple[Any, ...], float]:
@@ -222,17 +258,36 @@ def _probes(store: Store) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
     out: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for o in store.read(OrderProbeRow):
         for position, (model, strategy), (other_model, other_strategy) in (
-                ("first", (o.first_model, o.first_strategy), (o.second_model, o.second_strategy)),
-                ("second", (o.second_model, o.second_strategy), (o.first_model, o.first_strategy))):
-            out.setdefault((o.variant_id, o.repeat, model, strategy), []).append({
-                "probe": "order", "judge": o.judge_model, "jv": o.judge_variant, "position": position,
-                "other": f"{other_model} / {other_strategy}", "winner_ab": o.winner_ab, "winner_ba": o.winner_ba,
-                "flipped": o.flipped, "status": o.status})
+            ("first", (o.first_model, o.first_strategy), (o.second_model, o.second_strategy)),
+            ("second", (o.second_model, o.second_strategy), (o.first_model, o.first_strategy)),
+        ):
+            out.setdefault((o.variant_id, o.repeat, model, strategy), []).append(
+                {
+                    "probe": "order",
+                    "judge": o.judge_model,
+                    "jv": o.judge_variant,
+                    "position": position,
+                    "other": f"{other_model} / {other_strategy}",
+                    "winner_ab": o.winner_ab,
+                    "winner_ba": o.winner_ba,
+                    "flipped": o.flipped,
+                    "status": o.status,
+                }
+            )
     for p in store.read(PaddingProbeRow):
-        out.setdefault((p.variant_id, p.repeat, p.system_model, p.strategy), []).append({
-            "probe": "padding", "judge": p.judge_model, "jv": p.judge_variant, "kind": p.kind,
-            "original": _clean(p.original), "padded": _clean(p.padded), "shift": _clean(p.shift), "flipped": p.flipped,
-            "status": p.status})
+        out.setdefault((p.variant_id, p.repeat, p.system_model, p.strategy), []).append(
+            {
+                "probe": "padding",
+                "judge": p.judge_model,
+                "jv": p.judge_variant,
+                "kind": p.kind,
+                "original": _clean(p.original),
+                "padded": _clean(p.padded),
+                "shift": _clean(p.shift),
+                "flipped": p.flipped,
+                "status": p.status,
+            }
+        )
     return out
 
 
@@ -241,9 +296,11 @@ def render_explorer(data: ExplorerData) -> str:
     web = project_root() / "web"
     payload = script_json(data)  # no answer, name or table value can end the block or open a comment in it
     page = (web / "explorer.html").read_text(encoding="utf-8")
-    return (page.replace("/*STYLE*/", (web / "explorer.css").read_text(encoding="utf-8"))
-                .replace("/*SCRIPT*/", (web / "explorer.js").read_text(encoding="utf-8"))
-                .replace("/*DATA*/", payload))
+    return (
+        page.replace("/*STYLE*/", (web / "explorer.css").read_text(encoding="utf-8"))
+        .replace("/*SCRIPT*/", (web / "explorer.js").read_text(encoding="utf-8"))
+        .replace("/*DATA*/", payload)
+    )
 
 
 def write_explorer(out: Path, store: Store) -> Path:

@@ -47,8 +47,7 @@ def degradation_figure(points: list[DegradationPoint], path: Path, title: str) -
 def joint_figure(joint: JointCounts, path: Path, title: str) -> Path:
     fig = Figure(figsize=(5.6, 3.8))
     ax = fig.subplots()
-    for counts, label, colour in ((joint.equivalent, "equivalent", "#2b8a3e"),
-                                  (joint.not_equivalent, "not equivalent", "#c92a2a")):
+    for counts, label, colour in ((joint.equivalent, "equivalent", "#2b8a3e"), (joint.not_equivalent, "not equivalent", "#c92a2a")):
         ax.hist(joint.bins[:-1], bins=joint.bins, weights=counts, alpha=0.6, label=label, color=colour)
     ax.axvline(7, color="k", ls="--", lw=0.8)
     ax.axvline(5, color="k", ls=":", lw=0.8)
@@ -103,8 +102,9 @@ def heatmap_figure(matrices: Mapping[str, Interaction], path: Path, title: str) 
 FIGURE_ROWS = 40  # systems drawn in the leaderboard figure (the best; the report's table lists them all)
 
 
-def leaderboard_figure(boards: Mapping[str, Leaderboard], path: Path, title: str,
-                       planted: Mapping[str, Mapping[str, float]] | None = None) -> Path:
+def leaderboard_figure(
+    boards: Mapping[str, Leaderboard], path: Path, title: str, planted: Mapping[str, Mapping[str, float]] | None = None
+) -> Path:
     """One panel per grouping: each system's calibrated score with its 95% interval (dots and bars), the
     naive mean (open circles) and, for simulated data, the planted score (crosses); best at the top."""
     shown = {name: [r for r in b.rows if r.estimate is not None][:FIGURE_ROWS] for name, b in boards.items()}
@@ -116,14 +116,27 @@ def leaderboard_figure(boards: Mapping[str, Leaderboard], path: Path, title: str
         est = np.array([r.estimate for r in rows], dtype=float)
         low = np.array([r.ci_low if r.ci_low is not None else r.estimate for r in rows], dtype=float)
         high = np.array([r.ci_high if r.ci_high is not None else r.estimate for r in rows], dtype=float)
-        ax.errorbar(est, y, xerr=np.vstack([est - low, high - est]), fmt="o", color="#1c7ed6", capsize=3,
-                    label="calibrated, 95% CI")
+        ax.errorbar(
+            est, y, xerr=np.vstack([est - low, high - est]), fmt="o", color="#1c7ed6", capsize=3, label="calibrated, 95% CI"
+        )
         naive = {r.group: r.estimate for r in board.naive}
-        ax.scatter([naive.get(r.group, np.nan) for r in rows], y, facecolors="none", edgecolors="#e8590c",
-                   label="naive mean of all verdicts", zorder=3)
+        ax.scatter(
+            [naive.get(r.group, np.nan) for r in rows],
+            y,
+            facecolors="none",
+            edgecolors="#e8590c",
+            label="naive mean of all verdicts",
+            zorder=3,
+        )
         if planted and planted.get(name):
-            ax.scatter([planted[name].get(r.group, np.nan) for r in rows], y, marker="x", color="k",
-                       label="planted (simulated data)", zorder=4)
+            ax.scatter(
+                [planted[name].get(r.group, np.nan) for r in rows],
+                y,
+                marker="x",
+                color="k",
+                label="planted (simulated data)",
+                zorder=4,
+            )
         ax.set_yticks(y, [r.group for r in rows])
         ax.set_xlabel("points (0-10)" if board.unit == "points" else "probability")
         kind = {"system_model": "system model", "system": "strategy"}.get(name, name)

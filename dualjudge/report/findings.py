@@ -45,13 +45,17 @@ def section(summary: Summary, links: bool = False) -> list[str]:
 
 def _what_was_run(summary: Summary) -> str:
     d = summary.design
+
     def fam(models: dict[str, str]) -> str:
         return ", ".join(f"{m} ({f})" for m, f in models.items())
+
     failed = ", ".join(f"{n} {kind}" for kind, n in d.failed_verdicts.items())
-    text = (f"Run {', '.join(summary.runs) or '-'}: {d.answers} answers from {len(d.system_models)} system model(s), "
-            f"{fam(d.system_models)}, with strategies {', '.join(d.strategies)}, on {_where(summary)}; judged by "
-            f"{len(d.judge_models)} judge model(s), {fam(d.judge_models)} ({summary.judge_variant} judges), "
-            f"{summary.n_rows} answer x judge rows. Failed verdicts: {failed}")
+    text = (
+        f"Run {', '.join(summary.runs) or '-'}: {d.answers} answers from {len(d.system_models)} system model(s), "
+        f"{fam(d.system_models)}, with strategies {', '.join(d.strategies)}, on {_where(summary)}; judged by "
+        f"{len(d.judge_models)} judge model(s), {fam(d.judge_models)} ({summary.judge_variant} judges), "
+        f"{summary.n_rows} answer x judge rows. Failed verdicts: {failed}"
+    )
     if summary.missingness.failed_system_calls:
         text += f"; {summary.missingness.failed_system_calls} system calls gave no answer"
     if summary.requests is not None:
@@ -74,15 +78,18 @@ def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
         return f"{judge}: no row has both of its verdicts, so the dual-judge statistics are not available."
     r_ci = f" [{num(js.point_biserial_ci[0])}, {num(js.point_biserial_ci[1])}]" if js.point_biserial_ci else ""
     count = linked(str(js.type2.count), links, judge=judge, type="type2", variant=variant)
-    text = (f"{judge}: its quality and equivalence verdicts correlate at r = {num(js.point_biserial_r)}{r_ci}; "
-            f"Type II (not equivalent yet scored good) {count} of {js.point_biserial_n} ({rate(js.type2.rate)})")
+    text = (
+        f"{judge}: its quality and equivalence verdicts correlate at r = {num(js.point_biserial_r)}{r_ci}; "
+        f"Type II (not equivalent yet scored good) {count} of {js.point_biserial_n} ({rate(js.type2.rate)})"
+    )
     peaks = [(v, x) for v, x in js.type2_by_visibility.items() if x.conditional_rate is not None and x.count > 0]
     if peaks:
         v, x = max(peaks, key=lambda p: (p[1].conditional_rate, -float(p[0])))
-        at = linked(f"v = {visibility_key(v)}", links, judge=judge, type="type2", visibility=visibility_key(v),
-                     variant=variant)
-        text += (f"; conditionally on a good score it peaks at {at}: {x.count} of {x.n_high} good scores "
-                 f"({rate(x.conditional_rate)}) are not equivalent")
+        at = linked(f"v = {visibility_key(v)}", links, judge=judge, type="type2", visibility=visibility_key(v), variant=variant)
+        text += (
+            f"; conditionally on a good score it peaks at {at}: {x.count} of {x.n_high} good scores "
+            f"({rate(x.conditional_rate)}) are not equivalent"
+        )
     return text + "."
 
 
@@ -97,13 +104,17 @@ def _best_system(summary: Summary) -> str | None:
     naive_top = board.naive[0].group if board.naive and board.naive[0].rank == 1 else None
     doubts = top_doubts(board)
     if doubts:
-        return (f"Which system is best is not settled: with the judges' biases taken out {top.group} comes first with "
-                f"every judge, but a refit without one judge or family puts another first ({'; '.join(doubts)}).")
-    text = (f"Best system model with the judges' biases taken out: {top.group}, {num(top.estimate)} "
-            f"[{num(top.ci_low)}, {num(top.ci_high)}] {board.unit}, first in {rate(top.p_best)} of the resamples")
+        return (
+            f"Which system is best is not settled: with the judges' biases taken out {top.group} comes first with "
+            f"every judge, but a refit without one judge or family puts another first ({'; '.join(doubts)})."
+        )
+    text = (
+        f"Best system model with the judges' biases taken out: {top.group}, {num(top.estimate)} "
+        f"[{num(top.ci_low)}, {num(top.ci_high)}] {board.unit}, first in {rate(top.p_best)} of the resamples"
+    )
     text += "; the naive panel agrees" if naive_top == top.group else f"; the naive panel puts {naive_top} first"
     if board.changes:
-        text += f"; {max(board.changes_total, len(board.changes))} ranking change(s) under \"Which system is best\""
+        text += f'; {max(board.changes_total, len(board.changes))} ranking change(s) under "Which system is best"'
     return text + "."
 
 
@@ -118,7 +129,9 @@ def _warnings(summary: Summary) -> list[str]:
             out.append(f"self-preference on {name} is not estimable for {', '.join(lost)} (see its section).")
         warned = [j.judge for j in o.judges if j.estimate is not None and j.warnings]
         if warned:
-            out.append(f"self-preference on {name}: the estimates of {', '.join(warned)} carry warnings about what may "
-                       f"bias them (see its section).")
+            out.append(
+                f"self-preference on {name}: the estimates of {', '.join(warned)} carry warnings about what may "
+                f"bias them (see its section)."
+            )
         out += [w for w in o.warnings if "signs" not in w]
     return out

@@ -12,46 +12,111 @@ def section(summary: Summary, links: bool = False) -> list[str]:
     s = summary
     variant = s.judge_variant
     parts = ["## Strategies (raw means, all judges pooled, biases included)", ""]
-    parts.append(table(["strategy", "n", "mean overall", "equivalence rate", "format compliance"],
-                       [[k, str(v.n), num(v.mean_overall), num(v.equivalence_rate), num(v.format_compliance)]
-                        for k, v in s.strategies.items()]))
+    parts.append(
+        table(
+            ["strategy", "n", "mean overall", "equivalence rate", "format compliance"],
+            [
+                [k, str(v.n), num(v.mean_overall), num(v.equivalence_rate), num(v.format_compliance)]
+                for k, v in s.strategies.items()
+            ],
+        )
+    )
     parts += ["", "## Paired t-tests against SA (per-cell means; and on per-sign means)", ""]
     if s.paired_tests:
-        parts.append(table(["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],
-                           [[k, num(v.delta_overall), num(v.t), pvalue(v.p), str(v.n_cells),
-                             num(v.sign_clustered.delta_overall), num(v.sign_clustered.t), pvalue(v.sign_clustered.p)]
-                            for k, v in s.paired_tests.items()]))
+        parts.append(
+            table(
+                ["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],
+                [
+                    [
+                        k,
+                        num(v.delta_overall),
+                        num(v.t),
+                        pvalue(v.p),
+                        str(v.n_cells),
+                        num(v.sign_clustered.delta_overall),
+                        num(v.sign_clustered.t),
+                        pvalue(v.sign_clustered.p),
+                    ]
+                    for k, v in s.paired_tests.items()
+                ],
+            )
+        )
     else:
         parts.append("No paired tests: the table has no SA answers beside another strategy on the same cells.")
     good, poor = s.scale.good, s.scale.poor
-    parts += ["", "## Per judge model", "",
-              f"{_convention(s.overall_convention, good)} Type I: equivalent and {poor}; Type II: not equivalent "
-              f"and {good}; rates with 95% sign-cluster bootstrap intervals.", ""]
+    parts += [
+        "",
+        "## Per judge model",
+        "",
+        f"{_convention(s.overall_convention, good)} Type I: equivalent and {poor}; Type II: not equivalent "
+        f"and {good}; rates with 95% sign-cluster bootstrap intervals.",
+        "",
+    ]
     if all(js.point_biserial_n == 0 for js in s.judges.values()):
-        return parts + ["The point-biserial r, Type I/II rates and Type II by visibility need both judges' verdicts on "
-                        "the same rows; this table has none.", ""] + _identification(summary)
+        return (
+            parts
+            + [
+                "The point-biserial r, Type I/II rates and Type II by visibility need both judges' verdicts on "
+                "the same rows; this table has none.",
+                "",
+            ]
+            + _identification(summary)
+        )
     rows = []
     for j, js in s.judges.items():
         given = js.overall_given_equivalent
-        rows.append([j, str(js.n_rows), num(js.point_biserial_r), ci(js.point_biserial_ci),
-                     _mean_sd(given.get("1")), _mean_sd(given.get("0")),
-                     _linked(count_rate(js.type1.count, js.type1.rate, js.type1.ci), links, judge=j, type="type1",
-                             variant=variant),
-                     _linked(count_rate(js.type2.count, js.type2.rate, js.type2.ci), links, judge=j, type="type2",
-                             variant=variant), rate(js.agreement_share),
-                     num(js.within_judge_agreement.kappa)])
-    parts.append(table(["judge", "rows", "point-biserial r", "95% CI", "overall if equivalent (SD)",
-                        "overall if not (SD)", "Type I", "Type II", "neither", f"kappa({good}, equiv.)"], rows))
+        rows.append(
+            [
+                j,
+                str(js.n_rows),
+                num(js.point_biserial_r),
+                ci(js.point_biserial_ci),
+                _mean_sd(given.get("1")),
+                _mean_sd(given.get("0")),
+                _linked(count_rate(js.type1.count, js.type1.rate, js.type1.ci), links, judge=j, type="type1", variant=variant),
+                _linked(count_rate(js.type2.count, js.type2.rate, js.type2.ci), links, judge=j, type="type2", variant=variant),
+                rate(js.agreement_share),
+                num(js.within_judge_agreement.kappa),
+            ]
+        )
+    parts.append(
+        table(
+            [
+                "judge",
+                "rows",
+                "point-biserial r",
+                "95% CI",
+                "overall if equivalent (SD)",
+                "overall if not (SD)",
+                "Type I",
+                "Type II",
+                "neither",
+                f"kappa({good}, equiv.)",
+            ],
+            rows,
+        )
+    )
     for j, js in s.judges.items():
         parts += ["", f"### Type II by visibility: {j}", ""]
         if not js.type2_by_visibility:
             parts.append("No visibility column: no rates by visibility.")
             continue
-        parts.append(table(["visibility", "answers", good, "Type II", "marginal [95% CI]", "conditional [95% CI]"],
-                           [[v, str(x.n), str(x.n_high),
-                             _linked(str(x.count), links, judge=j, type="type2", visibility=visibility_key(v),
-                                     variant=variant), _rate_ci(x.marginal_rate, x.marginal_ci),
-                             _rate_ci(x.conditional_rate, x.conditional_ci)] for v, x in js.type2_by_visibility.items()]))
+        parts.append(
+            table(
+                ["visibility", "answers", good, "Type II", "marginal [95% CI]", "conditional [95% CI]"],
+                [
+                    [
+                        v,
+                        str(x.n),
+                        str(x.n_high),
+                        _linked(str(x.count), links, judge=j, type="type2", visibility=visibility_key(v), variant=variant),
+                        _rate_ci(x.marginal_rate, x.marginal_ci),
+                        _rate_ci(x.conditional_rate, x.conditional_ci),
+                    ]
+                    for v, x in js.type2_by_visibility.items()
+                ],
+            )
+        )
     return parts + [""] + _identification(summary)
 
 
@@ -64,9 +129,11 @@ def _linked(text: str, links: bool, **state: object) -> str:
 def _convention(convention: str, good: str) -> str:
     if convention.startswith("judge_given"):
         return "Overall is the judge's own integer grade (the judge_given convention)."
-    text = (f"Overall is the mean of the three integer sub-scores (accuracy, completeness, relevance), so a "
-            f"\"good\" answer ({good}) includes 7.33; the judge_given convention (a run option) uses the judge's own "
-            f"integer grade instead.")
+    text = (
+        f"Overall is the mean of the three integer sub-scores (accuracy, completeness, relevance), so a "
+        f'"good" answer ({good}) includes 7.33; the judge_given convention (a run option) uses the judge\'s own '
+        f"integer grade instead."
+    )
     return text if convention == "mean_of_subscores" else f"{text} ({convention})"
 
 
@@ -85,13 +152,28 @@ def _identification(summary: Summary) -> list[str]:
     parts = ["## Identification (SIGN_TYPE) and the Section 3 audit", ""]
     if ident is None:
         return parts + ["No gold or predicted category in the table: no identification accuracy.", ""]
-    parts.append(table(["system", "identification accuracy", "correct", "answers"],
-                       [[k, rate(v.accuracy), str(v.correct), str(v.n)] for k, v in ident.by_system.items()]))
-    parts += ["", table(["system model", "identification accuracy", "correct", "answers"],
-                        [[k, rate(v.accuracy), str(v.correct), str(v.n)] for k, v in ident.by_system_model.items()]), ""]
+    parts.append(
+        table(
+            ["system", "identification accuracy", "correct", "answers"],
+            [[k, rate(v.accuracy), str(v.correct), str(v.n)] for k, v in ident.by_system.items()],
+        )
+    )
+    parts += [
+        "",
+        table(
+            ["system model", "identification accuracy", "correct", "answers"],
+            [[k, rate(v.accuracy), str(v.correct), str(v.n)] for k, v in ident.by_system_model.items()],
+        ),
+        "",
+    ]
     a = ident.audit
-    parts.append(f"Answers scored {a.cut} whose SIGN_TYPE is wrong, per judge: " + "; ".join(
-        f"{j}: {x.good_but_wrong} of {x.good}" for j, x in a.per_judge.items()) + ".")
-    parts.append(f"Systems ranked by judge score: {', '.join(a.ranking_by_score) or '-'}; by identification: "
-                 f"{', '.join(a.ranking_by_identification) or '-'} (Kendall's tau {num(a.kendall_tau)}).")
+    parts.append(
+        f"Answers scored {a.cut} whose SIGN_TYPE is wrong, per judge: "
+        + "; ".join(f"{j}: {x.good_but_wrong} of {x.good}" for j, x in a.per_judge.items())
+        + "."
+    )
+    parts.append(
+        f"Systems ranked by judge score: {', '.join(a.ranking_by_score) or '-'}; by identification: "
+        f"{', '.join(a.ranking_by_identification) or '-'} (Kendall's tau {num(a.kendall_tau)})."
+    )
     return parts + [""]

@@ -29,27 +29,48 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
     d = RunDir(out).figures
     absent = set(summary.absent_columns)  # a foreign table: only the figures its columns can draw
     if not absent & {"visibility", "overall"}:
-        made.append(("Mean overall by visibility (all judges)", fig.degradation_figure(
-            summary.degradation, d / "degradation.png", "Degradation with occlusion (all judges)")))
+        made.append(
+            (
+                "Mean overall by visibility (all judges)",
+                fig.degradation_figure(summary.degradation, d / "degradation.png", "Degradation with occlusion (all judges)"),
+            )
+        )
     for judge, s in summary.judges.items():
         safe = file_stem(judge)
         if not absent & {"overall", "equivalent"}:
-            made.append((f"Joint distribution of the two judges: {judge}",
-                         fig.joint_figure(s.joint, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})")))
+            made.append(
+                (
+                    f"Joint distribution of the two judges: {judge}",
+                    fig.joint_figure(s.joint, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})"),
+                )
+            )
         if s.type2_by_visibility:
-            made.append((f"Type II rate by visibility: {judge}",
-                         fig.type2_figure(s.type2_by_visibility, d / f"type2_{safe}.png", f"Type II ({judge})")))
-    boards = {by: b for by, b in (summary.systems.overall or {}).items()
-              if by != "both" and b.estimable and len(b.rows) > 1}
+            made.append(
+                (
+                    f"Type II rate by visibility: {judge}",
+                    fig.type2_figure(s.type2_by_visibility, d / f"type2_{safe}.png", f"Type II ({judge})"),
+                )
+            )
+    boards = {by: b for by, b in (summary.systems.overall or {}).items() if by != "both" and b.estimable and len(b.rows) > 1}
     if boards:
         planted = summary.simulation.truth_systems.get("overall") if summary.simulation else None
-        made.append(("Which system is best: calibrated scores with 95% intervals beside the naive means",
-                     fig.leaderboard_figure(boards, d / "systems.png", "Calibrated system scores (overall)", planted)))
+        made.append(
+            (
+                "Which system is best: calibrated scores with 95% intervals beside the naive means",
+                fig.leaderboard_figure(boards, d / "systems.png", "Calibrated system scores (overall)", planted),
+            )
+        )
     matrices = {str(name): o.interaction for name, o in summary.self_preference.outcomes().items() if o.interaction}
     if matrices:
-        made.append(("Judge x generator family after calibration: mean of (verdict - leniency - scale x answer quality), "
-                     "own-family effects included; not raw means", fig.heatmap_figure(
-                         matrices, d / "family_heatmap.png", f"Calibrated residuals, judge x generator family ({lineage})")))
+        made.append(
+            (
+                "Judge x generator family after calibration: mean of (verdict - leniency - scale x answer quality), "
+                "own-family effects included; not raw means",
+                fig.heatmap_figure(
+                    matrices, d / "family_heatmap.png", f"Calibrated residuals, judge x generator family ({lineage})"
+                ),
+            )
+        )
     return made
 
 
@@ -60,24 +81,33 @@ def file_stem(name: str) -> str:
     return stem if stem == name.replace("/", "_") else f"{stem[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
-def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str] | None = None,
-             links: bool = False) -> str:
-    parts = [f"# dualjudge report{SIMULATED_TITLE if summary.simulation else ''}", "", *_simulation(summary),
-             *(findings or []), *systems_section(summary.systems, summary.simulation),
-             f"Rows: {summary.n_rows}; runs: {', '.join(summary.runs) or '-'}. "
-             f"CIs: sign-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
-             f"except self-preference (its section says how its intervals are made). Scale: 0-{summary.scale.maximum:g}, "
-             f"good {summary.scale.good}, poor {summary.scale.poor}.", ""]
+def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str] | None = None, links: bool = False) -> str:
+    parts = [
+        f"# dualjudge report{SIMULATED_TITLE if summary.simulation else ''}",
+        "",
+        *_simulation(summary),
+        *(findings or []),
+        *systems_section(summary.systems, summary.simulation),
+        f"Rows: {summary.n_rows}; runs: {', '.join(summary.runs) or '-'}. "
+        f"CIs: sign-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
+        f"except self-preference (its section says how its intervals are made). Scale: 0-{summary.scale.maximum:g}, "
+        f"good {summary.scale.good}, poor {summary.scale.poor}.",
+        "",
+    ]
     if summary.variants:
-        parts += [f"Judge variants: {', '.join([summary.judge_variant, *summary.variants])}. The main sections are the "
-                  f"{summary.judge_variant} judges'; \"Judge designs compared\" sets the variants side by side, and each "
-                  f"other variant has its own section.", ""]
+        parts += [
+            f"Judge variants: {', '.join([summary.judge_variant, *summary.variants])}. The main sections are the "
+            f'{summary.judge_variant} judges\'; "Judge designs compared" sets the variants side by side, and each '
+            f"other variant has its own section.",
+            "",
+        ]
     if summary.notes:
         parts += ["What the table lacks, and what the analysis does instead:", ""]
         parts += [f"- {note}" for note in summary.notes] + [""]
     parts += paper_section(summary, links)
-    parts += self_preference_section(summary.self_preference,
-                                     summary.simulation.truth_self_preference if summary.simulation else None)
+    parts += self_preference_section(
+        summary.self_preference, summary.simulation.truth_self_preference if summary.simulation else None
+    )
     parts += checks_section(summary)
     if summary.designs:
         parts += designs_section(summary.designs)
@@ -97,11 +127,13 @@ def _simulation(summary: Summary) -> list[str]:
     s = summary.simulation
     if s is None:
         return []
-    planted = "; ".join(f"{name}: " + ", ".join(f"{k} {v:+g}" for k, v in values.items())
-                        for name, values in s.planted.items())
-    return [f"**These data are simulated**: {s.description} (scenario \"{s.scenario}\", seed {s.seed}; made by "
-            f"`{s.made_by}`). Nothing here was measured on a model. Planted: {planted}. The planted self-preference "
-            f"and system scores are shown beside the estimates, so the reader can see each estimator recover them.", ""]
+    planted = "; ".join(f"{name}: " + ", ".join(f"{k} {v:+g}" for k, v in values.items()) for name, values in s.planted.items())
+    return [
+        f'**These data are simulated**: {s.description} (scenario "{s.scenario}", seed {s.seed}; made by '
+        f"`{s.made_by}`). Nothing here was measured on a model. Planted: {planted}. The planted self-preference "
+        f"and system scores are shown beside the estimates, so the reader can see each estimator recover them.",
+        "",
+    ]
 
 
 def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool = True, links: bool = False) -> None:
@@ -113,8 +145,7 @@ def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool =
     findings = findings_section(shown, links)
     md = markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
     write_text(RunDir(out).report_md, md)
-    embedded = {str(p.relative_to(out)): "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
-                for _, p in made}
+    embedded = {str(p.relative_to(out)): "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode() for _, p in made}
     write_text(RunDir(out).report_html, _html(md, embedded))
 
 
@@ -133,9 +164,9 @@ def _html(md: str, figures: dict[str, str]) -> str:
     body = markdown_to_html(md)
     for path, data in figures.items():  # a figure's path is letters, digits, . _ - and / (file_stem)
         body = body.replace(f'src="{path}"', f'src="{data}"')
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
-            "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-            "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-            "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>"
-            + body + "</body></html>")
-
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+        "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>" + body + "</body></html>"
+    )

@@ -34,8 +34,12 @@ def _p_best(row: LeaderRow) -> str:
 
 
 def section(systems: Systems, simulation: Simulation | None = None) -> list[str]:
-    parts = ["## Which system is best (the judges' biases taken out)", "",
-             f"Calibrated score: {systems.method}. Intervals: {systems.interval}; {systems.resamples} resamples.", ""]
+    parts = [
+        "## Which system is best (the judges' biases taken out)",
+        "",
+        f"Calibrated score: {systems.method}. Intervals: {systems.interval}; {systems.resamples} resamples.",
+        "",
+    ]
     overall = systems.overall or {}
     equivalent = systems.equivalent or {}
     first = overall.get("system_model")
@@ -45,8 +49,17 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
         return parts + [f"No calibrated ranking: {first.reason}.", "", *_plain_only(overall)]
     parts += [f"Scores are in {first.unit_words}; own-family effects are removed.", ""]
     planted = simulation.truth_systems if simulation else None
-    header = ["", "system", "calibrated overall [95% CI]", "rank [interval]", "P(best)", "naive mean (rank)",
-              "without same-family judges (rank)", "equivalent, calibrated", "equivalent rank"]
+    header = [
+        "",
+        "system",
+        "calibrated overall [95% CI]",
+        "rank [interval]",
+        "P(best)",
+        "naive mean (rank)",
+        "without same-family judges (rank)",
+        "equivalent, calibrated",
+        "equivalent rank",
+    ]
     if planted:
         header.insert(3, "planted overall (this sample)")
     rows = []
@@ -57,8 +70,17 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
         eq_rows = {r.group: r for r in eq.rows} if eq and eq.estimable else {}
         for r in board.rows:
             e = eq_rows.get(r.group)
-            row = [kind, r.group, _calibrated(r, 2), _rank(r), _p_best(r), _plain(board.naive, r.group, 2),
-                   _plain(board.self_excluded, r.group, 2), _calibrated(e, 3) if e else "-", _rank(e) if e else "-"]
+            row = [
+                kind,
+                r.group,
+                _calibrated(r, 2),
+                _rank(r),
+                _p_best(r),
+                _plain(board.naive, r.group, 2),
+                _plain(board.self_excluded, r.group, 2),
+                _calibrated(e, 3) if e else "-",
+                _rank(e) if e else "-",
+            ]
             if planted:
                 row.insert(3, num(planted.get("overall", {}).get(by, {}).get(r.group)))
             rows.append(row)
@@ -81,8 +103,11 @@ def top_doubts(board: Leaderboard) -> list[str]:
     s, top = board.sensitivity, board.rows[0].group if board.rows else None
     if s is None or top is None:
         return []
-    return [f"without {x.left_out}: {x.top} first" for x in (*s.leave_one_judge_out, *s.leave_one_family_out)
-            if x.top is not None and x.top != top]
+    return [
+        f"without {x.left_out}: {x.top} first"
+        for x in (*s.leave_one_judge_out, *s.leave_one_family_out)
+        if x.top is not None and x.top != top
+    ]
 
 
 def _words(board: Leaderboard, kind: str) -> list[str]:
@@ -90,11 +115,15 @@ def _words(board: Leaderboard, kind: str) -> list[str]:
     top = board.rows[0] if board.rows else None
     doubts = top_doubts(board)
     if top is not None and len(board.rows) > 1 and doubts:
-        out.append(f"- No single best {kind}: with every judge {top.group} comes first, but leaving out one judge or "
-                   f"family changes the top ({'; '.join(doubts)}), so no probability of being best is given.")
+        out.append(
+            f"- No single best {kind}: with every judge {top.group} comes first, but leaving out one judge or "
+            f"family changes the top ({'; '.join(doubts)}), so no probability of being best is given."
+        )
     elif top is not None and len(board.rows) > 1:
-        out.append(f"- Best {kind}: {top.group}, {_calibrated(top, 2)} {board.unit}, first in "
-                   f"{_p_best(top)} of the bootstrap resamples (rank interval {top.rank_low}-{top.rank_high}).")
+        out.append(
+            f"- Best {kind}: {top.group}, {_calibrated(top, 2)} {board.unit}, first in "
+            f"{_p_best(top)} of the bootstrap resamples (rank interval {top.rank_low}-{top.rank_high})."
+        )
     changes = board.changes
     if changes:
         shown = changes[:MAX_SENTENCES]
@@ -104,14 +133,21 @@ def _words(board: Leaderboard, kind: str) -> list[str]:
             listed = "" if total == len(changes) else f"; the {len(changes)} largest are listed there"
             out.append(f"- ... and {total - len(shown)} more ranking changes (summary.json, `systems`{listed}).")
     elif len(board.rows) > 1:
-        out.append(f"- No plain ranking (naive, without same-family judges, any judge alone) puts a pair of "
-                   f"{PLURAL[kind]} in the other order from a calibrated difference whose adjusted interval excludes zero.")
+        out.append(
+            f"- No plain ranking (naive, without same-family judges, any judge alone) puts a pair of "
+            f"{PLURAL[kind]} in the other order from a calibrated difference whose adjusted interval excludes zero."
+        )
     s = board.sensitivity
     if s is not None and s.leave_outs:
-        moved = [f"without {x.left_out}: {x.top} first"
-                 for x in (*s.leave_one_judge_out, *s.leave_one_family_out) if x.top is not None and top and x.top != top.group]
-        text = (f"- Panel sensitivity ({kind}): leaving out one judge or one judge family at a time, the top {kind} "
-                f"changes in {s.top_changes} of {s.leave_outs} refits")
+        moved = [
+            f"without {x.left_out}: {x.top} first"
+            for x in (*s.leave_one_judge_out, *s.leave_one_family_out)
+            if x.top is not None and top and x.top != top.group
+        ]
+        text = (
+            f"- Panel sensitivity ({kind}): leaving out one judge or one judge family at a time, the top {kind} "
+            f"changes in {s.top_changes} of {s.leave_outs} refits"
+        )
         out.append(text + (f" ({'; '.join(moved)})." if moved else "."))
     return out + ([""] if out else [])
 
@@ -122,10 +158,12 @@ def _plain_only(boards: dict[str, Leaderboard]) -> list[str]:
         board = boards.get(by)
         if board is None:
             continue
-        rows += [[kind, r.group, _plain(board.naive, r.group, 2), _plain(board.self_excluded, r.group, 2)]
-                 for r in board.naive]
+        rows += [[kind, r.group, _plain(board.naive, r.group, 2), _plain(board.self_excluded, r.group, 2)] for r in board.naive]
     if not rows:
         return []
-    return ["The plain rankings, for reference (they keep every judge's biases):", "",
-            table(["", "system", "naive mean (rank)", "without same-family judges (rank)"], rows), ""]
-
+    return [
+        "The plain rankings, for reference (they keep every judge's biases):",
+        "",
+        table(["", "system", "naive mean (rank)", "without same-family judges (rank)"], rows),
+        "",
+    ]

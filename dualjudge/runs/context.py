@@ -44,8 +44,9 @@ class RunContext:
     """A run directory opened for a session: its store (created, or checked to hold this configuration
     and these rubrics), a new session id, the engines, the device groups and the session's report."""
 
-    def __init__(self, config: RunConfig, out: Path, progress: Progress | None = None,
-                 engines: EngineFactory | None = None) -> None:
+    def __init__(
+        self, config: RunConfig, out: Path, progress: Progress | None = None, engines: EngineFactory | None = None
+    ) -> None:
         self.config = config
         self.out = out
         self.progress = progress or QuietProgress()
@@ -82,9 +83,11 @@ class RunContext:
 
     def planned_of(self, items: list[Any]) -> Callable[[str | None], list[AnswerKey]]:
         """The answers the design asks for, of one system model or of all (the probes draw from these)."""
+
         def planned(model: str | None = None) -> list[AnswerKey]:
             models = self.config.systems.models if model is None else (model,)
             return [t.answer for m in models for t in plan.answer_tasks(self.config, items, m)]
+
         return planned
 
     def answers(self, model: str | None = None) -> list[Answer]:
@@ -111,7 +114,8 @@ def check_fingerprint(config: RunConfig, out: Path, store: Store) -> None:
                 raise DualjudgeError(
                     f"{out}: the rubric of judge variant {variant} changed since this run started (sha256 "
                     f"{recorded[variant][:12]} then, {sha[:12]} now); verdicts of two rubrics would share one "
-                    f"label: restore the file, or add the new text as a new variant (rubric:NAME) or another --out")
+                    f"label: restore the file, or add the new text as a new variant (rubric:NAME) or another --out"
+                )
     if stored is None:
         store.set_meta("config_fingerprint", fp)
         store.set_meta("config", config.model_dump_json())
@@ -119,5 +123,6 @@ def check_fingerprint(config: RunConfig, out: Path, store: Store) -> None:
     elif recorded is None:
         store.set_meta(RUBRICS_META, json.dumps(rubrics))  # a run from before rubric hashes were kept
     if stored is not None and stored != fp:
-        raise DualjudgeError(f"{out} holds a run of a different configuration; use another --out "
-                             f"(responses are reused through the cache)")
+        raise DualjudgeError(
+            f"{out} holds a run of a different configuration; use another --out (responses are reused through the cache)"
+        )

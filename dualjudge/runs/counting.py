@@ -127,8 +127,11 @@ class TokenCounter:
         self.method = "tokenizer" if self.encode else f"about {CHARS_PER_TOKEN} characters a token"
         self.image_tokens = card.image_tokens or DEFAULT_IMAGE_TOKENS
         self.images = 0  # images counted so far
-        images = (f"{card.image_tokens} a image ({card.image_tokens_source or 'the card'})" if card.image_tokens else
-                  f"{DEFAULT_IMAGE_TOKENS} a image (the card has no image_tokens)")
+        images = (
+            f"{card.image_tokens} a image ({card.image_tokens_source or 'the card'})"
+            if card.image_tokens
+            else f"{DEFAULT_IMAGE_TOKENS} a image (the card has no image_tokens)"
+        )
         self.image_method = images
         self._asked = False  # the processor is asked at the first image (text-only runs never load it)
         self._prefixes: set[str] = set()  # message prefixes a server of this model has already prefilled
@@ -153,8 +156,7 @@ class TokenCounter:
         messages = request.messages
         if any(m.image is not None for m in messages) and not self._asked:
             self._ask_processor()
-        cost = [self._tokens(m.text) + MESSAGE_OVERHEAD + (self.image_tokens if m.image is not None else 0)
-                for m in messages]
+        cost = [self._tokens(m.text) + MESSAGE_OVERHEAD + (self.image_tokens if m.image is not None else 0) for m in messages]
         keys, running = [], hashlib.sha256()
         for m in messages:
             running.update(json.dumps(m.identity(), sort_keys=True).encode())
@@ -206,9 +208,16 @@ class Planner:
     counters: dict[str, TokenCounter]
     answer_tokens: int  # an answer not yet generated, inside the prompts that carry it
 
-    async def judged(self, judge: str, stage: str, tasks: Iterable[tuple[Answer, Any]], known: dict[AnswerKey, Answer],
-                     run: Callable[[Answer, Any, CacheProbe], Awaitable[object]],
-                     request: Callable[[Answer, Any], GenerationRequest], calls: int = 1) -> StageCount:
+    async def judged(
+        self,
+        judge: str,
+        stage: str,
+        tasks: Iterable[tuple[Answer, Any]],
+        known: dict[AnswerKey, Answer],
+        run: Callable[[Answer, Any, CacheProbe], Awaitable[object]],
+        request: Callable[[Answer, Any], GenerationRequest],
+        calls: int = 1,
+    ) -> StageCount:
         """A judge step over answers: each task's calls answered from the caches when its answer is known."""
         row = StageCount(judge, stage)
         counter = self.counters[judge]

@@ -25,9 +25,7 @@ visible GPU (roofline.py); each model says which. Completion-token bounds stay a
 from __future__ import annotations
 
 import asyncio
-import math
 import tempfile
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +54,12 @@ from dualjudge.runs.counting import (
     TokenCounter,
 )
 from dualjudge.runs.jobs import all_groups
+from dualjudge.runs.measured import (
+    expected_answer_tokens,
+    expected_completion,
+    measured_completion,
+    measured_pace,
+)
 from dualjudge.runs.roofline import GPUS, GpuSpec, Work, cpu_spec, gpu_spec, load_seconds, serving_seconds
 from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
@@ -63,13 +67,6 @@ from dualjudge.storage.rows import Answer
 from dualjudge.storage.store import Store
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import MANIFEST_CSV, Variant, load_manifest, variant_rows
-
-# completion tokens a request is expected to take when no cache has measured the model: a description and
-# a SIGN_TYPE line (CoT and MA steps run longer, answers average out near this); a JSON verdict whose
-# reasoning is bounded; a padding restatement
-KIND_DEFAULTS = {"answers": 160, "padding": 120, "judge": 110}
-FREE_TEXT_STAGES = ("answers", "padding")
-MIN_MEASURED = 5  # requests a session must have sent before its pace counts
 
 
 @dataclass
@@ -111,11 +108,17 @@ class Estimate:
         return sum(m.load_seconds or 0.0 for m in self.models)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"config": self.config, "total_requests": self.total_requests, "cached": self.cached,
-                "to_send": self.total_requests - self.cached, "seconds": self.seconds,
-                "load_seconds": self.load_seconds,
-                "rows": [r.as_dict() for r in self.rows], "models": [asdict(m) for m in self.models],
-                "notes": self.notes}
+        return {
+            "config": self.config,
+            "total_requests": self.total_requests,
+            "cached": self.cached,
+            "to_send": self.total_requests - self.cached,
+            "seconds": self.seconds,
+            "load_seconds": self.load_seconds,
+            "rows": [r.as_dict() for r in self.rows],
+            "models": [asdict(m) for m in self.models],
+            "notes": self.notes,
+        }
 
 
 async def judges_job(planner: Planner, judge: str, seen: Seen) -> list[StageCount]:
@@ -136,7 +139,6 @@ async def judges_job(planner: Planner, judge: str, seen: Seen) -> list[StageCoun
     return list(merged.values())
 
 
-
 def _variants(config: RunConfig, out: Path, tmp: Path) -> tuple[Path, list[Variant]]:
     """The run directory's testbed when it has one, else the configuration's rendered into `tmp`."""
     folder = RunDir(out).testbed
@@ -145,85 +147,17 @@ def _variants(config: RunConfig, out: Path, tmp: Path) -> tuple[Path, list[Varia
     return tmp, build_testbed(config, tmp)
 
 
-def busy_seconds(spans: Iterable[tuple[float, float]]) -> float:
-    """Wall time covered by (start, end) intervals: the time a model was answering, however many at once."""
-    total, end = 0.0, -math.inf
-    for a, b in sorted(spans):
-        if b > end:
-            total += b - max(a, end)
-            end = b
-    return total
-
-
-def measured_pace(stores: list[Store], model: str) -> tuple[float, int, int] | None:
-    """Seconds per request for a model in earlier sessions: the time it was busy (the union of its
-    requests' [sent, answered] intervals, so other models' stages and loading do not count) over the
-    requests it answered, with the requests and sessions it rests on."""
-    seconds, requests, sessions = 0.0, 0, 0
-    for store in stores:
-        if not store.has_table("request_log"):
-            continue
-        by_session: dict[str, list[tuple[float, float]]] = {}
-        for session, at, latency in store.db.execute(
-                "SELECT session, at, latency_s FROM request_log WHERE model = ? AND ok = 1", (model,)):
-            by_session.setdefault(session, []).append((at - (latency or 0.0), at))
-        for spans in by_session.values():
-            busy = busy_seconds(spans)
-            if len(spans) >= MIN_MEASURED and busy > 0:
-                seconds, requests, sessions = seconds + busy, requests + len(spans), sessions + 1
-    return (seconds / requests, requests, sessions) if requests else None
-
-
-def measured_completion(stores: list[Store], model: str) -> dict[str, tuple[float, int]]:
-    """Mean completion tokens of the model's cached responses, per kind ("answers": free text and
-    regex-constrained; "judge": JSON), with how many responses each rests on."""
-    out: dict[str, tuple[float, int]] = {}
-    for kind, where in (("judge", "constraint_kind = 'json'"),
-                        ("answers", "(constraint_kind IS NULL OR constraint_kind != 'json')")):
-        total, n = 0.0, 0
-        for store in stores:
-            if not store.has_table("cache", store.cache_schema):
-                continue
-            got = store.db.execute(f"SELECT SUM(completion_tokens), COUNT(*) FROM {store.cache_schema}.cache "
-                                   f"WHERE model = ? AND {where}", (model,)).fetchone()
-            total, n = total + float(got[0] or 0), n + int(got[1] or 0)
-        if n >= MIN_MEASURED:
-            out[kind] = (total / n, n)
-    return out
-
-
-def expected_answer_tokens(config: RunConfig, stores: list[Store]) -> int:
-    """Tokens an answer not yet generated is expected to hold: the systems' cached mean, else the default."""
-    total, n = 0.0, 0
-    for model in config.systems.models:
-        mean, count = measured_completion(stores, model).get("answers", (0.0, 0))
-        total, n = total + mean * count, n + count
-    expected = total / n if n else KIND_DEFAULTS["answers"]
-    return max(1, min(round(expected), config.systems.max_tokens))
-
-
-def expected_completion(rows: list[StageCount], measured: dict[str, tuple[float, int]]) -> tuple[int, str]:
-    """Completion tokens the rows' requests still to send are expected to take, and from what."""
-    total, bases = 0.0, set()
-    for r in rows:
-        if r.to_send <= 0:
-            continue
-        kind = "answers" if r.stage == "answers" else "padding" if r.stage == "padding" else "judge"
-        mean_of = "answers" if kind in FREE_TEXT_STAGES else "judge"
-        if mean_of in measured:
-            mean, n = measured[mean_of]
-            bases.add(f"{mean_of}: measured mean {mean:.0f} tokens over {n} cached responses")
-        else:
-            mean = KIND_DEFAULTS[kind]
-            bases.add(f"{kind}: default {mean} tokens")
-        bound = r.completion_tokens / r.to_send if r.completion_tokens else mean
-        total += r.to_send * min(mean, bound)
-    return round(total), "; ".join(sorted(bases)) or "nothing to send"
-
-
-def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: TokenCounter,
-          logs: list[Store], caches: list[Store], gpu: GpuSpec, gpu_basis: str,
-          cpu: DeviceGroup | None = None) -> ModelCost:
+def _cost(
+    config: RunConfig,
+    card: ModelCard,
+    rows: list[StageCount],
+    counter: TokenCounter,
+    logs: list[Store],
+    caches: list[Store],
+    gpu: GpuSpec,
+    gpu_basis: str,
+    cpu: DeviceGroup | None = None,
+) -> ModelCost:
     """A model's time and memory; `cpu`: the CPU group a local server would get (no GPU visible)."""
     to_send = sum(r.to_send for r in rows)
     completion, completion_basis = expected_completion(rows, measured_completion(caches + logs, card.name))
@@ -232,44 +166,75 @@ def _cost(config: RunConfig, card: ModelCard, rows: list[StageCount], counter: T
     if to_send == 0:
         seconds, basis = 0.0, "nothing to send"
     elif pace is not None:
-        seconds, basis = to_send * pace[0], (f"measured: {pace[0]:.2f} s a request over {pace[1]} requests in "
-                                             f"{pace[2]} earlier session(s)")
+        seconds, basis = (
+            to_send * pace[0],
+            (f"measured: {pace[0]:.2f} s a request over {pace[1]} requests in {pace[2]} earlier session(s)"),
+        )
     elif card.throughput_hint:
-        seconds, basis = completion / card.throughput_hint, (f"card hint: {card.throughput_hint:g} completion "
-                                                             f"tokens/s over the expected completion tokens")
+        seconds, basis = (
+            completion / card.throughput_hint,
+            (f"card hint: {card.throughput_hint:g} completion tokens/s over the expected completion tokens"),
+        )
     elif card.parameters_b is not None and where != "hosted":
-        batch = gpu_server_concurrency(card, config.engine) if cpu is None else \
-            endpoint_concurrency(card, config.engine, where, cpu)
+        batch = (
+            gpu_server_concurrency(card, config.engine) if cpu is None else endpoint_concurrency(card, config.engine, where, cpu)
+        )
         if cpu is not None and where == "local server":
             gpu, gpu_basis = cpu_spec(len(cpu.ids)), f"{len(cpu.ids)} CPU core(s) of group {cpu.label} (no GPU visible)"
         prompt, prefill = sum(r.prompt_tokens for r in rows), sum(r.prefill_tokens for r in rows)
         images = sum(r.images for r in rows)
         work = Work(to_send, prefill, completion, images, context_tokens=prompt / to_send + completion / to_send / 2)
         seconds = serving_seconds(card, gpu, work, batch)
-        basis = (f"roofline on {gpu_basis}: {card.parameters_b:g} B parameters, {gpu.bandwidth_gbs:g} GB/s, "
-                 f"{gpu.tflops:g} TFLOPs, batch {batch}; {prefill:,} of {prompt:,} prompt tokens to prefill "
-                 f"(images included, cached prefixes once), {images:,} images to encode; compute and memory "
-                 f"overlapped, KV-cache reads included")
+        basis = (
+            f"roofline on {gpu_basis}: {card.parameters_b:g} B parameters, {gpu.bandwidth_gbs:g} GB/s, "
+            f"{gpu.tflops:g} TFLOPs, batch {batch}; {prefill:,} of {prompt:,} prompt tokens to prefill "
+            f"(images included, cached prefixes once), {images:,} images to encode; compute and memory "
+            f"overlapped, KV-cache reads included"
+        )
     else:
         seconds, basis = None, "unknown: a hosted model whose card states neither its size nor a throughput_hint"
     elsewhere = not runs_on_devices(card, config.engine)  # memory is someone else's
     method = counter.method + (f"; images: {counter.image_method}" if counter.images else "")
     load = None if elsewhere or card.parameters_b is None or to_send == 0 else round(load_seconds(card))
-    return ModelCost(card.name, config.roles()[card.name], None if elsewhere else round(needed_gb(card), 1),
-                     method, seconds, basis, completion, completion_basis, load)
+    return ModelCost(
+        card.name,
+        config.roles()[card.name],
+        None if elsewhere else round(needed_gb(card), 1),
+        method,
+        seconds,
+        basis,
+        completion,
+        completion_basis,
+        load,
+    )
 
 
-async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches: list[Store],
-                    logs: list[Store], variants: list[Variant], items: list[Item],
-                    for_gpu: str | None = None) -> list[StageCount | ModelCost]:
+async def _estimate(
+    config: RunConfig,
+    out: Path,
+    engines: EngineFactory,
+    caches: list[Store],
+    logs: list[Store],
+    variants: list[Variant],
+    items: list[Item],
+    for_gpu: str | None = None,
+) -> list[StageCount | ModelCost]:
     cards = {m: config.card(m) for m in config.all_models()}
-    study = Planner(config, caches, default_catalogue(), {m: await engines.identity(cards[m]) for m in cards},
-                   {m: TokenCounter(cards[m], config.testbed.size) for m in cards},
-                   expected_answer_tokens(config, caches + logs))
+    study = Planner(
+        config,
+        caches,
+        default_catalogue(),
+        {m: await engines.identity(cards[m]) for m in cards},
+        {m: TokenCounter(cards[m], config.testbed.size) for m in cards},
+        expected_answer_tokens(config, caches + logs),
+    )
     rows: dict[str, list[StageCount]] = {m: [] for m in cards}
     by_id = {v.variant_id: v for v in variants}
-    every = [Answer(t.answer, "", None, by_id[t.item.variant_id].sign_code, by_id[t.item.variant_id].category)
-             for m in config.systems.models for t in plan.answer_tasks(config, items, m)]
+    every = [
+        Answer(t.answer, "", None, by_id[t.item.variant_id].sign_code, by_id[t.item.variant_id].category)
+        for m in config.systems.models
+        for t in plan.answer_tasks(config, items, m)
+    ]
     seen = Seen(items, every)
     for model in config.systems.models:
         counted = [await stage.count(study, model, None, seen) for stage in stages("systems")]
@@ -286,12 +251,17 @@ async def _estimate(config: RunConfig, out: Path, engines: EngineFactory, caches
     if not gpus and not for_gpu and config.engine.backend == "vllm" and local:
         cpu = min(all_groups(config), key=lambda g: len(g.ids))  # the smallest group a model may get
         cpu = cpu if cpu.kind == "cpu" else None
-    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu)
-                   for m in cards]
+    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu) for m in cards]
 
 
-def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tuple[Path, ...] = (),
-             engines: EngineFactory | None = None, for_gpu: str | None = None) -> Estimate:
+def estimate(
+    config: RunConfig,
+    out: Path,
+    config_name: str = "",
+    measured: tuple[Path, ...] = (),
+    engines: EngineFactory | None = None,
+    for_gpu: str | None = None,
+) -> Estimate:
     """The plan of a run of `config` into `out` (which may not exist yet); nothing is written anywhere.
     `for_gpu`: price the local servers on this GPU of the roofline's table (a plan made on another machine)
     rather than on what this machine has."""
@@ -301,8 +271,9 @@ def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tupl
     shared = Path(config.engine.cache).expanduser() if config.engine.cache else None
     own = RunDir(out).store
     opened = [Store(p, readonly=True) for p in (own, shared) if p is not None and p.is_file()]
-    logs = [s for s in opened if s.path == own] + \
-        [Store(RunDir(d).store, readonly=True) for d in measured if RunDir(d).store.is_file()]
+    logs = [s for s in opened if s.path == own] + [
+        Store(RunDir(d).store, readonly=True) for d in measured if RunDir(d).store.is_file()
+    ]
     try:
         with tempfile.TemporaryDirectory(prefix="dualjudge-plan-") as tmp:
             folder, variants = _variants(config, out, Path(tmp))
@@ -311,11 +282,16 @@ def estimate(config: RunConfig, out: Path, config_name: str = "", measured: tupl
     finally:
         for store in {id(s): s for s in opened + logs}.values():
             store.close()
-    notes = ["counts assume every system call returns an answer; a failed answer is not judged",
-             "completion tokens are bounds at max_tokens; prompts carry answers not yet generated at their expected "
-             "length; each model's expected completion tokens and time say what they rest on"]
+    notes = [
+        "counts assume every system call returns an answer; a failed answer is not judged",
+        "completion tokens are bounds at max_tokens; prompts carry answers not yet generated at their expected "
+        "length; each model's expected completion tokens and time say what they rest on",
+    ]
     if config.probes.padding:
-        notes.append("padding counts are upper bounds until the answers are known: only losing answers are restated, "
-                     "and a restatement is judged only where the judge's verdict on the original is ok")
-    return Estimate(config_name, [r for r in flat if isinstance(r, StageCount)],
-                    [m for m in flat if isinstance(m, ModelCost)], notes)
+        notes.append(
+            "padding counts are upper bounds until the answers are known: only losing answers are restated, "
+            "and a restatement is judged only where the judge's verdict on the original is ok"
+        )
+    return Estimate(
+        config_name, [r for r in flat if isinstance(r, StageCount)], [m for m in flat if isinstance(m, ModelCost)], notes
+    )

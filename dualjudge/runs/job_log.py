@@ -28,11 +28,16 @@ class JobLog:
         self.jobs = jobs
         self._earlier = recorded_jobs(store)  # other sessions' jobs, kept as they are
 
-    def started(self, job: Job, group: DeviceGroup | None, at: float | None = None,
-                replica: bool = False) -> JobRecord:
+    def started(self, job: Job, group: DeviceGroup | None, at: float | None = None, replica: bool = False) -> JobRecord:
         started = at if at is not None else round(time.time(), 3)
-        record = JobRecord(model=job.model, stage=job.stage, group=group.label if group is not None else None,
-                           started_at=started, session=self.session, replica=replica)
+        record = JobRecord(
+            model=job.model,
+            stage=job.stage,
+            group=group.label if group is not None else None,
+            started_at=started,
+            session=self.session,
+            replica=replica,
+        )
         self.jobs.append(record)
         self._save()
         return record

@@ -22,18 +22,20 @@ def expected_costs(config: RunConfig, items: int) -> dict[tuple[str, str], float
         card = config.card(model)
         return tokens / card.throughput_hint if card.throughput_hint else tokens * (card.parameters_b or 1.0)
 
-    return {**{(m, "systems"): length(m, system_tokens) for m in config.systems.models},
-            **{(m, "judges"): length(m, judge_tokens) for m in config.judges.models}}
+    return {
+        **{(m, "systems"): length(m, system_tokens) for m in config.systems.models},
+        **{(m, "judges"): length(m, judge_tokens) for m in config.judges.models},
+    }
 
 
-def study_jobs(config: RunConfig, items: int, local: Callable[[str], bool] = lambda _: True
-               ) -> tuple[list[Job], str | None]:
+def study_jobs(config: RunConfig, items: int, local: Callable[[str], bool] = lambda _: True) -> tuple[list[Job], str | None]:
     """The run's jobs, ranked by `expected_costs`, and the system model that keeps the last systems slot
     (the last configured one, when it also judges)."""
     costs = expected_costs(config, items)
     systems, judges = config.systems.models, config.judges.models
-    jobs = [Job(m, "systems", costs[(m, "systems")], local(m)) for m in systems] + \
-           [Job(m, "judges", costs[(m, "judges")], local(m)) for m in judges]
+    jobs = [Job(m, "systems", costs[(m, "systems")], local(m)) for m in systems] + [
+        Job(m, "judges", costs[(m, "judges")], local(m)) for m in judges
+    ]
     return jobs, systems[-1] if systems[-1] in judges else None
 
 

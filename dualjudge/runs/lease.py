@@ -136,8 +136,7 @@ class Lease:
             raise ServerFailed(f"{self.model}{where} stopped: {reason}")
         self.restarts_left -= 1
         self.ctx.report.restarts.append(f"{self.model}{where}: {reason}")
-        self.ctx.progress.note(f"{self.model}{where} stopped: {reason}; starting it again "
-                                  f"({self.restarts_left} restart(s) left)")
+        self.ctx.progress.note(f"{self.model}{where} stopped: {reason}; starting it again ({self.restarts_left} restart(s) left)")
 
     async def _send(self, step: Step[Any], name: str, tasks: list[Any], caller: CachingCaller) -> None:
         start = caller.usage.completion_tokens

@@ -55,23 +55,28 @@ class OrderTask:
     @property
     def key(self) -> tuple[Any, ...]:
         a, b = self.first.key, self.second.key
-        return (a.variant_id, a.repeat, self.judge_model, self.variant, a.system_model, a.strategy, b.system_model,
-                b.strategy)
+        return (a.variant_id, a.repeat, self.judge_model, self.variant, a.system_model, a.strategy, b.system_model, b.strategy)
 
 
 def answer_tasks(config: RunConfig, items: list[Item], model: str) -> list[AnswerTask]:
     """Built in (strategy, variant, repeat) order."""
-    return [AnswerTask(item, AnswerKey(item.variant_id, r, model, s)) for s in config.systems.strategies
-            for item in items for r in range(config.testbed.repeats)]
+    return [
+        AnswerTask(item, AnswerKey(item.variant_id, r, model, s))
+        for s in config.systems.strategies
+        for item in items
+        for r in range(config.testbed.repeats)
+    ]
 
 
-def judge_tasks(answers: list[Answer], judge_model: str, kinds: tuple[str, ...],
-                variants: tuple[str, ...] = ("holistic",)) -> list[JudgeTask]:
+def judge_tasks(
+    answers: list[Answer], judge_model: str, kinds: tuple[str, ...], variants: tuple[str, ...] = ("holistic",)
+) -> list[JudgeTask]:
     """Every answer with text, for every variant and kind; a variant's requests together (they share its
     prompt prefix), and within it one response's judge requests adjacent."""
     ordered = sorted(answers, key=lambda a: (a.key.strategy, a.key.variant_id, a.key.repeat, a.key.system_model))
-    return [JudgeTask(a, judge_model, variant, kind) for variant in variants for a in ordered if a.text is not None
-            for kind in kinds]
+    return [
+        JudgeTask(a, judge_model, variant, kind) for variant in variants for a in ordered if a.text is not None for kind in kinds
+    ]
 
 
 def order_pairs(planned: list[AnswerKey], n: int, seed: int) -> list[tuple[AnswerKey, AnswerKey]]:
@@ -89,8 +94,7 @@ def order_pairs(planned: list[AnswerKey], n: int, seed: int) -> list[tuple[Answe
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
                 a, b = group[i], group[j]
-                rank = seeded_rank(seed, "order", a.variant_id, a.repeat, a.system_model, a.strategy, b.system_model,
-                                   b.strategy)
+                rank = seeded_rank(seed, "order", a.variant_id, a.repeat, a.system_model, a.strategy, b.system_model, b.strategy)
                 candidates.append((rank, a, b))
     candidates.sort(key=lambda c: c[0])
     return [(a, b) for _, a, b in candidates[:n]]

@@ -50,8 +50,9 @@ class QuietProgress:
         self.notes.append(message)
 
 
-async def run_in_order(tasks: Sequence[T], work: Callable[[T], Awaitable[int | None]],
-                       concurrency: int | Callable[[], int], progress: StageProgress) -> float:
+async def run_in_order(
+    tasks: Sequence[T], work: Callable[[T], Awaitable[int | None]], concurrency: int | Callable[[], int], progress: StageProgress
+) -> float:
     """Start tasks in list order with at most `concurrency` in flight; `work` returns the stage's token
     count so far (for the tokens/s display) or None. A callable `concurrency` is asked again after each
     task: more tasks go in flight when it grows (a replica joined), fewer when it shrinks.

@@ -43,8 +43,10 @@ class ReplicaPool:
         ctx, schedule = self.ctx, self.schedule
         card = ctx.config.card(job.model)
         record = self.log.started(job, group, replica=True)
-        ctx.progress.note(f"starting a replica of {job.model} on {group.label} for its {job.stage} job "
-                          f"(about {self.work_left(job):.0f} s of work left per server)")
+        ctx.progress.note(
+            f"starting a replica of {job.model} on {group.label} for its {job.stage} job "
+            f"(about {self.work_left(job):.0f} s of work left per server)"
+        )
         async with AsyncExitStack() as stack:
             opening = asyncio.ensure_future(stack.enter_async_context(ctx.engines.open(card, ctx.progress.note, group)))
             current: Job | None = job
@@ -66,8 +68,7 @@ class ReplicaPool:
             try:
                 engine = await opening
             except (DualjudgeError, EngineDown, OSError) as e:
-                ctx.progress.note(f"the replica of {job.model} on {group.label} did not start ({e}); "
-                                  f"the job goes on without it")
+                ctx.progress.note(f"the replica of {job.model} on {group.label} did not start ({e}); the job goes on without it")
                 schedule.release(current, group)
                 self.log.ended(record, False)
                 return
@@ -95,8 +96,7 @@ class ReplicaPool:
                 lost = server.lost.is_set() and not ended.is_set()
             at = self.log.ended(record, loaded)
             if lost:
-                self.ctx.progress.note(f"the replica of {current.model} on {group.label} went down; the job goes "
-                                       f"on without it")
+                self.ctx.progress.note(f"the replica of {current.model} on {group.label} went down; the job goes on without it")
                 self.schedule.release(current, group)
                 return
             current = self.schedule.successor(current, group)

@@ -48,14 +48,21 @@ CPU_STEP_OVERHEAD_S = 0.02
 
 
 def cpu_spec(cores: int) -> GpuSpec:
-    return GpuSpec(f"{cores} CPU core(s)", CPU_BANDWIDTH_GBS, cores * CPU_GFLOPS_PER_CORE / 1000,
-                   step_overhead_s=CPU_STEP_OVERHEAD_S)
+    return GpuSpec(
+        f"{cores} CPU core(s)", CPU_BANDWIDTH_GBS, cores * CPU_GFLOPS_PER_CORE / 1000, step_overhead_s=CPU_STEP_OVERHEAD_S
+    )
 
 
 # the vendors' data sheets (dense, no sparsity)
 GPUS: tuple[GpuSpec, ...] = (
-    GpuSpec("H200", 4800, 989), GpuSpec("H100", 3350, 989), GpuSpec("A100", 2039, 312), GpuSpec("L40S", 864, 362),
-    GpuSpec("RTX 4090", 1008, 165), GpuSpec("A10G", 600, 125), GpuSpec("L4", 300, 121))
+    GpuSpec("H200", 4800, 989),
+    GpuSpec("H100", 3350, 989),
+    GpuSpec("A100", 2039, 312),
+    GpuSpec("L40S", 864, 362),
+    GpuSpec("RTX 4090", 1008, 165),
+    GpuSpec("A10G", 600, 125),
+    GpuSpec("L4", 300, 121),
+)
 DEFAULT_GPU = GPUS[1]
 
 
@@ -94,8 +101,10 @@ def serving_seconds(card: ModelCard, gpu: GpuSpec, work: Work, batch: int) -> fl
     compute = 2 * params * (work.prompt_tokens + work.completion_tokens) + work.images * vision_flops(card)
     steps = work.completion_tokens / width
     memory = steps * weights_gb(card) * 1e9 + work.completion_tokens * work.context_tokens * (kv_bytes_per_token(card) or 0.0)
-    return max(compute / (gpu.tflops * 1e12 * COMPUTE_EFFICIENCY),
-               memory / (gpu.bandwidth_gbs * 1e9 * BANDWIDTH_EFFICIENCY)) + steps * gpu.step_overhead_s
+    return (
+        max(compute / (gpu.tflops * 1e12 * COMPUTE_EFFICIENCY), memory / (gpu.bandwidth_gbs * 1e9 * BANDWIDTH_EFFICIENCY))
+        + steps * gpu.step_overhead_s
+    )
 
 
 def load_seconds(card: ModelCard, disk_gbs: float = DISK_GBS) -> float:

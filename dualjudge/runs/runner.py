@@ -22,7 +22,6 @@ The parts: context.py (what a run shares), lease.py (a model on a group, cache f
 and the stages' order in study.py; the run directory's files are named in dualjudge/rundir.py.
 """
 
-
 from __future__ import annotations
 
 import asyncio
@@ -74,8 +73,9 @@ class Runner:
                     free.remove(group)
                     lanes[asyncio.create_task(pool.replica(job, group))] = group
                 assert lanes, "the schedule is stuck"
-                done, _ = await asyncio.wait(lanes, timeout=SPARE_CHECK_S if free and schedule.spare else None,
-                                             return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    lanes, timeout=SPARE_CHECK_S if free and schedule.spare else None, return_when=asyncio.FIRST_COMPLETED
+                )
                 for lane in done:
                     group = lanes.pop(lane)
                     lane.result()  # a failed job stops the run (the others are cancelled below)
@@ -103,8 +103,7 @@ class Runner:
             await asyncio.sleep(BATCH_S)
             self.ctx.store.flush_if_due()
 
-    async def _lane(self, pool: ReplicaPool, sctx: steps.Context, items: list[Any], job: Job,
-                    group: DeviceGroup | None) -> None:
+    async def _lane(self, pool: ReplicaPool, sctx: steps.Context, items: list[Any], job: Job, group: DeviceGroup | None) -> None:
         """One model on one group: its job, and its judges job after its systems job when the schedule
         keeps it there (same load). A job whose model cannot serve (ServerFailed) stops alone: it is
         recorded as failed, the jobs waiting on it go on, and the model's later jobs in this session stop
@@ -133,15 +132,19 @@ class Runner:
                         if lease.engine is None:
                             schedule.release(following, group)  # nothing loaded here (all from the cache)
                         else:
-                            await pool.serve(following, group, lease.engine, self.log.started(
-                                following, group, at=ended, replica=True), loaded=False)
+                            await pool.serve(
+                                following,
+                                group,
+                                lease.engine,
+                                self.log.started(following, group, at=ended, replica=True),
+                                loaded=False,
+                            )
                         following = None
                     current = following
             finally:
                 lease.close()
 
-    async def _job(self, pool: ReplicaPool, sctx: steps.Context, items: list[Any], current: Job,
-                   lease: Lease) -> None:
+    async def _job(self, pool: ReplicaPool, sctx: steps.Context, items: list[Any], current: Job, lease: Lease) -> None:
         """Run one job's stages; a systems job's end lets the schedule keep its group for the model's
         judges job (`Schedule.keep`) and wakes the judges waiting for answers."""
         if current.stage == "judges":
@@ -171,8 +174,7 @@ class Runner:
         self.ctx.report.failed_jobs.append(line)
         self.ctx.progress.note(f"{line}; the other jobs go on, and the same command run again redoes its work")
 
-    async def _judges(self, lease: Lease, sctx: steps.Context, items: list[Any], schedule: Schedule,
-                      judge: str) -> None:
+    async def _judges(self, lease: Lease, sctx: steps.Context, items: list[Any], schedule: Schedule, judge: str) -> None:
         """Judge each system model's answers as soon as its systems job has ended, then, once every
         systems job has, the probes and the stability passes (the judges stages of study.py, in order)."""
         early = [s for s in stages("judges") if s.as_answers_arrive]

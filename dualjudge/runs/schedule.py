@@ -139,8 +139,9 @@ class Schedule:
                 out.append((job, group))
         return out
 
-    def replicate(self, free: Sequence[DeviceGroup], work_left: Callable[[Job], float],
-                  minimum: float = 0.0) -> list[tuple[Job, DeviceGroup]]:
+    def replicate(
+        self, free: Sequence[DeviceGroup], work_left: Callable[[Job], float], minimum: float = 0.0
+    ) -> list[tuple[Job, DeviceGroup]]:
         """Idle groups (free, no waiting job could use them), each given to the running job with the most
         work left per server once it has one more (`work_left(job)`, in any unit), when that is at least
         `minimum` (a replica's load must pay off); marks them as the jobs' replicas."""
@@ -149,8 +150,11 @@ class Schedule:
             if not self._idle(group, now=True):
                 continue
             idle = self._idle(group)  # a judges job's replica may wait for answers: only on a group no job will need
-            shares = [(work_left(j) / (self.servers(j) + 1), j) for j, first in self.running.items()
-                      if j.local and first is not None and self.holds(j.model, group) and (idle or j.stage == "systems")]
+            shares = [
+                (work_left(j) / (self.servers(j) + 1), j)
+                for j, first in self.running.items()
+                if j.local and first is not None and self.holds(j.model, group) and (idle or j.stage == "systems")
+            ]
             share, job = max(shares, key=lambda s: s[0], default=(0.0, None))
             if job is None or share <= 0 or share < minimum:
                 continue
@@ -173,8 +177,14 @@ class Schedule:
         """After `job` ended: the job of the same model that `group` serves now in the same load (kept as
         its first group, or joined to it as a replica), if any; None: the group goes back. The one walk
         the runner (a job's lane, a replica) and the simulation both take."""
-        return next((j for j, first in self.running.items() if j.model == job.model and j != job
-                     and (first == group or group in self.replicas.get(j, ()))), None)
+        return next(
+            (
+                j
+                for j, first in self.running.items()
+                if j.model == job.model and j != job and (first == group or group in self.replicas.get(j, ()))
+            ),
+            None,
+        )
 
     def keep(self, systems: Job) -> Job | None:
         """After `systems` ended: its model's judges job, to run on in the same group and load, when the
@@ -184,8 +194,7 @@ class Schedule:
         group; the others come back."""
         group = self.running.get(systems)
         spares = self.end(systems)
-        judges = next((j for j in (*self.pending, *self.running) if j.model == systems.model and j.stage == "judges"),
-                      None)
+        judges = next((j for j in (*self.pending, *self.running) if j.model == systems.model and j.stage == "judges"), None)
         if judges is None or (group is not None and self._waiting_systems_could_use(group)):
             return None
         if judges in self.running:
@@ -249,10 +258,18 @@ class Simulation:
         return 1.0 - self.busy.get(group, 0.0) / self.makespan if self.makespan else 0.0
 
 
-def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable[[str, DeviceGroup], bool],
-             seconds: dict[tuple[str, Stage], float], *, shares: dict[str, float] | None = None,
-             probe_share: float = 0.0, load_s: float | Mapping[str, float] = 0.0, last_system: str | None = None,
-             replicas: bool = True) -> Simulation:
+def simulate(
+    jobs: Sequence[Job],
+    groups: Sequence[DeviceGroup],
+    holds: Callable[[str, DeviceGroup], bool],
+    seconds: dict[tuple[str, Stage], float],
+    *,
+    shares: dict[str, float] | None = None,
+    probe_share: float = 0.0,
+    load_s: float | Mapping[str, float] = 0.0,
+    last_system: str | None = None,
+    replicas: bool = True,
+) -> Simulation:
     """The runner's schedule with each job taking `seconds[(model, stage)]` on one server (plus `load_s` to
     load: seconds for every model, or per model, as the plan's roofline.load_seconds gives them); k servers
     of a job work k times as fast. Replicas are started when a server's share of the work left would be at
@@ -279,8 +296,7 @@ def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable
     def begin(job: Job, group: DeviceGroup | None, loaded: bool, replica: bool = False, load: float = 0.0) -> None:
         """A server of `job` starts on `group`: loading (`loaded`), or in a load already there (`load`: what
         is left of it, for a replica still loading when its job ended)."""
-        state.setdefault(job, _Running()).servers[group] = _Server(now, loaded, replica,
-                                                                   loading(job.model) if loaded else load)
+        state.setdefault(job, _Running()).servers[group] = _Server(now, loaded, replica, loading(job.model) if loaded else load)
 
     def available(job: Job) -> float:
         total = seconds[(job.model, job.stage)]
@@ -340,8 +356,13 @@ def simulate(jobs: Sequence[Job], groups: Sequence[DeviceGroup], holds: Callable
             for group, server in st.servers.items():  # each server goes on with the model's next job, or back
                 following = schedule.successor(job, group)
                 if following is not None:
-                    begin(following, group, False, replica=schedule.running[following] != group,
-                          load=0.0 if group == first else server.load)
+                    begin(
+                        following,
+                        group,
+                        False,
+                        replica=schedule.running[following] != group,
+                        load=0.0 if group == first else server.load,
+                    )
                 elif group is not None:
                     free.append(group)
         start_assigned()

@@ -87,8 +87,9 @@ def judge_sampling(config: RunConfig) -> Sampling:
 
 def pass_sampling(config: RunConfig, pass_index: int) -> Sampling:
     j = config.judges
-    return Sampling(temperature=j.pass_temperature, max_tokens=j.max_tokens,
-                    seed=derive_seed(config.run.seed, "judge pass", pass_index))
+    return Sampling(
+        temperature=j.pass_temperature, max_tokens=j.max_tokens, seed=derive_seed(config.run.seed, "judge pass", pass_index)
+    )
 
 
 def padding_sampling(config: RunConfig) -> Sampling:

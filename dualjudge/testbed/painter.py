@@ -54,9 +54,7 @@ def font_path() -> Path:
     for p in _font_candidates():
         if p.is_file():
             return p
-    raise DualjudgeError(
-        "font DejaVu Sans Bold not found: install matplotlib (pip) or fonts-dejavu-core (apt)"
-    )
+    raise DualjudgeError("font DejaVu Sans Bold not found: install matplotlib (pip) or fonts-dejavu-core (apt)")
 
 
 @lru_cache(maxsize=64)
@@ -93,8 +91,7 @@ class _Open:
     char_boxes: list[Rect] = field(default_factory=list)
 
     def grow(self, b: Rect) -> None:
-        self.box = [min(self.box[0], b[0]), min(self.box[1], b[1]),
-                    max(self.box[2], b[2]), max(self.box[3], b[3])]
+        self.box = [min(self.box[0], b[0]), min(self.box[1], b[1]), max(self.box[2], b[2]), max(self.box[3], b[3])]
 
 
 class Painter:
@@ -123,12 +120,9 @@ class Painter:
     def _close(self, op: _Open) -> None:
         s = self.size
         x0, y0, x1, y1 = op.box
-        bbox = (max(0, math.floor(x0 * s)), max(0, math.floor(y0 * s)),
-                min(s, math.ceil(x1 * s)), min(s, math.ceil(y1 * s)))
-        chars = tuple((math.floor(b[0] * s), math.floor(b[1] * s), math.ceil(b[2] * s), math.ceil(b[3] * s))
-                      for b in op.char_boxes)
-        self._elements.append(Element(op.kind, op.colour, op.label, bbox, op.text, chars,
-                                      np.asarray(op.mask) > 127))
+        bbox = (max(0, math.floor(x0 * s)), max(0, math.floor(y0 * s)), min(s, math.ceil(x1 * s)), min(s, math.ceil(y1 * s)))
+        chars = tuple((math.floor(b[0] * s), math.floor(b[1] * s), math.ceil(b[2] * s), math.ceil(b[3] * s)) for b in op.char_boxes)
+        self._elements.append(Element(op.kind, op.colour, op.label, bbox, op.text, chars, np.asarray(op.mask) > 127))
 
     def _shape(self, fn_name: str, geom_unit: object, colour: str, erase: bool, box: Rect, **kw: object) -> None:
         """Draw one primitive on the canvas and into the open element's footprint mask."""
@@ -137,8 +131,7 @@ class Painter:
         rgb = COLOURS[colour]
         getattr(self._draw, fn_name)(_scale(geom_unit, self._ss), fill=rgb, **_scale_kw(kw, self._ss))
         mask_draw = ImageDraw.Draw(self._open.mask)
-        getattr(mask_draw, fn_name)(_scale(geom_unit, MASK_SIZE), fill=0 if erase else 255,
-                                    **_scale_kw(kw, MASK_SIZE))
+        getattr(mask_draw, fn_name)(_scale(geom_unit, MASK_SIZE), fill=0 if erase else 255, **_scale_kw(kw, MASK_SIZE))
         if not erase:
             self._open.grow(box)
 
@@ -173,8 +166,7 @@ class Painter:
         for p in pts[1:-1]:
             self.circle(p[0], p[1], width / 2, colour, erase)
 
-    def arc(self, cx: float, cy: float, r: float, start: float, end: float, width: float,
-            colour: str, erase: bool = False) -> None:
+    def arc(self, cx: float, cy: float, r: float, start: float, end: float, width: float, colour: str, erase: bool = False) -> None:
         """An arc of a ring of outer radius r and the given width; angles in degrees, clockwise from 3 o'clock."""
         box = (cx - r, cy - r, cx + r, cy + r)
         self._shape("arc", box, colour, erase, box, start=start, end=end, width=width)
@@ -228,8 +220,12 @@ class Painter:
             else:
                 target.paste(255, (*at, at[0] + w, at[1] + h), glyphs)
         for b in ink:
-            unit = (x0 + (b[0] - math.floor(left)) * kx, y0 + (b[1] - math.floor(top)) * ky,
-                    x0 + (b[2] - math.floor(left)) * kx, y0 + (b[3] - math.floor(top)) * ky)
+            unit = (
+                x0 + (b[0] - math.floor(left)) * kx,
+                y0 + (b[1] - math.floor(top)) * ky,
+                x0 + (b[2] - math.floor(left)) * kx,
+                y0 + (b[3] - math.floor(top)) * ky,
+            )
             self._open.char_boxes.append(unit)
             self._open.grow(unit)
 

@@ -21,10 +21,21 @@ MIN_PIXELS = 8  # ... or at least this many footprint pixels (of the 128 x 128 m
 CHAR_VISIBLE = 0.75  # a printed character is readable if this share of its box is visible
 
 _KIND_NOUNS = {
-    "ring": "circular border", "triangle": "triangular border", "octagon": "octagonal shape",
-    "disc": "circular shape", "face": "background", "rectangle": "rectangular panel", "arrow": "arrow",
-    "arrows": "curved arrow", "bar": "bar", "cross": "diagonal band", "text": "lettering",
-    "silhouette": "dark shape", "symbol": "dark shape", "marks": "small marks", "edge": "outline",
+    "ring": "circular border",
+    "triangle": "triangular border",
+    "octagon": "octagonal shape",
+    "disc": "circular shape",
+    "face": "background",
+    "rectangle": "rectangular panel",
+    "arrow": "arrow",
+    "arrows": "curved arrow",
+    "bar": "bar",
+    "cross": "diagonal band",
+    "text": "lettering",
+    "silhouette": "dark shape",
+    "symbol": "dark shape",
+    "marks": "small marks",
+    "edge": "outline",
 }
 
 
@@ -80,15 +91,19 @@ def describe_occluder(box: Box | None, size: int, mode: str) -> str:
         return "Nothing covers the sign."
     share = round(100 * box.area / (size * size))
     if mode == "bottom_up":
-        return (f"A flat grey rectangle covers the bottom {share}% of the picture across its full width; "
-                f"only the top {100 - share}% is visible.")
+        return (
+            f"A flat grey rectangle covers the bottom {share}% of the picture across its full width; "
+            f"only the top {100 - share}% is visible."
+        )
     pct = [round(100 * v / size) for v in (box.x0, box.x1, box.y0, box.y1)]
     cx, cy = (box.x0 + box.x1) / 2 / size, (box.y0 + box.y1) / 2 / size
     vertical = "upper" if cy < 0.4 else "lower" if cy > 0.6 else "middle"
     horizontal = "left" if cx < 0.4 else "right" if cx > 0.6 else "centre"
     area = "centre" if (vertical, horizontal) == ("middle", "centre") else f"{vertical} {horizontal}"
-    return (f"A flat grey rectangle covers {share}% of the picture, from {pct[0]}% to {pct[1]}% across "
-            f"and {pct[2]}% to {pct[3]}% down (the {area} area).")
+    return (
+        f"A flat grey rectangle covers {share}% of the picture, from {pct[0]}% to {pct[1]}% across "
+        f"and {pct[2]}% to {pct[3]}% down (the {area} area)."
+    )
 
 
 def scene_text(elements: tuple[Element, ...], box: Box | None, size: int, mode: str) -> str:

@@ -105,8 +105,9 @@ def blue_rectangle(p: Painter, width: float, height: float = 0.995) -> tuple[flo
 def octagon(cx: float, cy: float, r: float) -> list[Point]:
     """A regular octagon with flat top and bottom, `r` = half the distance between opposite flats."""
     circ = r / math.cos(math.pi / 8)
-    return [(cx + circ * math.cos(math.radians(22.5 + 45 * k)), cy + circ * math.sin(math.radians(22.5 + 45 * k)))
-            for k in range(8)]
+    return [
+        (cx + circ * math.cos(math.radians(22.5 + 45 * k)), cy + circ * math.sin(math.radians(22.5 + 45 * k))) for k in range(8)
+    ]
 
 
 def chord_band(cx: float, cy: float, r: float, angle_deg: float, width: float, steps: int = 24) -> list[Point]:
@@ -118,13 +119,15 @@ def chord_band(cx: float, cy: float, r: float, angle_deg: float, width: float, s
     for centre in (0.0, math.pi):
         for k in range(steps + 1):
             phi = centre - half + 2 * half * k / steps
-            pts.append((cx + r * (math.cos(phi) * u[0] + math.sin(phi) * n[0]),
-                        cy + r * (math.cos(phi) * u[1] + math.sin(phi) * n[1])))
+            pts.append(
+                (cx + r * (math.cos(phi) * u[0] + math.sin(phi) * n[0]), cy + r * (math.cos(phi) * u[1] + math.sin(phi) * n[1]))
+            )
     return pts
 
 
-def diagonal_bar(p: Painter, rising: bool, colour: str = "red", width: float = 0.1, r: float = R - RING + 0.01,
-                 angle: float = 45) -> None:
+def diagonal_bar(
+    p: Painter, rising: bool, colour: str = "red", width: float = 0.1, r: float = R - RING + 0.01, angle: float = 45
+) -> None:
     """The diagonal bar of a prohibition, from edge to edge of the inner face, `angle` degrees from horizontal."""
     slope = "rising from lower left to upper right" if rising else "falling from upper left to lower right"
     with p.element("bar", colour, f"a {colour} diagonal bar {slope}"):

@@ -41,11 +41,20 @@ def motorcycle(p: Painter, cx: float, cy: float, w: float, label: str) -> None:
             p.circle(x, base, wr, "black")
             p.circle(x, base, wr * 0.55, "white", erase=True)
             p.circle(x, base, wr * 0.2, "black")
-        p.polygon([(cx - w * 0.30, base - w * 0.05), (cx - w * 0.18, base - w * 0.22), (cx + w * 0.22, base - w * 0.24),
-                   (cx + w * 0.32, base - w * 0.04), (cx + w * 0.05, base)], "black")
+        p.polygon(
+            [
+                (cx - w * 0.30, base - w * 0.05),
+                (cx - w * 0.18, base - w * 0.22),
+                (cx + w * 0.22, base - w * 0.24),
+                (cx + w * 0.32, base - w * 0.04),
+                (cx + w * 0.05, base),
+            ],
+            "black",
+        )
         # rider: leg, torso, head
-        p.line([(cx - w * 0.02, base - w * 0.2), (cx - w * 0.05, base - w * 0.40), (cx + w * 0.12, base - w * 0.55)],
-               w * 0.13, "black")
+        p.line(
+            [(cx - w * 0.02, base - w * 0.2), (cx - w * 0.05, base - w * 0.40), (cx + w * 0.12, base - w * 0.55)], w * 0.13, "black"
+        )
         p.line([(cx + w * 0.1, base - w * 0.5), (cx + w * 0.25, base - w * 0.38)], w * 0.07, "black")
         p.circle(cx + w * 0.15, base - w * 0.70, w * 0.09, "black")
 
@@ -58,10 +67,26 @@ def lorry(p: Painter, cx: float, cy: float, w: float, label: str) -> tuple[float
     body = (left + w * 0.27, top, left + w, top + h * 0.80)
     with p.element("silhouette", "black", label):
         p.rect(*body, "black")
-        p.polygon([(left, top + h * 0.80), (left, top + h * 0.42), (left + w * 0.06, top + h * 0.18),
-                   (left + w * 0.25, top + h * 0.18), (left + w * 0.25, top + h * 0.80)], "black")
-        p.polygon([(left + w * 0.03, top + h * 0.42), (left + w * 0.08, top + h * 0.27),
-                   (left + w * 0.15, top + h * 0.27), (left + w * 0.15, top + h * 0.42)], "white", erase=True)
+        p.polygon(
+            [
+                (left, top + h * 0.80),
+                (left, top + h * 0.42),
+                (left + w * 0.06, top + h * 0.18),
+                (left + w * 0.25, top + h * 0.18),
+                (left + w * 0.25, top + h * 0.80),
+            ],
+            "black",
+        )
+        p.polygon(
+            [
+                (left + w * 0.03, top + h * 0.42),
+                (left + w * 0.08, top + h * 0.27),
+                (left + w * 0.15, top + h * 0.27),
+                (left + w * 0.15, top + h * 0.42),
+            ],
+            "white",
+            erase=True,
+        )
         p.rect(left, top + h * 0.78, left + w, top + h * 0.86, "black")
         for x in (left + w * 0.14, left + w * 0.70, left + w * 0.86):
             p.circle(x, top + h * 0.88, h * 0.14, "black")

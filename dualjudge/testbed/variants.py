@@ -44,8 +44,23 @@ STAGING_PREFIX = ".dualjudge-build-"
 MANIFEST_CSV = "variants.csv"
 MANIFEST_PARQUET = "variants.parquet"
 IMAGES = "images"
-COLUMNS = ("variant_id", "sign_code", "group", "category", "caption", "visibility", "mode", "seed",
-           "box_x0", "box_y0", "box_x1", "box_y1", "image_path", "image_sha256", "scene_text")
+COLUMNS = (
+    "variant_id",
+    "sign_code",
+    "group",
+    "category",
+    "caption",
+    "visibility",
+    "mode",
+    "seed",
+    "box_x0",
+    "box_y0",
+    "box_x1",
+    "box_y1",
+    "image_path",
+    "image_sha256",
+    "scene_text",
+)
 
 
 @dataclass(frozen=True)
@@ -79,9 +94,13 @@ class Variant:
     scene_text: str
 
 
-def plan_variants(catalogue: Catalogue, codes: Sequence[str] | None = None,
-                  visibilities: Sequence[float] = VISIBILITIES, modes: Sequence[str] = MODES,
-                  seed: int = 0) -> list[VariantSpec]:
+def plan_variants(
+    catalogue: Catalogue,
+    codes: Sequence[str] | None = None,
+    visibilities: Sequence[float] = VISIBILITIES,
+    modes: Sequence[str] = MODES,
+    seed: int = 0,
+) -> list[VariantSpec]:
     """Variants in a fixed order: catalogue order of signs, then the paper's visibility order."""
     wanted = list(dict.fromkeys(codes)) if codes else list(catalogue.codes)
     for code in wanted:
@@ -93,7 +112,7 @@ def plan_variants(catalogue: Catalogue, codes: Sequence[str] | None = None,
         if sign.code not in wanted:
             continue
         for v in levels:
-            for mode in ([CONTROL_MODE] if v >= 1.0 else mode_list):
+            for mode in [CONTROL_MODE] if v >= 1.0 else mode_list:
                 specs.append(VariantSpec(sign, v, mode, variant_seed(seed, sign.code, v, mode)))
     return specs
 
@@ -104,11 +123,18 @@ def _png_bytes(image: PILImage) -> bytes:
     return buf.getvalue()
 
 
-def build_variants(out: Path, size: int = DEFAULT_SIZE, seed: int = 0, codes: Sequence[str] | None = None,
-                   visibilities: Sequence[float] = VISIBILITIES, modes: Sequence[str] = MODES,
-                   images_dir: Path | None = None, occluder_colour: tuple[int, int, int] = OCCLUDER_GREY,
-                   catalogue: Catalogue | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+def build_variants(
+    out: Path,
+    size: int = DEFAULT_SIZE,
+    seed: int = 0,
+    codes: Sequence[str] | None = None,
+    visibilities: Sequence[float] = VISIBILITIES,
+    modes: Sequence[str] = MODES,
+    images_dir: Path | None = None,
+    occluder_colour: tuple[int, int, int] = OCCLUDER_GREY,
+    catalogue: Catalogue | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
     """Render (or import), occlude and describe every planned variant; write PNGs and the manifest."""
     cat = catalogue or default_catalogue()
     specs = plan_variants(cat, codes, visibilities, modes, seed)
@@ -169,11 +195,21 @@ def _process_alive(pid: int) -> bool:
 
 def _row(spec: VariantSpec, box: Box | None, rel: str, sha: str, text: str) -> Variant:
     return Variant(
-        variant_id=spec.variant_id, sign_code=spec.sign.code, group=spec.sign.group, category=spec.sign.category,
-        caption=spec.sign.caption, visibility=spec.visibility, mode=spec.mode, seed=spec.seed,
-        box_x0=box.x0 if box else None, box_y0=box.y0 if box else None,
-        box_x1=box.x1 if box else None, box_y1=box.y1 if box else None,
-        image_path=rel, image_sha256=sha, scene_text=text,
+        variant_id=spec.variant_id,
+        sign_code=spec.sign.code,
+        group=spec.sign.group,
+        category=spec.sign.category,
+        caption=spec.sign.caption,
+        visibility=spec.visibility,
+        mode=spec.mode,
+        seed=spec.seed,
+        box_x0=box.x0 if box else None,
+        box_y0=box.y0 if box else None,
+        box_x1=box.x1 if box else None,
+        box_y1=box.y1 if box else None,
+        image_path=rel,
+        image_sha256=sha,
+        scene_text=text,
     )
 
 
@@ -197,37 +233,55 @@ def load_manifest(directory: Path) -> pd.DataFrame:
         frame = pd.read_parquet(source) if source == pq else pd.read_csv(source, dtype={"sign_code": str})
     except Exception as e:  # pandas and pyarrow raise many types for a damaged file
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise DualjudgeError(f"{source}: unreadable testbed manifest ({type(e).__name__}: {first}); rebuild it with "
-                             f"`dualjudge data build`") from None
+        raise DualjudgeError(
+            f"{source}: unreadable testbed manifest ({type(e).__name__}: {first}); rebuild it with `dualjudge data build`"
+        ) from None
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
-        raise DualjudgeError(f"{source}: not a testbed manifest (missing columns {', '.join(missing)}); rebuild it "
-                             f"with `dualjudge data build`")
+        raise DualjudgeError(
+            f"{source}: not a testbed manifest (missing columns {', '.join(missing)}); rebuild it with `dualjudge data build`"
+        )
     root = directory.resolve()
     for rel in frame["image_path"]:
         if not isinstance(rel, str) or not rel:
             raise DualjudgeError(f"{source}: a row has no image_path; rebuild the testbed")
         path = (directory / rel).resolve()
         if not path.is_relative_to(root):
-            raise DualjudgeError(f"{source}: image_path {rel!r} points outside the testbed folder {directory}; "
-                                 f"refusing to read it")
+            raise DualjudgeError(f"{source}: image_path {rel!r} points outside the testbed folder {directory}; refusing to read it")
         if not path.is_file():
-            raise DualjudgeError(f"{directory / rel}: image named by the testbed manifest is missing; rebuild the "
-                                 f"testbed with `dualjudge data build`")
+            raise DualjudgeError(
+                f"{directory / rel}: image named by the testbed manifest is missing; rebuild the "
+                f"testbed with `dualjudge data build`"
+            )
     return frame
 
 
 def variant_rows(frame: pd.DataFrame) -> list[Variant]:
     """A testbed manifest's rows as Variant records (an absent occlusion box is None)."""
+
     def box(v: Any) -> int | None:
         return None if pd.isna(v) else int(v)
 
-    return [Variant(variant_id=str(r["variant_id"]), sign_code=str(r["sign_code"]), group=str(r["group"]),
-                    category=str(r["category"]), caption=str(r["caption"]), visibility=float(r["visibility"]),
-                    mode=str(r["mode"]), seed=int(r["seed"]), box_x0=box(r["box_x0"]), box_y0=box(r["box_y0"]),
-                    box_x1=box(r["box_x1"]), box_y1=box(r["box_y1"]), image_path=str(r["image_path"]),
-                    image_sha256=str(r["image_sha256"]), scene_text=str(r["scene_text"]))
-            for r in frame.to_dict("records")]
+    return [
+        Variant(
+            variant_id=str(r["variant_id"]),
+            sign_code=str(r["sign_code"]),
+            group=str(r["group"]),
+            category=str(r["category"]),
+            caption=str(r["caption"]),
+            visibility=float(r["visibility"]),
+            mode=str(r["mode"]),
+            seed=int(r["seed"]),
+            box_x0=box(r["box_x0"]),
+            box_y0=box(r["box_y0"]),
+            box_x1=box(r["box_x1"]),
+            box_y1=box(r["box_y1"]),
+            image_path=str(r["image_path"]),
+            image_sha256=str(r["image_sha256"]),
+            scene_text=str(r["scene_text"]),
+        )
+        for r in frame.to_dict("records")
+    ]
 
 
 def variants_by_id(folder: Path) -> dict[str, Variant]:

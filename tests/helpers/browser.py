@@ -68,4 +68,3 @@ def error_rows(table: pd.DataFrame, judge: str, kind: str = "type2", variant: st
     t = t[(t["quality_status"] == "ok") & (t["equivalence_status"] == "ok")]
     eq = t["equivalent"].astype(bool)
     return t[(t["overall"] > GOOD) & ~eq] if kind == "type2" else t[(t["overall"] < POOR) & eq]
-

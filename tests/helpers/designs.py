@@ -26,12 +26,30 @@ def table(noise: dict[str, float], n_signs: int = 12, items: int = 6, seed: int 
                             continue
                         score = float(np.clip(np.round(5 + 2 * quality + rng.normal(0, sd)), 0, 10))
                         eq = bool(quality + rng.normal(0, sd) > 0)
-                        rows.append({"run_id": "r", "item_id": f"{s}_{i}", "sign_code": f"{600 + s}", "category": "c",
-                                     "visibility": 1.0, "mode": "none", "repeat": 0, "system": "sa",
-                                     "system_model": system, "system_family": sfam, "judge_model": judge,
-                                     "judge_family": jfam, "predicted_category": "c", "format_ok": True,
-                                     "accuracy": score, "completeness": score, "relevance": score, "overall": score,
-                                     "equivalent": eq, "quality_status": "ok", "equivalence_status": "ok",
-                                     "judge_variant": variant})
+                        rows.append(
+                            {
+                                "run_id": "r",
+                                "item_id": f"{s}_{i}",
+                                "sign_code": f"{600 + s}",
+                                "category": "c",
+                                "visibility": 1.0,
+                                "mode": "none",
+                                "repeat": 0,
+                                "system": "sa",
+                                "system_model": system,
+                                "system_family": sfam,
+                                "judge_model": judge,
+                                "judge_family": jfam,
+                                "predicted_category": "c",
+                                "format_ok": True,
+                                "accuracy": score,
+                                "completeness": score,
+                                "relevance": score,
+                                "overall": score,
+                                "equivalent": eq,
+                                "quality_status": "ok",
+                                "equivalence_status": "ok",
+                                "judge_variant": variant,
+                            }
+                        )
     return pd.DataFrame(rows)
-

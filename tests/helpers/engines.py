@@ -28,9 +28,14 @@ class ScriptedEngine:
         out = self.respond(request)
         if isinstance(out, Exception):
             return GenerationResult(None, error=f"{type(out).__name__}: {out}")
-        return GenerationResult(out, finish_reason="stop", prompt_tokens=sum(len(m.text.split()) for m in request.messages),
-                                completion_tokens=len(out.split()), latency_s=0.001,
-                                constraint_kind=request.constraint.kind if request.constraint else None)
+        return GenerationResult(
+            out,
+            finish_reason="stop",
+            prompt_tokens=sum(len(m.text.split()) for m in request.messages),
+            completion_tokens=len(out.split()),
+            latency_s=0.001,
+            constraint_kind=request.constraint.kind if request.constraint else None,
+        )
 
     async def close(self) -> None:
         return None
@@ -65,8 +70,9 @@ class ScriptedEngines:
     async def open(self, card, on_event=lambda _: None, group=None):  # type: ignore[no-untyped-def]
         self.loaded.append(card.name)
         self.placed.append((card.name, group))
-        engine = ScriptedEngine(lambda request, model=card.name: self.respond_as(model, request),
-                                model_identity=f"{card.name}@test")
+        engine = ScriptedEngine(
+            lambda request, model=card.name: self.respond_as(model, request), model_identity=f"{card.name}@test"
+        )
         self.engines.setdefault(card.name, engine)
         self.opened.append(engine)
         try:

@@ -61,4 +61,3 @@ source = "hub"
 repo = "toy/toy-vlm"
 revision = "main"
 """
-

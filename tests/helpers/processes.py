@@ -23,8 +23,15 @@ def reset_signals() -> None:
 
 
 def start_cli(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=reset_signals, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dualjudge.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=reset_signals,
+        **kw,
+    )
 
 
 def count_rows(db: Path, sql: str) -> int:
@@ -51,7 +58,6 @@ def alive(pid: int) -> bool:
         return False
     state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}/stat").exists() else "X"
     return state not in ("Z", "X")
-
 
 
 @pytest.fixture()

@@ -29,12 +29,15 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-MARKUP = ('<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
-          '<!--<script> </script>--> & "quotes"\nSIGN_TYPE: no_entry')
+MARKUP = (
+    '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
+    '<!--<script> </script>--> & "quotes"\nSIGN_TYPE: no_entry'
+)
 
 
 def _with(content: Any = None, **usage: Any) -> Callable[[dict[str, Any]], bytes]:
     """A fault: the good completion with its content (a JSON text, or raw JSON spliced in) or usage replaced."""
+
     def make(good: dict[str, Any]) -> bytes:
         if usage:
             good["usage"].update(usage)
@@ -44,6 +47,7 @@ def _with(content: Any = None, **usage: Any) -> Callable[[dict[str, Any]], bytes
         if content is not None:
             good["choices"][0]["message"]["content"] = content
         return json.dumps(good).encode()
+
     return make
 
 
@@ -263,9 +267,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _completion(body: dict[str, Any], text: str, finish: str = "stop") -> dict[str, Any]:
-        return {"id": "x", "object": "chat.completion", "created": int(time.time()), "model": body.get("model", "m"),
-                "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4), "total_tokens": 15}}
+        return {
+            "id": "x",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "m"),
+            "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4), "total_tokens": 15},
+        }
 
     def _json(self, code: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._raw(code, json.dumps(payload).encode(), "application/json", headers)

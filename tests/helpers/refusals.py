@@ -32,4 +32,3 @@ def refused(cli, args: list[str], needle: str, untouched: list[Path]) -> str:
     assert "Traceback" not in err + out
     assert snapshot(*untouched) == before, f"{args} modified what it was given"
     return lines[0]
-

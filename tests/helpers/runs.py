@@ -92,4 +92,3 @@ STAGE_SQL = {  # the requests a finished run made, per stage, read from its stor
 def made(db: Path) -> dict[tuple[str, str], int]:
     with sqlite3.connect(db) as con:
         return {(model, stage): int(n) for stage, sql in STAGE_SQL.items() for model, n in con.execute(sql)}
-

@@ -25,14 +25,31 @@ def answer_step(ctx: Context, model: str, items: list[Item]) -> Step[plan.Answer
         return [t for t in plan.answer_tasks(ctx.config, items, model) if t.key not in done]
 
     async def work(t: plan.AnswerTask, caller: CachingCaller) -> None:
-        ans = await run_system(t.strategy, t.item, caller, modality=ctx.config.testbed.modality,
-                               sign_type_mode=s.sign_type, sampling=ctx.system_sampling(),
-                               run_seed=ctx.config.run.seed, repeat=t.answer.repeat)
-        ctx.store.record(AnswerRow(
-            **t.answer.fields(), status=ans.status, text=ans.text, predicted_category=ans.predicted_category,
-            format_ok=int(ans.format_ok), prompt_tokens=ans.prompt_tokens, completion_tokens=ans.completion_tokens,
-            latency_s=ans.latency_s, calls=len(ans.calls),
-            request_keys=dumps([c.request.key(caller.identity) for c in ans.calls]), error=ans.detail))
+        ans = await run_system(
+            t.strategy,
+            t.item,
+            caller,
+            modality=ctx.config.testbed.modality,
+            sign_type_mode=s.sign_type,
+            sampling=ctx.system_sampling(),
+            run_seed=ctx.config.run.seed,
+            repeat=t.answer.repeat,
+        )
+        ctx.store.record(
+            AnswerRow(
+                **t.answer.fields(),
+                status=ans.status,
+                text=ans.text,
+                predicted_category=ans.predicted_category,
+                format_ok=int(ans.format_ok),
+                prompt_tokens=ans.prompt_tokens,
+                completion_tokens=ans.completion_tokens,
+                latency_s=ans.latency_s,
+                calls=len(ans.calls),
+                request_keys=dumps([c.request.key(caller.identity) for c in ans.calls]),
+                error=ans.detail,
+            )
+        )
 
     return Step(f"systems: {model}", tasks, work)
 
@@ -45,17 +62,34 @@ async def count(planner: Planner, model: str, rubric: Rubric | None, seen: Seen)
     for t in plan.answer_tasks(c, seen.items, model):
         n_steps = len(STEPS[t.strategy])
         row.requests += n_steps
-        ans, hits = await probe(lambda call: run_system(  # awaited at once: t is this task
-            t.strategy, t.item, call, modality=c.testbed.modality, sign_type_mode=c.systems.sign_type,
-            sampling=sampling, run_seed=c.run.seed, repeat=t.answer.repeat), planner.caches, planner.identities[model])
+        ans, hits = await probe(
+            lambda call: run_system(  # awaited at once: t is this task
+                t.strategy,
+                t.item,
+                call,
+                modality=c.testbed.modality,
+                sign_type_mode=c.systems.sign_type,
+                sampling=sampling,
+                run_seed=c.run.seed,
+                repeat=t.answer.repeat,
+            ),
+            planner.caches,
+            planner.identities[model],
+        )
         row.cached += hits
         if ans is not None and ans.text is not None:
             sign = planner.catalogue.sign(t.item.sign_code)
             known[t.answer] = Answer(t.answer, ans.text, ans.predicted_category, sign.code, sign.category)
         for i in range(hits, n_steps):  # the calls still to send; earlier outputs at their expected length
-            request = build_step_request(t.strategy, i, t.item, modality=c.testbed.modality,
-                                         sign_type_mode=c.systems.sign_type, sampling=sampling,
-                                         previous=("",) * i)
+            request = build_step_request(
+                t.strategy,
+                i,
+                t.item,
+                modality=c.testbed.modality,
+                sign_type_mode=c.systems.sign_type,
+                sampling=sampling,
+                previous=("",) * i,
+            )
             row.add(counter.count(request, pending=i * planner.answer_tokens))
             row.completion_tokens += sampling.max_tokens
     return row

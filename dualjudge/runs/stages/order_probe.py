@@ -23,21 +23,44 @@ def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:
             return []
         done = ctx.store.done_keys(OrderProbeRow)
         made = {a.key: a for a in ctx.answers(None) if a.text is not None}
-        pairs = [(made[a], made[b]) for a, b in plan.order_pairs(ctx.planned(None), probes.order_pairs,
-                                                                 ctx.config.run.seed) if a in made and b in made]
-        return [t for t in (plan.OrderTask(a, b, judge, variant) for variant in ctx.config.judges.variants
-                            for a, b in pairs) if t.key not in done]
+        pairs = [
+            (made[a], made[b])
+            for a, b in plan.order_pairs(ctx.planned(None), probes.order_pairs, ctx.config.run.seed)
+            if a in made and b in made
+        ]
+        return [
+            t
+            for t in (plan.OrderTask(a, b, judge, variant) for variant in ctx.config.judges.variants for a, b in pairs)
+            if t.key not in done
+        ]
 
     async def work(t: plan.OrderTask, caller: CachingCaller) -> None:
-        res = await run_order_probe(ctx.catalogue.sign(t.first.sign_code), t.first.text or "", t.second.text or "",
-                                    caller, ctx.judge_sampling(), ctx.rubric(t.variant))
+        res = await run_order_probe(
+            ctx.catalogue.sign(t.first.sign_code),
+            t.first.text or "",
+            t.second.text or "",
+            caller,
+            ctx.judge_sampling(),
+            ctx.rubric(t.variant),
+        )
         a, b = t.first.key, t.second.key
-        ctx.store.record(OrderProbeRow(
-            variant_id=a.variant_id, repeat=a.repeat, judge_model=judge, judge_variant=t.variant,
-            first_model=a.system_model,
-            first_strategy=a.strategy, second_model=b.system_model, second_strategy=b.strategy, status=res.status,
-            winner_ab=res.winner_ab, winner_ba=res.winner_ba,
-            flipped=None if res.flipped is None else int(res.flipped), error=res.detail))
+        ctx.store.record(
+            OrderProbeRow(
+                variant_id=a.variant_id,
+                repeat=a.repeat,
+                judge_model=judge,
+                judge_variant=t.variant,
+                first_model=a.system_model,
+                first_strategy=a.strategy,
+                second_model=b.system_model,
+                second_strategy=b.strategy,
+                status=res.status,
+                winner_ab=res.winner_ab,
+                winner_ba=res.winner_ba,
+                flipped=None if res.flipped is None else int(res.flipped),
+                error=res.detail,
+            )
+        )
 
     return Step(f"order probe: {judge}", tasks, work)
 
@@ -55,9 +78,11 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
         hits, ready = 0, a.key in known and b.key in known
         first, second = known.get(a.key, a), known.get(b.key, b)
         if ready:
-            _, hits = await probe(lambda call: run_order_probe(
-                sign(first.sign_code), first.text or "", second.text or "", call, sampling, rubric),
-                planner.caches, planner.identities[judge])
+            _, hits = await probe(
+                lambda call: run_order_probe(sign(first.sign_code), first.text or "", second.text or "", call, sampling, rubric),
+                planner.caches,
+                planner.identities[judge],
+            )
             row.cached += hits
         r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling, rubric)
         pending = 0 if ready else 2 * planner.answer_tokens

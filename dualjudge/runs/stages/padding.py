@@ -26,13 +26,19 @@ def padding_step(ctx: Context, model: str) -> Step[Answer]:
             return []
         done = ctx.store.done_keys(PaddingTextRow)
         made = {a.key: a for a in ctx.answers(model)}
-        return [a for a in plan.padding_sample(ctx.planned(model), made, padding_share(ctx.config), ctx.config.run.seed)
-                if a.key.astuple() not in done]
+        return [
+            a
+            for a in plan.padding_sample(ctx.planned(model), made, padding_share(ctx.config), ctx.config.run.seed)
+            if a.key.astuple() not in done
+        ]
 
     async def work(a: Answer, caller: CachingCaller) -> None:
         padded = await pad(a.text or "", caller, ctx.padding_sampling())
-        ctx.store.record(PaddingTextRow(**a.key.fields(), status=padded.status, text=padded.text,
-                                        added_words=padded.added_words, error=padded.error))
+        ctx.store.record(
+            PaddingTextRow(
+                **a.key.fields(), status=padded.status, text=padded.text, added_words=padded.added_words, error=padded.error
+            )
+        )
 
     return Step(f"padding: {model}", tasks, work)
 
@@ -50,9 +56,8 @@ async def count(planner: Planner, model: str, rubric: Rubric | None, seen: Seen)
     row.requests = min(share, len(sample) + unknown)
     row.upper_bound = unknown > 0
     sampling = steps.padding_sampling(c)
-    for a in sample[:row.requests]:
-        text, hits = await probe(lambda call: pad(a.text or "", call, sampling),
-                                  planner.caches, planner.identities[model])
+    for a in sample[: row.requests]:
+        text, hits = await probe(lambda call: pad(a.text or "", call, sampling), planner.caches, planner.identities[model])
         row.cached += hits
         if text is not None and text.text is not None:
             padded[a.key] = text.text

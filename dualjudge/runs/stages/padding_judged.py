@@ -36,8 +36,7 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
         if not ctx.config.probes.padding:
             return []
         signs = {a.key: a.sign_code for a in ctx.answers(None)}
-        originals = {(*r.key()[:4], r.judge_variant, r.kind): r
-                     for r in ctx.store.read(VerdictRow, status="ok", judge_model=judge)}
+        originals = {(*r.key()[:4], r.judge_variant, r.kind): r for r in ctx.store.read(VerdictRow, status="ok", judge_model=judge)}
         done = ctx.store.done_keys(PaddingProbeRow)
         out = []
         for variant in ctx.config.judges.variants:
@@ -52,16 +51,34 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
     async def work(t: RejudgeTask, caller: CachingCaller) -> None:
         kind = t.original.kind
         before = t.original.score(judge_kind(kind).value)
-        judged = await run_judge(kind, ctx.catalogue.sign(t.sign_code), t.padded.text or "", caller,
-                                 ctx.judge_sampling(), ctx.config.judges.overall, ctx.rubric(t.original.judge_variant),
-                                 retries=ctx.verdict_retries(judge))
+        judged = await run_judge(
+            kind,
+            ctx.catalogue.sign(t.sign_code),
+            t.padded.text or "",
+            caller,
+            ctx.judge_sampling(),
+            ctx.config.judges.overall,
+            ctx.rubric(t.original.judge_variant),
+            retries=ctx.verdict_retries(judge),
+        )
         res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)
-        ctx.store.record(PaddingProbeRow(
-            variant_id=t.padded.variant_id, repeat=t.padded.repeat, system_model=t.padded.system_model,
-            strategy=t.padded.strategy, judge_model=judge, judge_variant=t.original.judge_variant, kind=kind,
-            status=judged.status, original=res.original,
-            padded=res.padded_value, shift=res.score_shift, flipped=None if res.flipped is None else int(res.flipped),
-            error=judged.outcome.detail))
+        ctx.store.record(
+            PaddingProbeRow(
+                variant_id=t.padded.variant_id,
+                repeat=t.padded.repeat,
+                system_model=t.padded.system_model,
+                strategy=t.padded.strategy,
+                judge_model=judge,
+                judge_variant=t.original.judge_variant,
+                kind=kind,
+                status=judged.status,
+                original=res.original,
+                padded=res.padded_value,
+                shift=res.score_shift,
+                flipped=None if res.flipped is None else int(res.flipped),
+                error=judged.outcome.detail,
+            )
+        )
 
     return Step(f"padding judged: {judge}", tasks, work)
 
@@ -73,17 +90,23 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     sampling, convention, sign, padded = steps.judge_sampling(c), c.judges.overall, planner.catalogue.sign, seen.padded
     restated = [(a, kind) for a in seen.every for kind in c.judges.kinds if a.key in padded]
     row = await planner.judged(
-        judge, "padding judged", restated, {k: seen.known[k] for k in padded},
-        lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention,
-                                        rubric),
-        lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling,
-                                            convention, rubric))
+        judge,
+        "padding judged",
+        restated,
+        {k: seen.known[k] for k in padded},
+        lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention, rubric),
+        lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling, convention, rubric),
+    )
     unknown = seen.padding_bound - len(padded)  # restatements not yet made: each judged for every kind
     row.requests += unknown * len(c.judges.kinds)
     if seen.every:
-        row.add(planner.counters[judge].count(
-            build_judge_request(QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric),
-            pending=min(planner.answer_tokens, c.probes.padding_max_tokens), times=unknown * len(c.judges.kinds)))
+        row.add(
+            planner.counters[judge].count(
+                build_judge_request(QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric),
+                pending=min(planner.answer_tokens, c.probes.padding_max_tokens),
+                times=unknown * len(c.judges.kinds),
+            )
+        )
     row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
     row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok
     return row
@@ -94,5 +117,6 @@ def tokens(c: RunConfig, items: int) -> int:
     return c.judges.max_tokens * len(c.judges.variants) * p.padding_samples * len(c.judges.kinds) if p.padding else 0
 
 
-STAGE = Stage("padding judged", "judges", lambda ctx, model, items, of: rejudge_step(ctx, model),
-              count, tokens, rows=(PaddingProbeRow,))
+STAGE = Stage(
+    "padding judged", "judges", lambda ctx, model, items, of: rejudge_step(ctx, model), count, tokens, rows=(PaddingProbeRow,)
+)

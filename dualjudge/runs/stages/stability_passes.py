@@ -42,11 +42,27 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
 
     async def work(t: PassTask, caller: CachingCaller) -> None:
         a = t.task.answer
-        judged = await run_judge(t.task.kind, ctx.catalogue.sign(a.sign_code), a.text or "", caller,
-                                 ctx.pass_sampling(t.pass_index), ctx.config.judges.overall, ctx.rubric(t.task.variant))
-        ctx.store.record(JudgePassRow(
-            **a.key.fields(), judge_model=judge, judge_variant=t.task.variant, kind=t.task.kind,
-            pass_index=t.pass_index, status=judged.status, value=judged.value(), error=judged.outcome.detail))
+        judged = await run_judge(
+            t.task.kind,
+            ctx.catalogue.sign(a.sign_code),
+            a.text or "",
+            caller,
+            ctx.pass_sampling(t.pass_index),
+            ctx.config.judges.overall,
+            ctx.rubric(t.task.variant),
+        )
+        ctx.store.record(
+            JudgePassRow(
+                **a.key.fields(),
+                judge_model=judge,
+                judge_variant=t.task.variant,
+                kind=t.task.kind,
+                pass_index=t.pass_index,
+                status=judged.status,
+                value=judged.value(),
+                error=judged.outcome.detail,
+            )
+        )
 
     return Step(f"stability passes: {judge}", tasks, work)
 
@@ -59,16 +75,19 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
     passes = [(a, (kind, k)) for k in range(1, c.judges.passes + 1) for a, kind in verdicts]
     return await planner.judged(
-        judge, "stability passes", passes, seen.known,
-        lambda a, x, call: run_judge(x[0], sign(a.sign_code), a.text or "", call,
-                                     steps.pass_sampling(c, x[1]), convention, rubric),
-        lambda a, x: build_judge_request(x[0], sign(a.sign_code), a.text or "",
-                                         steps.pass_sampling(c, x[1]), convention, rubric))
+        judge,
+        "stability passes",
+        passes,
+        seen.known,
+        lambda a, x, call: run_judge(x[0], sign(a.sign_code), a.text or "", call, steps.pass_sampling(c, x[1]), convention, rubric),
+        lambda a, x: build_judge_request(x[0], sign(a.sign_code), a.text or "", steps.pass_sampling(c, x[1]), convention, rubric),
+    )
 
 
 def tokens(c: RunConfig, items: int) -> int:
     return verdict_tokens(c, items) * c.judges.passes if c.judges.passes >= 2 else 0
 
 
-STAGE = Stage("stability passes", "judges", lambda ctx, model, items, of: passes_step(ctx, model),
-              count, tokens, rows=(JudgePassRow,))
+STAGE = Stage(
+    "stability passes", "judges", lambda ctx, model, items, of: passes_step(ctx, model), count, tokens, rows=(JudgePassRow,)
+)

@@ -30,15 +30,33 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
 
     async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
         sign = ctx.catalogue.sign(t.answer.sign_code)
-        judged = await run_judge(t.kind, sign, t.answer.text or "", caller, ctx.judge_sampling(), j.overall,
-                                 ctx.rubric(t.variant), retries=ctx.verdict_retries(judge))
+        judged = await run_judge(
+            t.kind,
+            sign,
+            t.answer.text or "",
+            caller,
+            ctx.judge_sampling(),
+            j.overall,
+            ctx.rubric(t.variant),
+            retries=ctx.verdict_retries(judge),
+        )
         v = judged.verdict
         criteria = dumps(v.criteria()) if isinstance(v, _RubricVerdict) else None
-        ctx.store.record(VerdictRow(
-            **t.answer.key.fields(), judge_model=judge, judge_variant=t.variant, kind=t.kind, status=judged.status,
-            scores=None if v is None else dumps(judge_kind(t.kind).read(v)), reasoning=getattr(v, "reasoning", None),
-            criteria=criteria, completion_tokens=judged.result.completion_tokens,
-            request_key=judged.request.key(caller.identity), error=judged.outcome.detail))
+        ctx.store.record(
+            VerdictRow(
+                **t.answer.key.fields(),
+                judge_model=judge,
+                judge_variant=t.variant,
+                kind=t.kind,
+                status=judged.status,
+                scores=None if v is None else dumps(judge_kind(t.kind).read(v)),
+                reasoning=getattr(v, "reasoning", None),
+                criteria=criteria,
+                completion_tokens=judged.result.completion_tokens,
+                request_key=judged.request.key(caller.identity),
+                error=judged.outcome.detail,
+            )
+        )
 
     return Step(f"judges: {judge}", tasks, work)
 
@@ -48,9 +66,13 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     sampling, convention, sign = steps.judge_sampling(c), c.judges.overall, planner.catalogue.sign
     verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
     return await planner.judged(
-        judge, "verdicts", verdicts, seen.known,
+        judge,
+        "verdicts",
+        verdicts,
+        seen.known,
         lambda a, kind, call: run_judge(kind, sign(a.sign_code), a.text or "", call, sampling, convention, rubric),
-        lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric))
+        lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric),
+    )
 
 
 def all_answers(c: RunConfig, items: int) -> int:
@@ -61,5 +83,12 @@ def tokens(c: RunConfig, items: int) -> int:
     return c.judges.max_tokens * len(c.judges.variants) * all_answers(c, items) * len(c.judges.kinds)
 
 
-STAGE = Stage("verdicts", "judges", lambda ctx, model, items, of: judge_step(ctx, model, of=of),
-              count, tokens, rows=(VerdictRow,), as_answers_arrive=True)
+STAGE = Stage(
+    "verdicts",
+    "judges",
+    lambda ctx, model, items, of: judge_step(ctx, model, of=of),
+    count,
+    tokens,
+    rows=(VerdictRow,),
+    as_answers_arrive=True,
+)

@@ -1,0 +1,78 @@
+"""Which items each system answered: a comparison on the items every system answered, and a warning
+when a system's answered items are easier than the others'.
+
+A system that answered mostly the easier items gains in every mean of its verdicts (naive or
+calibrated) without being better. How easy an item is, is read from the other systems' verdicts on it:
+for system s, m_(-s)(i) is the mean verdict the other systems' answers to item i received. The ease gap
+of s is the mean of m_(-s) over the items s answered minus its mean over every item the others
+answered; a system that answered every item has a gap of exactly zero. The common-items ranking is the
+mean verdict per system on the items every system answered (none: no such ranking)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from dualjudge.analysis.choices import Outcome
+from dualjudge.analysis.ranks import competition_ranks
+
+# an ease gap at least this large (in the outcome's units) is named in a warning
+EASE_GAP = {"overall": 0.2, "equivalent": 0.05}
+
+
+def ease_gaps(rated: pd.DataFrame, labels: pd.Series) -> dict[str, float]:
+    """Per group: the ease gap of the items it answered (see the module docstring). `rated`: rows with a
+    verdict value `_y` and an `item_id`; `labels`: each row's group. One pass over (item, group) cells,
+    whatever the number of groups."""
+    frame = pd.DataFrame({"item": rated["item_id"].astype(str).to_numpy(), "group": labels.to_numpy(), "y": rated["_y"].to_numpy()})
+    per = frame.groupby(["item", "group"])["y"].agg(["sum", "count"]).reset_index()
+    totals = per.groupby("item")[["sum", "count"]].sum()
+    everyone = totals["sum"] / totals["count"]  # an item's ease for a group that did not answer it
+    per["others_n"] = per["item"].map(totals["count"]) - per["count"]
+    per["everyone"] = per["item"].map(everyone)
+    per["ease"] = (per["item"].map(totals["sum"]) - per["sum"]) / per["others_n"].where(per["others_n"] > 0)
+    seen = per[per["others_n"] > 0]  # items another group answered too
+    answered = seen.groupby("group")["ease"].mean()
+    # over every item the others answered: the items it did not answer at everyone's mean, its own at the others'
+    total = float(everyone.sum()) - per.groupby("group")["everyone"].sum() + seen.groupby("group")["ease"].sum()
+    items = len(totals) - per[per["others_n"] == 0].groupby("group").size().reindex(answered.index, fill_value=0)
+    gaps = answered - total.reindex(answered.index) / items
+    return {str(g): float(v) for g, v in gaps.items() if pd.notna(v)}
+
+
+def common_items_ranking(rated: pd.DataFrame, labels: pd.Series, groups: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """[{group, estimate, rank}] of the mean verdict per group on the items every group answered, best
+    first, and how many such items there are (0: no ranking)."""
+    items = rated["item_id"].astype(str)
+    answered = pd.DataFrame({"item": items.to_numpy(), "group": labels.to_numpy()}).drop_duplicates()
+    counts = answered.groupby("item")["group"].nunique()
+    common = set(counts[counts == len(groups)].index)
+    if not common:
+        return [], 0
+    keep = items.isin(common).to_numpy()
+    means = rated["_y"][keep].groupby(labels.to_numpy()[keep]).mean()
+    values: dict[str, float | None] = {g: float(means[g]) if g in means.index else None for g in groups}
+    ranks = competition_ranks(values)
+    rows = [{"group": g, "estimate": values[g], "rank": ranks[g]} for g in groups]
+    return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"])), len(common)
+
+
+def ease_warnings(gaps: dict[str, float], outcome: Outcome, n_common: int) -> list[str]:
+    """A warning per group whose answered items are easier (or harder) than the others' by EASE_GAP or more."""
+    unit = "points" if outcome == "overall" else "in probability"
+    out = []
+    for group, gap in sorted(gaps.items(), key=lambda g: -abs(g[1])):
+        if abs(gap) >= EASE_GAP[outcome]:
+            word = "easier" if gap > 0 else "harder"
+            compare = (
+                f"compare the systems on the {n_common} items every system answered (common_items)"
+                if n_common
+                else "no item was answered by every system, so no common-items comparison can be made"
+            )
+            out.append(
+                f"{group}: the items it answered are {word} than the others' by {abs(gap):.2f} {unit} (the other "
+                f"systems' mean {outcome} on them against on every item), which its scores carry as if it "
+                f"were {'better' if gap > 0 else 'worse'}; {compare}"
+            )
+    return out
