@@ -350,7 +350,8 @@ class _FrozenServer:
     200, /metrics answering with counters that never move (the provider's server stands in for it)."""
 
     def __init__(self, port: int) -> None:
-        self.port = port
+        self.health_url = f"http://127.0.0.1:{port}/health"
+        self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         self.api_key = "k"
         self.process = None
 

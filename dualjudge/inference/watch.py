@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import httpx
 
 from dualjudge.inference.endpoint_engine import EndpointEngine
+from dualjudge.inference.server_process import Server
 from dualjudge.inference.vllm_api import PROGRESS_COUNTERS
-from dualjudge.inference.vllm_server import VllmServer
 
 COMPLETIONS_FACTOR = 3.0  # without token counters: no completion for this many requests' durations is a hang
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
@@ -93,7 +93,7 @@ class Pace:
         return None
 
 
-async def watch_server(server: VllmServer, engine: EndpointEngine, settings: WatchSettings = WatchSettings()) -> str:
+async def watch_server(server: Server, engine: EndpointEngine, settings: WatchSettings = WatchSettings()) -> str:
     """Watch until the server fails (then the engine is down and the reason is returned) or the
     watcher is cancelled (the engine is being closed)."""
     failures = 0
@@ -123,16 +123,16 @@ async def watch_server(server: VllmServer, engine: EndpointEngine, settings: Wat
                 return reason
 
 
-async def _healthy(client: httpx.AsyncClient, server: VllmServer) -> bool:
+async def _healthy(client: httpx.AsyncClient, server: Server) -> bool:
     try:
-        return (await client.get(f"http://127.0.0.1:{server.port}/health")).status_code == 200
+        return (await client.get(server.health_url)).status_code == 200
     except httpx.HTTPError:
         return False
 
 
-async def _tokens(client: httpx.AsyncClient, server: VllmServer) -> float | None:
+async def _tokens(client: httpx.AsyncClient, server: Server) -> float | None:
     try:
-        resp = await client.get(f"http://127.0.0.1:{server.port}/metrics")
+        resp = await client.get(server.metrics_url)
     except httpx.HTTPError:
         return None
     return progress_tokens(resp.text) if resp.status_code == 200 else None
