@@ -174,3 +174,25 @@ def test_zero_one_floats_with_blanks_read_as_booleans():
     assert table["equivalent"].tolist()[:2] == [True, False] and table["equivalent"].isna().tolist() == [False, False, True, False]
     with pytest.raises(Exception, match="must be boolean, found 0.5"):
         validate(frame.assign(equivalent=[1.0, 0.5, np.nan, 1.0]))
+
+
+def test_only_the_pair_whose_removal_clears_the_excess_is_named():
+    """Five judges, two of which share noise: the model pulls the latent quality toward the pair, and the
+    other three judges' residuals then move together as well (three spurious pairs, which the warning
+    used to name beside the right one). Only the pair whose leaving out clears the excess is named."""
+    from dataclasses import replace
+
+    import simulator
+
+    five = replace(
+        SCENARIOS["correlated judges (60% shared noise)"],
+        judges={**simulator.FOUR, "mistral-7b": "mistral"},
+        affected=(*simulator.FOUR, "mistral-7b"),
+    )
+    for seed in range(3):
+        frame, _ = simulate(five, seed)
+        result = self_preference(validate(frame, "simulated"), seed=seed, n_resamples=RESAMPLES)
+        for outcome in ("overall", "equivalent"):
+            named = [sorted(p["judges"]) for p in result[outcome]["correlated_pairs"]]
+            assert named in ([["gemma-12b", "qwen-7b"]], []), (seed, outcome, named)
+        assert [sorted(p["judges"]) for p in result["overall"]["correlated_pairs"]] == [["gemma-12b", "qwen-7b"]]

@@ -31,6 +31,7 @@ from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interva
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.diagnostics import (
     SHIFTS,
+    Pair,
     copies,
     correlated_pairs,
     fit_problems,
@@ -460,6 +461,34 @@ def point_estimates(grid: Grid) -> dict[str, float | None]:
     }
 
 
+def explaining_pairs(grid: Grid, full: calibration.Fit) -> list[Pair]:
+    """The correlated pairs to name: those whose removal clears the excess. A pair of judges that share
+    taste or noise pulls the latent quality toward them, and the other judges' residuals then move
+    together too: spurious pairs. So, while flagged pairs remain, the judge whose leaving out (refitted)
+    leaves the fewest flagged pairs is found, and the strongest pending pair it belongs to is named; the
+    pairs still flagged without it are what remains to explain. With three judges left the model fits
+    every correlation, so nothing is left to explain."""
+    pending = flagged(correlated_pairs(grid, full))
+    named: list[Pair] = []
+    out: set[str] = set()
+    while pending:
+        best: tuple[str, set[frozenset[str]]] | None = None
+        for judge in sorted({j for p in pending for j in (p.first, p.second)}):
+            sub = grid.without(out | {judge})
+            left: set[frozenset[str]] = set()
+            if sub.design.n_judges >= 4 and sub.design.n_answers and sub.design.n_clusters >= 2:
+                fit = calibration.fit(calibration.Types.of(sub.design).resampled(None))
+                left = {frozenset((p.first, p.second)) for p in flagged(correlated_pairs(sub, fit))}
+            if best is None or len(left) < len(best[1]):
+                best = (judge, left)
+        assert best is not None
+        judge, left = best
+        named.append(max((p for p in pending if judge in (p.first, p.second)), key=lambda p: p.excess))
+        out.add(judge)
+        pending = [p for p in pending if frozenset((p.first, p.second)) in left]
+    return sorted(named, key=lambda p: -p.excess)
+
+
 def judge_warnings(
     frame: pd.DataFrame,
     grid: Grid,
@@ -475,7 +504,7 @@ def judge_warnings(
     entries = {e["judge"]: e for e in result["judges"]}
     alternatives: dict[str, list[float]] = result.setdefault(ALTERNATIVES, {})  # what withdraw() widens to
     result["correlated_pairs"] = []
-    for pair in flagged(correlated_pairs(grid, full)) if free_scales else []:
+    for pair in explaining_pairs(grid, full) if free_scales else []:
         result["correlated_pairs"].append(
             {"judges": [pair.first, pair.second], "excess": round(pair.excess, 4), "copied": pair.copied}
         )
