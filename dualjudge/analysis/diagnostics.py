@@ -195,7 +195,7 @@ def pair_warning(pair: Pair, left_out: dict[str, dict[str, float | None]], judge
             f"strong in it"
         )
         if pair.mirror:
-            what += f" (with four judges this cannot be told apart from {pair.mirror[0]} and {pair.mirror[1]} moving apart)"
+            what += f" (with four judges this cannot be told apart from {pair.mirror[0]} and {pair.mirror[1]} moving together)"
     shown = [
         f"without {gone}: {estimates[judge]:+.2f}"
         for gone, estimates in left_out.items()
