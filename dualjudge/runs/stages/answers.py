@@ -10,10 +10,7 @@ from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.counting import Planner, Seen, StageCount, probe
 from dualjudge.runs.stage import Stage
 from dualjudge.runs.steps import Context, Step
-from dualjudge.storage.rows import (
-    Answer,
-    AnswerRow,
-)
+from dualjudge.storage.rows import Answer, AnswerRow
 from dualjudge.storage.store import dumps
 
 

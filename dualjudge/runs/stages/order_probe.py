@@ -10,9 +10,7 @@ from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.counting import Planner, Seen, StageCount, probe
 from dualjudge.runs.stage import Stage
 from dualjudge.runs.steps import Context, Step
-from dualjudge.storage.rows import (
-    OrderProbeRow,
-)
+from dualjudge.storage.rows import OrderProbeRow
 
 
 def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:

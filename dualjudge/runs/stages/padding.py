@@ -11,10 +11,7 @@ from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.counting import Planner, Seen, StageCount, probe
 from dualjudge.runs.stage import Stage
 from dualjudge.runs.steps import Context, Step, padding_share
-from dualjudge.storage.rows import (
-    Answer,
-    PaddingTextRow,
-)
+from dualjudge.storage.rows import Answer, PaddingTextRow
 
 
 def padding_step(ctx: Context, model: str) -> Step[Answer]:

@@ -15,11 +15,7 @@ from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.counting import Planner, Seen, StageCount
 from dualjudge.runs.stage import Stage
 from dualjudge.runs.steps import Context, Step
-from dualjudge.storage.rows import (
-    PaddingProbeRow,
-    PaddingTextRow,
-    VerdictRow,
-)
+from dualjudge.storage.rows import PaddingProbeRow, PaddingTextRow, VerdictRow
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ from dualjudge.runs.counting import Planner, Seen, StageCount
 from dualjudge.runs.stage import Stage
 from dualjudge.runs.stages.verdicts import tokens as verdict_tokens
 from dualjudge.runs.steps import Context, Step
-from dualjudge.storage.rows import (
-    JudgePassRow,
-)
+from dualjudge.storage.rows import JudgePassRow
 
 
 @dataclass(frozen=True)

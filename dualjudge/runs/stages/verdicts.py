@@ -13,9 +13,7 @@ from dualjudge.runs.caller import CachingCaller
 from dualjudge.runs.counting import Planner, Seen, StageCount
 from dualjudge.runs.stage import Stage
 from dualjudge.runs.steps import Context, Step
-from dualjudge.storage.rows import (
-    VerdictRow,
-)
+from dualjudge.storage.rows import VerdictRow
 from dualjudge.storage.store import dumps
 
 
