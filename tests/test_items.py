@@ -9,6 +9,7 @@ import pandas as pd
 
 from dualjudge.analysis.leaderboard import leaderboard
 from dualjudge.analysis.table import validate
+from tests.helpers.designs import verdict_row
 
 JUDGES = (("j_a", "fa"), ("j_b", "fb"), ("j_c", "fc"))
 SYSTEMS = {"s_a": ("fa", 0.0), "s_b": ("fb", 0.3), "s_c": ("fc", 0.15)}  # family, true effect on quality
@@ -27,31 +28,7 @@ def table(skip_hard_for: str | None, n_signs: int = 12, items: int = 8, seed: in
                 quality = ease + effect + rng.normal(0, 0.3)
                 for judge, jfam in JUDGES:
                     score = float(np.clip(np.round(5 + 2 * quality + rng.normal(0, 0.5)), 0, 10))
-                    rows.append(
-                        {
-                            "run_id": "r",
-                            "item_id": f"{s}_{i}",
-                            "sign_code": f"{600 + s}",
-                            "category": "c",
-                            "visibility": 1.0,
-                            "mode": "none",
-                            "repeat": 0,
-                            "system": "sa",
-                            "system_model": system,
-                            "system_family": family,
-                            "judge_model": judge,
-                            "judge_family": jfam,
-                            "predicted_category": "c",
-                            "format_ok": True,
-                            "accuracy": score,
-                            "completeness": score,
-                            "relevance": score,
-                            "overall": score,
-                            "equivalent": bool(quality > 0),
-                            "quality_status": "ok",
-                            "equivalence_status": "ok",
-                        }
-                    )
+                    rows.append(verdict_row(f"{s}_{i}", f"{600 + s}", system, family, judge, jfam, score, bool(quality > 0)))
     return validate(pd.DataFrame(rows), "constructed")
 
 

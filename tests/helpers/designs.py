@@ -26,30 +26,35 @@ def table(noise: dict[str, float], n_signs: int = 12, items: int = 6, seed: int 
                             continue
                         score = float(np.clip(np.round(5 + 2 * quality + rng.normal(0, sd)), 0, 10))
                         eq = bool(quality + rng.normal(0, sd) > 0)
-                        rows.append(
-                            {
-                                "run_id": "r",
-                                "item_id": f"{s}_{i}",
-                                "sign_code": f"{600 + s}",
-                                "category": "c",
-                                "visibility": 1.0,
-                                "mode": "none",
-                                "repeat": 0,
-                                "system": "sa",
-                                "system_model": system,
-                                "system_family": sfam,
-                                "judge_model": judge,
-                                "judge_family": jfam,
-                                "predicted_category": "c",
-                                "format_ok": True,
-                                "accuracy": score,
-                                "completeness": score,
-                                "relevance": score,
-                                "overall": score,
-                                "equivalent": eq,
-                                "quality_status": "ok",
-                                "equivalence_status": "ok",
-                                "judge_variant": variant,
-                            }
-                        )
+                        row = verdict_row(f"{s}_{i}", f"{600 + s}", system, sfam, judge, jfam, score, eq)
+                        rows.append({**row, "judge_variant": variant})
     return pd.DataFrame(rows)
+
+
+def verdict_row(
+    item: str, sign: str, system: str, system_family: str, judge: str, judge_family: str, score: float, equivalent: bool
+) -> dict[str, object]:
+    """One verdict-table row of strategy SA with every sub-score equal to `score` and both verdicts ok."""
+    return {
+        "run_id": "r",
+        "item_id": item,
+        "sign_code": sign,
+        "category": "c",
+        "visibility": 1.0,
+        "mode": "none",
+        "repeat": 0,
+        "system": "sa",
+        "system_model": system,
+        "system_family": system_family,
+        "judge_model": judge,
+        "judge_family": judge_family,
+        "predicted_category": "c",
+        "format_ok": True,
+        "accuracy": score,
+        "completeness": score,
+        "relevance": score,
+        "overall": score,
+        "equivalent": equivalent,
+        "quality_status": "ok",
+        "equivalence_status": "ok",
+    }
