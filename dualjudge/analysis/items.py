@@ -10,12 +10,9 @@ mean verdict per system on the items every system answered (none: no such rankin
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from dualjudge.analysis.choices import Outcome
-from dualjudge.analysis.ranks import competition_ranks
 
 # an ease gap at least this large (in the outcome's units) is named in a warning
 EASE_GAP = {"overall": 0.2, "equivalent": 0.05}
@@ -41,21 +38,12 @@ def ease_gaps(rated: pd.DataFrame, labels: pd.Series) -> dict[str, float]:
     return {str(g): float(v) for g, v in gaps.items() if pd.notna(v)}
 
 
-def common_items_ranking(rated: pd.DataFrame, labels: pd.Series, groups: list[str]) -> tuple[list[dict[str, Any]], int]:
-    """[{group, estimate, rank}] of the mean verdict per group on the items every group answered, best
-    first, and how many such items there are (0: no ranking)."""
+def common_items(rated: pd.DataFrame, labels: pd.Series, groups: list[str]) -> pd.Series:
+    """Which rows are about an item every group answered (the common-items comparison's rows)."""
     items = rated["item_id"].astype(str)
     answered = pd.DataFrame({"item": items.to_numpy(), "group": labels.to_numpy()}).drop_duplicates()
     counts = answered.groupby("item")["group"].nunique()
-    common = set(counts[counts == len(groups)].index)
-    if not common:
-        return [], 0
-    keep = items.isin(common).to_numpy()
-    means = rated["_y"][keep].groupby(labels.to_numpy()[keep]).mean()
-    values: dict[str, float | None] = {g: float(means[g]) if g in means.index else None for g in groups}
-    ranks = competition_ranks(values)
-    rows = [{"group": g, "estimate": values[g], "rank": ranks[g]} for g in groups]
-    return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"])), len(common)
+    return items.isin(set(counts[counts == len(groups)].index))
 
 
 def ease_warnings(gaps: dict[str, float], outcome: Outcome, n_common: int) -> list[str]:

@@ -33,7 +33,7 @@ from dualjudge.analysis import calibration
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
 from dualjudge.analysis.diagnostics import fit_problems
-from dualjudge.analysis.items import common_items_ranking, ease_gaps, ease_warnings
+from dualjudge.analysis.items import common_items, ease_gaps, ease_warnings
 from dualjudge.analysis.ranks import calibrated_board, competition_ranks, ranking_changes
 from dualjudge.analysis.self_preference import OUTCOMES, Grid, build_grid, identification, lineage_columns
 from dualjudge.analysis.table import ANSWER_KEY
@@ -312,7 +312,9 @@ def leaderboard(
         groups = sorted(set(group_labels(frame["system_model"], frame["system"], by).tolist()))
         plain = plain_rankings(frame, outcome, lineage, by, groups)
         labels = pd.Series(group_labels(rated["system_model"], rated["system"], by), index=rated.index)
-        common, n_common = common_items_ranking(rated, labels, groups)
+        shared = common_items(rated, labels, groups)
+        n_common = int(rated.loc[shared, "item_id"].nunique())
+        common = mean_ranking(rated[shared], by, groups) if n_common else []
         item_warnings[by] = ease_warnings(ease_gaps(rated, labels), outcome, n_common)
         boards[by] = {
             "outcome": outcome,

@@ -20,7 +20,7 @@ from dualjudge.runs import plan, steps, study
 from dualjudge.runs.jobs import device_groups, runs_here
 from dualjudge.runs.progress import Progress, QuietProgress
 from dualjudge.runs.testbed import build_testbed, testbed_items
-from dualjudge.storage.rows import Answer, AnswerKey, AnswerRow, JobRecord
+from dualjudge.storage.rows import ROW_TYPES, Answer, AnswerKey, AnswerRow, JobRecord
 from dualjudge.storage.store import Store
 from dualjudge.testbed.catalogue import Catalogue, default_catalogue
 
@@ -61,7 +61,8 @@ class RunContext:
         check_fingerprint(config, out, self.store)
         for stage in study.STUDY:  # a stage's own rows (the built-in ones are the store's)
             for row in stage.rows:
-                self.store.ensure(row)
+                if row not in ROW_TYPES:
+                    self.store.ensure(row)
         self.variants: dict[str, Any] = {}
 
     def local(self, model: str) -> bool:
