@@ -13,7 +13,7 @@ comma := ,
 STAMP := $(VENV)/.dualjudge-installed-$(subst $(comma),-,$(EXTRAS))
 DEMO_DIR ?= demo-output
 
-.PHONY: install test test-quick test-fast check lint demo check-vllm clean
+.PHONY: install test test-quick test-fast check lint demo check-vllm check-sglang clean
 
 install: $(STAMP)
 
@@ -62,6 +62,11 @@ demo: $(STAMP)
 # the newest vllm on PyPI too, where a missing use is a warning line (what the next pin bump must change).
 check-vllm: $(STAMP)
 	$(PY) -m dualjudge.inference.vllm_check --pinned --newest
+
+# Every SGLang flag, request field, route and metric dualjudge uses (and every card's flags), in the
+# SGLang wheel the `sglang` extra pins, downloaded without dependencies and read as source.
+check-sglang: $(STAMP)
+	$(PY) -m dualjudge.inference.sglang_server --check
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

@@ -2,8 +2,8 @@
 can change a result.
 
 Every setting is declared once (a pydantic field) with `affects_results` in its schema: True (the
-default), False (plumbing: concurrency, timeouts, endpoints, cache file), or the name of the engine
-backend for which it matters. The run fingerprint and the request cache key both derive from it.
+default), False (plumbing: concurrency, timeouts, endpoints, cache file), or the name (or names) of the
+engine backends for which it matters. The run fingerprint and the request cache key both derive from it.
 """
 
 from __future__ import annotations
@@ -35,15 +35,18 @@ def _distinct(values: tuple[T, ...]) -> tuple[T, ...]:
 Distinct = AfterValidator(_distinct)
 
 
-def setting(default: Any = ..., *, affects_results: bool | str = True, **kwargs: Any) -> Any:
+def setting(default: Any = ..., *, affects_results: bool | str | tuple[str, ...] = True, **kwargs: Any) -> Any:
     """A field whose schema records whether it can change a result (see the module docstring)."""
-    return Field(default, json_schema_extra={"affects_results": affects_results}, **kwargs)
+    flag: Any = list(affects_results) if isinstance(affects_results, tuple) else affects_results
+    return Field(default, json_schema_extra={"affects_results": flag}, **kwargs)
 
 
 def affects_results(model: type[BaseModel], name: str, backend: str | None = None) -> bool:
     extra = model.model_fields[name].json_schema_extra
     flag = extra.get("affects_results", True) if isinstance(extra, dict) else True
-    return flag is True or (isinstance(flag, str) and flag == backend)
+    if isinstance(flag, str):
+        return flag == backend
+    return flag is True or (isinstance(flag, (list, tuple)) and backend in flag)
 
 
 def result_fields(section: BaseModel, backend: str | None = None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from dualjudge.config import RunConfig
 from dualjudge.errors import ServerStartFailed
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
 from dualjudge.inference.types import EngineDown, GenerationRequest, Message, Sampling
+from dualjudge.inference.vllm_api import PROGRESS_COUNTERS
 from dualjudge.inference.watch import Pace, WatchSettings, progress_tokens, watch_server
 from dualjudge.protocol import QualityVerdict
 from dualjudge.runs.context import RunContext
@@ -354,6 +355,7 @@ class _FrozenServer:
         self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         self.api_key = "k"
         self.process = None
+        self.progress_counters = PROGRESS_COUNTERS  # vLLM's, which the provider's /metrics exports
 
     def alive(self) -> bool:
         return True

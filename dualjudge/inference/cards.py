@@ -88,6 +88,16 @@ class VllmArgs(_Strict):
     extra_args: tuple[str, ...] = ()
 
 
+class SglangArgs(_Strict):
+    """What only an SGLang server of the model needs (engine.backend = "sglang"; inference/sglang_server.py).
+    The serving facts both servers share (dtype, context length, tensor parallelism, chat template, remote
+    code, memory share, batch) are read from the `[vllm]` table, so a card states them once."""
+
+    mem_fraction_static: float | None = Field(default=None, gt=0, le=1)  # else [vllm] gpu_memory_utilization
+    attention_backend: str | None = None
+    extra_args: tuple[str, ...] = ()
+
+
 class Shape(_Strict):
     """The model's published shape (its config.json): the text backbone that decodes, and the vision encoder
     that runs once per image. What the plan's roofline and the preflight's KV-cache check compute from."""
@@ -122,6 +132,7 @@ class ModelCard(_Strict):
     image_tokens_source: str | None = None
     weights: Weights
     vllm: VllmArgs = VllmArgs()
+    sglang: SglangArgs = SglangArgs()
     shape: Shape | None = None
 
     @model_validator(mode="after")

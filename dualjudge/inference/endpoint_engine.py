@@ -23,7 +23,7 @@ from typing import Any
 
 from dualjudge.inference import vllm_api
 from dualjudge.inference.chat_http import ChatClient, MalformedReply, RateLimited, RequestTimeout, StatusError, Transient
-from dualjudge.inference.dialects import DialectName, dialect
+from dualjudge.inference.dialects import Dialect, DialectName, dialect
 from dualjudge.inference.reply_bounds import constraint_problem, content_text, count_problem, text_problem
 from dualjudge.inference.types import EngineDown, GenerationRequest, GenerationResult
 
@@ -109,6 +109,19 @@ def response_format(request: GenerationRequest) -> dict[str, Any]:
     schema = c.schema
     name = str(schema.get("title", "verdict"))
     return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}}
+
+
+def constraint_fields(d: Dialect, request: GenerationRequest) -> dict[str, Any]:
+    """The request fields that carry the request's constraint in dialect `d` (none when it cannot be sent)."""
+    c = request.constraint
+    if c is None:
+        return {}
+    where = d.json_field if c.kind == "json" else d.regex_field
+    if where == "structured_outputs":
+        return structured_outputs(request)
+    if where == "response_format":
+        return response_format(request)
+    return {where: c.spec} if where is not None else {}
 
 
 class EndpointEngine:
@@ -222,11 +235,7 @@ class EndpointEngine:
             kwargs["top_p"] = s.top_p
         if s.seed is not None:
             kwargs["seed"] = s.seed
-        if dialect(self.dialect).field == "response_format":
-            kwargs.update(response_format(request))
-        else:
-            extra = structured_outputs(request)
-            kwargs.update(extra)
+        kwargs.update(constraint_fields(dialect(self.dialect), request))
         started = time.perf_counter()
         resp = await self._clients[endpoint.base_url].create(kwargs)
         choices = resp.get("choices")

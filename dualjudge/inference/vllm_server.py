@@ -14,7 +14,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.server_process import ServerProcess, free_port, group_members, port_in_use
 from dualjudge.inference.settings import STRUCTURED_BACKENDS
-from dualjudge.inference.vllm_api import server_command, server_environment, vllm_build
+from dualjudge.inference.vllm_api import PROGRESS_COUNTERS, server_command, server_environment, vllm_build
 from dualjudge.inference.weights import LocalWeights
 
 __all__ = ["VllmServer", "free_port", "group_members", "port_in_use"]
@@ -23,6 +23,7 @@ __all__ = ["VllmServer", "free_port", "group_members", "port_in_use"]
 class VllmServer(ServerProcess):
     LABEL = "vLLM"
     LOG_PREFIX = "vllm"
+    progress_counters: tuple[str, ...] = PROGRESS_COUNTERS
 
     def __init__(
         self,

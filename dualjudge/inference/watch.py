@@ -3,7 +3,7 @@
 A server that dies or hangs must not turn every remaining request into a retried error, nor cost the
 ten minutes of a request timeout. The watcher looks at the server process every second and at the
 server every few seconds: `/health` (which fails only when the API server itself is stuck or its engine
-has died) and `/metrics`, whose token counters (tokens prefilled and generated, vllm_api.PROGRESS_COUNTERS)
+has died) and `/metrics`, whose token counters (tokens prefilled and generated, the server's `progress_counters`)
 move at every engine step. A server is hung when requests are outstanding and:
 - no token was produced for `stall_s` (an engine core that is stuck answers /health with 200, but its
   counters stand still); or, where the counters cannot be read,
@@ -42,10 +42,10 @@ class WatchSettings:
     request_timeout_s: float = 600.0  # the longest a request may take: bounds the window without token counters
 
 
-def progress_tokens(metrics: str) -> float | None:
+def progress_tokens(metrics: str, counters: tuple[str, ...] = PROGRESS_COUNTERS) -> float | None:
     """Tokens prefilled plus generated so far, from a /metrics page (Prometheus text); None when the page
-    has neither counter."""
-    wanted = {f"{name}_total" for name in PROGRESS_COUNTERS}
+    has none of the counters (vLLM's by default)."""
+    wanted = {f"{name}_total" for name in counters}
     total, found = 0.0, False
     for line in metrics.splitlines():
         m = _SAMPLE.match(line)
@@ -135,4 +135,4 @@ async def _tokens(client: httpx.AsyncClient, server: Server) -> float | None:
         resp = await client.get(server.metrics_url)
     except httpx.HTTPError:
         return None
-    return progress_tokens(resp.text) if resp.status_code == 200 else None
+    return progress_tokens(resp.text, server.progress_counters) if resp.status_code == 200 else None

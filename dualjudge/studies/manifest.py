@@ -164,7 +164,7 @@ def build_manifest(config: RunConfig, out: Path, **session: Any) -> Manifest:
                 "judges": config.run.seed,
             },
             "structured_outputs_backend": config.engine.structured_backend
-            if config.engine.backend == "vllm"
+            if config.engine.backend != "transformers"
             else config.engine.grammar_backend,
             "engine_backend": config.engine.backend,
             "versions": versions(),
