@@ -160,6 +160,7 @@ def check_explorer_in_a_browser(out: Path) -> None:
         assert set(card_keys(page)) == answer_keys(error_rows(table, "smollm2-135m-instruct", kind))
 
 
+@pytest.mark.long
 def test_models_serve_keeps_a_server_in_the_foreground(tmp_path, children):
     fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
     proc = start_cli("models", "serve", "smollm2-135m-instruct", "--log-dir", str(tmp_path))

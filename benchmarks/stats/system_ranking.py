@@ -30,13 +30,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulator import Scenario, simulate, system_scenarios, system_truth  # noqa: E402
 
 from dualjudge.analysis.leaderboard import GROUPINGS, leaderboard  # noqa: E402
+from dualjudge.analysis.results import Leaderboard  # noqa: E402
 from dualjudge.analysis.table import validate  # noqa: E402
+from dualjudge.report.systems import top_doubts  # noqa: E402
 
 GAPS = {"overall": 0.15, "equivalent": 0.03}  # a true gap above this is one a ranking should get right
 
 
 def true_ranks(truth: dict[str, float]) -> dict[str, int]:
     return {g: 1 + sum(w > v for w in truth.values()) for g, v in truth.items()}
+
+
+def best_named(board: dict[str, Any]) -> str | None:
+    """The system the report headlines as best (report/systems.py): none when a refit changes the top."""
+    b = Leaderboard.model_validate(board)
+    if b.estimable and len(b.rows) > 1:
+        return None if top_doubts(b) else b.rows[0].group
+    return b.bounds.top if b.bounds is not None and b.bounds.top_holds else None
+
+
+def refit_changes(board: dict[str, Any], named: str) -> bool:
+    """Whether any refit (leave-one-out, or a doubtful effect held) puts another system first."""
+    s, b = board["sensitivity"] or {}, board["bounds"] or {}
+    tops = [x["top"] for x in (*s.get("leave_one_judge_out", []), *s.get("leave_one_family_out", []), *b.get("refits", []))]
+    return any(t is not None and t != named for t in tops)
 
 
 def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...], dict[str, float]]) -> list[dict[str, Any]]:
@@ -51,6 +68,12 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...], dict[str, float
         for by in GROUPINGS:
             b, truth = boards[by], truths[outcome][by]
             base = {"scenario": sc.name, "outcome": outcome, "by": by, "seed": seed}
+            named = best_named(b)
+            true_top = max(truth, key=lambda g: truth[g])
+            rows.append({**base, "what": "best named", "value": float(named is not None)})
+            if named is not None:
+                rows.append({**base, "what": "best named wrong", "value": float(named != true_top)})
+                rows.append({**base, "what": "best named, a refit changes it", "value": float(refit_changes(b, named))})
             if not b["estimable"]:
                 rows.append({**base, "what": "not estimable", "value": 1.0})
                 continue
@@ -107,6 +130,9 @@ COLUMNS = (
     "pairs wrong: single judge (each)",
     "score RMSE",
     "changes listed",
+    "best named",
+    "best named wrong",
+    "best named, a refit changes it",
 )
 
 

@@ -92,8 +92,7 @@ class Types:
         key = np.concatenate([d.group[:, None], d.present.T, d.terms.transpose(2, 0, 1).reshape(a, k * n_j)], axis=1)
         if d.unit is not None:
             key = np.concatenate([d.unit[:, None], key], axis=1)
-        uniq, of_answer = np.unique(key, axis=0, return_inverse=True)
-        of_answer = of_answer.reshape(-1)
+        uniq, of_answer = unique_rows(key)
         unit = None
         if d.unit is not None:
             unit, uniq = uniq[:, 0].astype(int), uniq[:, 1:]
@@ -117,6 +116,23 @@ class Types:
             (c @ self.sy.reshape(g, -1)).reshape(b, n_t, n_j),
             (c @ self.syy.reshape(g, -1)).reshape(b, n_t, n_j, n_j),
         )
+
+
+def unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(key, axis=0, return_inverse=True)` for a matrix of small non-negative whole numbers, fast:
+    each row is read as one number in mixed radix (the first column most significant, so the rows come out
+    in the same lexicographic order) and those numbers are made unique. Otherwise numpy's row sort."""
+    key = np.asarray(key)
+    whole = key.size > 0 and key.min() >= 0 and (key.dtype.kind in "iub" or bool(np.all(key == np.floor(key))))
+    if whole:
+        radix = key.max(axis=0).astype(np.int64) + 1
+        if float(np.prod(radix.astype(np.float64))) < 2.0**62:
+            weights = np.r_[np.cumprod(radix[::-1])[::-1][1:], 1].astype(np.int64)  # weights[i] = prod(radix[i+1:])
+            codes = key.astype(np.int64) @ weights
+            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+            return key[first], inverse.reshape(-1)
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    return uniq, inverse.reshape(-1)
 
 
 def _cell_sums(cell: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
@@ -167,8 +183,17 @@ class Fit:
         return np.asarray(np.einsum("aj,aj->a", self.a[i][t], (d.y * d.present).T) + self.b[i][t])
 
 
-def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: float = TOL, max_sweeps: int = MAX_SWEEPS) -> Fit:
-    """Fit the calibration model once per resample in `sums` (Types.resampled)."""
+def fit(
+    sums: Sums,
+    scale_free: bool = True,
+    start: Fit | None = None,
+    tol: float = TOL,
+    max_sweeps: int = MAX_SWEEPS,
+    fixed: np.ndarray | None = None,
+) -> Fit:
+    """Fit the calibration model once per resample in `sums` (Types.resampled). `fixed` (J, K): effects held
+    at a given value instead of estimated (NaN: estimated), for the bounds over effects the data cannot
+    identify (a judge's own-family effect at 0, and at its naive value)."""
     b, n_j, k = sums.wx.shape
     if start is not None and scale_free:
         lam = np.broadcast_to(start.leniency, (b, n_j)).copy()
@@ -185,7 +210,7 @@ def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: floa
     for sweep in range(1, max_sweeps + 1):
         before = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
         qa, qb = _quality(sums, lam, scale, eff, prec, scale_free)
-        lam, scale, eff, rss = _judge_step(sums, qa, qb, scale_free)
+        lam, scale, eff, rss = _judge_step(sums, qa, qb, scale_free, fixed)
         if scale_free:
             prec, psi, at_bound = _precision(sums, rss, scale, prec)
         after = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
@@ -195,19 +220,21 @@ def fit(sums: Sums, scale_free: bool = True, start: Fit | None = None, tol: floa
     return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, sweep, converged, psi, at_bound)
 
 
-def refits(types: Types, scale_free: bool, n_resamples: int, seed: int) -> Iterator[tuple[Sums, Fit]]:
+def refits(
+    types: Types, scale_free: bool, n_resamples: int, seed: int, fixed: np.ndarray | None = None
+) -> Iterator[tuple[Sums, Fit]]:
     """The full fit, then `n_resamples` sign-cluster bootstrap refits warm-started from it, in batches
     (a batch's arrays stay under MAX_CELLS cells): (sums, fit) pairs, the full data's first. Every
     statistic drawn from one seed's refits comes from the same resamples of signs."""
     full_sums = types.resampled(None)
-    full = fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS)
+    full = fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS, fixed=fixed)
     yield full_sums, full
     n_j = types.present.shape[1]
     sign_counts = resample_counts(types.n.shape[0], n_resamples, seed)
     batch = max(1, MAX_CELLS // max(1, len(types.group) * n_j**2))
     for start in range(0, n_resamples, batch):
         sums = types.resampled(sign_counts[start : start + batch])
-        yield sums, fit(sums, scale_free=scale_free, start=full, tol=1e-6)
+        yield sums, fit(sums, scale_free=scale_free, start=full, tol=1e-6, fixed=fixed)
 
 
 def verdict_variance(sums: Sums) -> np.ndarray:
@@ -249,11 +276,12 @@ def type_sums_of_quality(sums: Sums, qa: np.ndarray, qb: np.ndarray) -> tuple[np
 
 
 def _judge_step(
-    sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool
+    sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool, fixed: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per judge, the normal equations of [1, quality, indicators] (or, with the slope fixed at 1, of
     [1, indicators] on what quality leaves), solved for every resample at once. Also returns each
-    judge's residual sum of squares (y'Wy - coef'X'Wy at the solution)."""
+    judge's residual sum of squares (y'Wy - coef'X'Wy at the solution). A `fixed` effect moves to the
+    left-hand side (y - v x) and its coefficient is pinned at v."""
     p, x = sums.types.present, sums.types.terms
     q1, vy = type_sums_of_quality(sums, qa, qb)  # sum of q, and of y_j q, over each type's answers
     q2 = np.einsum("btj,btj->bt", qa, vy) + qb * q1  # sum of q^2
@@ -275,8 +303,16 @@ def _judge_step(
         xty[:, :, 0], xty[:, :, 1], xty[:, :, first:] = sums.wy, sqy, sums.wxy
     else:
         xty[:, :, 0], xty[:, :, first:] = sums.wy - sq, sums.wxy - sxq
-    for t in range(k):  # an indicator without verdicts: its coefficient is pinned at 0
-        off = ~sums.active[:, :, t]
+    held = np.zeros((n_j, k), dtype=bool) if fixed is None else np.isfinite(fixed)
+    value = np.zeros((n_j, k)) if fixed is None else np.nan_to_num(fixed)
+    yy = np.array(sums.wyy, dtype=float)
+    for j, t in zip(*np.nonzero(held)):  # y - v x: the known term leaves the right-hand side
+        v, col = value[j, t], first + t
+        yy[:, j] += -2 * v * sums.wxy[:, j, t] + v * v * sums.wxx[:, j, t, t]
+        xty[:, j, :] -= v * xtx[:, j, :, col]
+    pinned = ~sums.active | held[None]  # (B, J, K): no verdicts with the indicator, or held
+    for t in range(k):  # a pinned coefficient: its row and column are the identity, its value the target
+        off = pinned[:, :, t]
         xtx[:, :, first + t, :][off] = 0.0
         xtx[:, :, :, first + t][off] = 0.0
         xtx[:, :, first + t, first + t][off] = 1.0
@@ -284,8 +320,11 @@ def _judge_step(
     coef = np.linalg.solve(xtx + 1e-12 * np.eye(n_p), xty[..., None])[..., 0]
     lam = coef[:, :, 0]
     scale = coef[:, :, 1] if scale_free else np.ones_like(lam)
-    rss = sums.wyy - (coef * xty).sum(axis=2) if scale_free else np.zeros_like(lam)
-    return lam, scale, coef[:, :, first:], rss
+    rss = yy - (coef * xty).sum(axis=2) if scale_free else np.zeros_like(lam)
+    effects = coef[:, :, first:]
+    if fixed is not None:
+        effects = np.where(held[None] & sums.active, value[None], effects)
+    return lam, scale, effects, rss
 
 
 def _precision(sums: Sums, rss: np.ndarray, scale: np.ndarray, prec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

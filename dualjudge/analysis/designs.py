@@ -41,7 +41,7 @@ PAIRED = (
 
 def variant_order(values: pd.Series) -> list[str]:
     """The variants of a table, the reference first (holistic when present, else the first by name)."""
-    names = sorted(set(values.dropna().astype(str)))
+    names = sorted({str(v) for v in values.dropna().unique()})
     return sorted(names, key=lambda v: (v != HOLISTIC, v))
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dualjudge.analysis.bootstrap import Interval, resample_counts, t_interval
+from dualjudge.analysis.table import last_of
 
 
 def did_terms(
@@ -52,8 +53,8 @@ def per_judge_did(data: pd.DataFrame, n_resamples: int, seed: int) -> tuple[dict
     by pair mean, in time linear in the generators (5,000 systems are 25 million pairs)."""
     judges = sorted(data["judge"].unique())
     gens = sorted(data["generator"].unique())
-    jfam = dict(zip(data["judge"], data["jfam"]))
-    gfam = dict(zip(data["generator"], data["gfam"]))
+    jfam = last_of(data["judge"], data["jfam"])
+    gfam = last_of(data["generator"], data["gfam"])
     terms, reasons = did_terms(judges, gens, jfam, gfam)
     if not terms:
         return {}, reasons

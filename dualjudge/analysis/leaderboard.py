@@ -17,7 +17,11 @@ resamples in which the system comes first.
 Beside it, the rankings users make today: the naive mean over every verdict, each judge alone, and the
 panel without same-family judges (self-exclusion). `changes` lists every pair such a ranking puts in
 the other order from a calibrated difference whose adjusted interval excludes zero. Panel sensitivity:
-the calibrated ranking refitted without each judge and without each judge family.
+the calibrated ranking refitted without each judge and without each judge family. Where some judge's
+own-family effect is in doubt (the design cannot separate it, the fit holds the judge at a boundary or
+its neutral judges hardly track quality, the fit does not converge), `bounds` refits with that effect
+held at 0 and at its naive gap and reads the ranks that hold across every refit (bounds.py); a design
+that cannot be fitted at all still gets its bounds.
 """
 
 from __future__ import annotations
@@ -31,11 +35,12 @@ from scipy import sparse
 
 from dualjudge.analysis import calibration
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL
+from dualjudge.analysis.bounds import bounds, held, held_refits, naive_gaps
 from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
 from dualjudge.analysis.diagnostics import fit_problems
 from dualjudge.analysis.items import common_items, ease_gaps, ease_warnings
 from dualjudge.analysis.ranks import calibrated_board, competition_ranks, ranking_changes
-from dualjudge.analysis.self_preference import OUTCOMES, Grid, build_grid, identification, lineage_columns
+from dualjudge.analysis.self_preference import OUTCOMES, Grid, answer_keys, build_grid, identification, lineage_columns
 from dualjudge.analysis.table import ANSWER_KEY
 
 GROUPINGS: dict[Grouping, str] = {"system_model": "system model", "system": "strategy", "both": "system model x strategy"}
@@ -64,13 +69,26 @@ def ranking_words(ranking: str) -> str:
 
 
 # -- the groups ------------------------------------------------------------------------------------------
+def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's code and the distinct values as text (hashed once, not converted row by row)."""
+    column = values if isinstance(values, pd.Series) else np.asarray(values)
+    codes, uniques = pd.factorize(column, use_na_sentinel=False)
+    return codes, np.array([str(u) for u in uniques], dtype=str)
+
+
 def group_labels(system_model: pd.Series | np.ndarray, strategy: pd.Series | np.ndarray, by: Grouping) -> np.ndarray:
-    models, strategies = np.asarray(system_model, dtype=str), np.asarray(strategy, dtype=str)
+    """Each row's group as text: its system model, its strategy, or both joined by SEPARATOR."""
     if by == "system_model":
-        return models
+        codes, names = _codes(system_model)
+        return names[codes] if len(codes) else np.array([], dtype=str)
     if by == "system":
-        return strategies
-    return np.char.add(np.char.add(models, SEPARATOR), strategies)
+        codes, names = _codes(strategy)
+        return names[codes] if len(codes) else np.array([], dtype=str)
+    mc, mn = _codes(system_model)
+    sc, sn = _codes(strategy)
+    pair, first = np.unique(mc.astype(np.int64) * max(len(sn), 1) + sc, return_inverse=True)
+    names = np.array([f"{mn[p // max(len(sn), 1)]}{SEPARATOR}{sn[p % max(len(sn), 1)]}" for p in pair], dtype=str)
+    return names[first.reshape(-1)] if len(mc) else np.array([], dtype=str)
 
 
 def _answer_parts(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
@@ -149,18 +167,20 @@ def _times(dense: np.ndarray, onehot: sparse.csr_matrix) -> np.ndarray:
     return np.asarray((onehot.T @ np.asarray(dense, dtype=float).T).T)
 
 
-def calibrated_draws(grid: Grid, units: Units, scale_free: bool, n_resamples: int, seed: int) -> tuple[Draws, calibration.Fit]:
+def calibrated_draws(
+    grid: Grid, units: Units, scale_free: bool, n_resamples: int, seed: int, fixed: np.ndarray | None = None
+) -> tuple[Draws, calibration.Fit]:
     design = calibration.Design(**{**grid.design.__dict__, "unit": units.codes})
-    fits = calibration.refits(calibration.Types.of(design), scale_free, n_resamples, seed)
+    fits = calibration.refits(calibration.Types.of(design), scale_free, n_resamples, seed, fixed)
     full_sums, full = next(fits)
     parts = [_unit_statistics(full_sums, full, len(units.fine))]
     parts += [_unit_statistics(sums, refit, len(units.fine)) for sums, refit in fits]
     return Draws(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("total", "count", "leniency", "scale"))), full
 
 
-def point_scores(grid: Grid, units: Units, scale_free: bool) -> dict[Grouping, dict[str, float]]:
-    """Each grouping's calibrated scores from one fit (no bootstrap)."""
-    draws, _ = calibrated_draws(grid, units, scale_free, 0, 0)
+def point_scores(grid: Grid, units: Units, scale_free: bool, fixed: np.ndarray | None = None) -> dict[Grouping, dict[str, float]]:
+    """Each grouping's calibrated scores from one fit (no bootstrap); `fixed`: effects held (calibration.fit)."""
+    draws, _ = calibrated_draws(grid, units, scale_free, 0, 0, fixed)
     return {by: dict(zip(units.groups[by], draws.scores(units.maps[by])[0].tolist())) for by in GROUPINGS}
 
 
@@ -248,6 +268,37 @@ def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> t
     return (None, None, reason) if reason else (grid, Units.of(grid), None)
 
 
+def _doubts(grid: Grid, full: calibration.Fit, free_scales: bool) -> dict[str, str]:
+    """Judges with own-family answers whose own-family effect the full fit cannot pin, and why."""
+    d = grid.design
+    has_own = {grid.judges[j] for j in range(d.n_judges) if (d.terms[:, j].sum(axis=0) * d.present[j]).any()}
+    out = {j: why for j, why in (fit_problems(grid, full)[0] if free_scales else {}).items() if j in has_own}
+    if not full.converged:
+        out.update({j: f"the fit did not converge in {full.sweeps} sweeps" for j in sorted(has_own) if j not in out})
+    return out
+
+
+def _bounds(
+    grid: Grid,
+    units: Units,
+    doubts: dict[str, str],
+    blocked: set[str],
+    full: dict[Grouping, dict[str, float]] | None,
+    leave_outs: dict[Grouping, list[dict[str, Any]]] | None,
+) -> dict[Grouping, dict[str, Any]]:
+    """The board's bounds over the doubtful judges' own-family effects (analysis/bounds.py)."""
+    free_scales = grid.design.n_judges >= 3
+    refits = held_refits(doubts, blocked, naive_gaps(grid))
+
+    def score(values: dict[str, float]) -> dict[Grouping, dict[str, float]] | None:
+        try:
+            return point_scores(grid, units, free_scales, held(grid, values))
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            return None
+
+    return bounds(doubts, refits, score, GROUPINGS, full, leave_outs)
+
+
 def sensitivity(grid: Grid, units: Units, outcome: Outcome, top: dict[Grouping, str | None]) -> dict[Grouping, dict[str, Any]]:
     """The calibrated ranking without each judge and without each judge family (point fits on the full
     grid less their verdicts), and how often its top group differs from the full panel's."""
@@ -277,13 +328,16 @@ def sensitivity(grid: Grid, units: Units, outcome: Outcome, top: dict[Grouping, 
 
 def answers_of(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per answer of the table: its key (the grid's, build_grid), system model and strategy."""
-    keys = frame[ANSWER_KEY[0]].astype(str)
-    for col in ANSWER_KEY[1:]:
-        keys = keys + "\x1f" + frame[col].astype(str)
-    out = pd.DataFrame(
-        {"key": keys.to_numpy(dtype=object), "system_model": frame["system_model"].to_numpy(), "system": frame["system"].to_numpy()}
+    code, keys = answer_keys(frame)  # codes in order of first appearance
+    _, first = np.unique(code, return_index=True)
+    return pd.DataFrame(
+        {
+            "key": keys,
+            "system_model": frame["system_model"].to_numpy()[first],
+            "system": frame["system"].to_numpy()[first],
+        },
+        index=first,
     )
-    return out.drop_duplicates("key")
 
 
 def _left_out(answers: pd.DataFrame, out_of_grid: np.ndarray, outcome: Outcome, by: Grouping) -> list[str]:
@@ -334,17 +388,23 @@ def leaderboard(
             "changes": [],
             "changes_total": 0,
             "sensitivity": None,
+            "bounds": None,
             "warnings": ([] if reason is None else [f"no calibrated ranking: {reason}"]) + item_warnings[by],
         }
     if grid is None or units is None:
+        blocked_grid = build_grid(frame, outcome, lineage)
+        blocked = _blocking(blocked_grid) if blocked_grid.design.n_answers and blocked_grid.design.n_clusters >= 2 else {}
+        if blocked:
+            held_boards = _bounds(blocked_grid, Units.of(blocked_grid), blocked, set(blocked), None, None)
+            for by in GROUPINGS:
+                boards[by]["bounds"] = held_boards[by]
         return boards
     d = grid.design
     g, n_judges = d.n_clusters, d.n_judges
     free_scales = n_judges >= 3
     draws, full = calibrated_draws(grid, units, free_scales, n_resamples, seed)
     answers = answers_of(frame)
-    in_grid = set(grid.answers)
-    out_of_grid = np.array([k not in in_grid for k in answers["key"]], dtype=bool)
+    out_of_grid = ~answers["key"].isin(grid.answers).to_numpy(dtype=bool)
     warnings = _fit_warnings(grid, full, free_scales, g)
     lam, scale = float(draws.leniency[0]), float(draws.scale[0])
     if outcome == "overall":
@@ -385,6 +445,15 @@ def leaderboard(
         top[by] = rows[0]["group"] if rows and rows[0]["rank"] == 1 else None
     for by, panel in sensitivity(grid, units, outcome, top).items():
         boards[by]["sensitivity"] = panel
+    doubts = _doubts(grid, full, free_scales)
+    if doubts:
+        full_scores = {by: dict(zip(units.groups[by], draws.scores(units.maps[by])[0].tolist())) for by in GROUPINGS}
+        leave_outs = {
+            by: [*boards[by]["sensitivity"]["leave_one_judge_out"], *boards[by]["sensitivity"]["leave_one_family_out"]]
+            for by in GROUPINGS
+        }
+        for by, b in _bounds(grid, units, doubts, set(), full_scores, leave_outs).items():
+            boards[by]["bounds"] = b
     return boards
 
 
@@ -446,5 +515,6 @@ def cli_json(board: dict[str, Any], variant: str) -> dict[str, Any]:
         "changes": [{k: c[k] for k in CLI_CHANGE} | {"sentence": c["sentence"]} for c in board["changes"]],
         "changes_total": board["changes_total"],
         "sensitivity": board["sensitivity"],
+        "bounds": board["bounds"],
         "warnings": board["warnings"],
     }

@@ -276,6 +276,36 @@ class PanelSensitivity(_Result):
     leave_outs: int  # leave-outs that could be fitted
 
 
+class BoundRefit(_Result):
+    """One refit with doubtful judges' own-family effects held (at 0 or at their naive gap)."""
+
+    name: str
+    ranking: list[str] | None
+    top: str | None
+    reason: str | None
+
+
+class GroupBounds(_Result):
+    """A group's score range over the held refits and its rank range over every refit."""
+
+    group: str
+    low: float | None
+    high: float | None
+    rank_best: int
+    rank_worst: int
+
+
+class Bounds(_Result):
+    """What the board can say when some judge's own-family effect is in doubt (analysis/bounds.py)."""
+
+    judges: dict[str, str]  # judge -> why its own-family effect is in doubt
+    refits: list[BoundRefit]
+    rows: list[GroupBounds]  # by best rank, then worst rank
+    top_holds: bool  # every refit (held, full, leave-outs) puts the same group first
+    top: str | None  # that group, when it holds
+    holding: list[str]  # groups whose rank is the same in every refit
+
+
 class Leaderboard(_Result):
     outcome: str
     by: str  # system_model, system (strategy) or both
@@ -294,6 +324,7 @@ class Leaderboard(_Result):
     changes: list[RankingChange]  # every change; on a board of more than 60 groups each ranking's largest 50
     changes_total: int = 0  # how many changes there are in all (more than listed on a large board)
     sensitivity: PanelSensitivity | None
+    bounds: Bounds | None = None  # when a judge's own-family effect is in doubt
     warnings: list[str]
 
 

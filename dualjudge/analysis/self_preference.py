@@ -45,7 +45,7 @@ from dualjudge.analysis.diagnostics import (
 from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
 from dualjudge.analysis.results import OutcomeSelfPreference, SelfPreference
-from dualjudge.analysis.table import ANSWER_KEY
+from dualjudge.analysis.table import ANSWER_KEY, last_of
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
@@ -135,20 +135,49 @@ def _one_label(frame: pd.DataFrame, model: str, family: pd.Series, what: str) ->
     return dict(zip(labels["m"], labels["f"]))
 
 
+def answer_keys(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's answer as a code, and each code's key: the ANSWER columns as text joined by \\x1f. The
+    columns are hashed once each and the text is made for the distinct answers only (a million verdicts
+    are a quarter of a million answers)."""
+    code = np.zeros(len(rows), dtype=np.int64)
+    names: list[np.ndarray] = []
+    parts: list[np.ndarray] = []
+    for col in ANSWER:
+        c, uniques = pd.factorize(rows[col], use_na_sentinel=False)
+        names.append(np.array([str(u) for u in uniques], dtype=object))
+        parts.append(c)
+        code, _ = pd.factorize(code * max(len(uniques), 1) + c)
+        code = code.astype(np.int64)
+    n = int(code.max()) + 1 if len(code) else 0
+    first = np.full(n, -1, dtype=np.int64)
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)  # each answer's first row
+    columns = [names[i][parts[i][first]] for i in range(len(ANSWER))]  # each column's text, per answer
+    keys = np.array(["\x1f".join(t) for t in zip(*columns)], dtype=object)
+    return code, keys
+
+
+def sorted_codes(code: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes renumbered to the sorted order of the keys of the answers present (as pd.factorize(sort=True)
+    on the keys would), and those keys."""
+    present = np.unique(code)
+    order = np.argsort(keys[present].astype(str), kind="stable")
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[present[order]] = np.arange(len(present))
+    return rank[code], keys[present[order]]
+
+
 def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     value, status = OUTCOMES[outcome]
     jf, gf = lineage_columns(frame, lineage)
     judge_family = _one_label(frame, "judge_model", jf, "judge")
     gen_family = _one_label(frame, "system_model", gf, "system model")
     rows = frame[frame[status] == "ok"]
-    key = rows[ANSWER[0]].astype(str)
-    for col in ANSWER[1:]:
-        key = key + "\x1f" + rows[col].astype(str)
-    rows = rows.assign(_answer=key.to_numpy())
-    rated_twice = rows.groupby("_answer")["judge_model"].transform("nunique") >= 2
-    rows = rows[rated_twice.to_numpy()]  # an answer one judge rated says nothing about any judge
+    answer_code, keys = answer_keys(rows)
+    rated_twice = rows.groupby(answer_code)["judge_model"].transform("nunique") >= 2
+    keep = rated_twice.to_numpy()
+    rows = rows[keep]  # an answer one judge rated says nothing about any judge
     judges = sorted(judge_family)
-    a_codes, answers = pd.factorize(rows["_answer"], sort=True)
+    a_codes, answers = sorted_codes(answer_code[keep], keys)
     j_codes = rows["judge_model"].astype(str).map({j: i for i, j in enumerate(judges)}).to_numpy(dtype=np.int64)
     y = np.zeros((len(judges), len(answers)))
     present = np.zeros_like(y, dtype=bool)
@@ -537,8 +566,8 @@ def label_warnings(frame: pd.DataFrame, lineage: Lineage) -> list[str]:
     then compares the wrong families), and a judge family that matches no system family but for case or
     spaces (its judge then has no own-family answers)."""
     jf, gf = lineage_columns(frame, lineage)
-    judge_of = dict(zip(frame["judge_model"].astype(str), jf))
-    system_of = dict(zip(frame["system_model"].astype(str), gf))
+    judge_of = last_of(frame["judge_model"].astype(str), jf)
+    system_of = last_of(frame["system_model"].astype(str), gf)
     out = []
     for model in sorted(set(judge_of) & set(system_of)):
         if judge_of[model] != system_of[model]:

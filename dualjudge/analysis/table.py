@@ -113,6 +113,14 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
+def last_of(keys: pd.Series | np.ndarray, values: pd.Series | np.ndarray) -> dict[Any, Any]:
+    """`dict(zip(keys, values))` (the last value of each key wins) without a Python loop over every row: the
+    pairs are made unique first (a million-row table has a few dozen)."""
+    pairs = pd.DataFrame({"k": np.asarray(keys, dtype=object), "v": np.asarray(values, dtype=object)})
+    pairs = pairs.drop_duplicates("k", keep="last")
+    return dict(zip(pairs["k"].tolist(), pairs["v"].tolist()))
+
+
 def read_table(path: Path, scale: Scale = PAPER_SCALE) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix not in (".parquet", ".pq", ".csv"):
@@ -222,6 +230,11 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
         )
     if len(frame) == 0:
         raise DualjudgeError(f"{where}: the table has no rows (a header only?)")
+    for name in frame.columns:
+        if isinstance(frame[name].dtype, pd.StringDtype):
+            # as Python objects: the analysis reads labels one by one, and an Arrow-backed column builds a
+            # scalar per element (a third of a million-row analysis went there)
+            frame[name] = frame[name].astype(object)
     missing = [c for c in MINIMAL if c not in frame.columns]
     if missing:
         raise DualjudgeError(
@@ -265,7 +278,7 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
             f"{_first_bad(rep, lambda v: not (v >= 0 and v == int(v)))})"
         )
     if "judge_variant" in frame.columns:
-        bad_variant = sorted({str(v) for v in frame["judge_variant"] if pd.isna(v) or not VARIANT.match(str(v))})
+        bad_variant = sorted({str(v) for v in frame["judge_variant"].unique() if pd.isna(v) or not VARIANT.match(str(v))})
         if bad_variant:
             raise DualjudgeError(
                 f"{where}: unknown judge_variant {bad_variant[0]!r} (holistic, rubric or rubric:NAME "

@@ -231,6 +231,15 @@ def stats_systems(
     console.print(
         "naive: " + ", ".join(f"{r['rank']}. {r['group']} {num(r['estimate'], 3)}" for r in result["naive"]), markup=False
     )
+    bounds = result["bounds"]
+    if bounds:
+        held = f"{bounds['top']} first in every refit" if bounds["top_holds"] else "no group first in every refit"
+        console.print(
+            f"bounds (own-family effect of {', '.join(bounds['judges'])} held at 0 and at its naive gap, "
+            f"{len(bounds['refits'])} refits): {held}; ranks "
+            + ", ".join(f"{r['group']} {r['rank_best']}-{r['rank_worst']}" for r in bounds["rows"]),
+            markup=False,
+        )
     for c in result["changes"]:
         console.print(f"  change: {c['sentence']}", markup=False)
     if result["changes_total"] > len(result["changes"]):

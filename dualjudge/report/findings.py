@@ -99,14 +99,25 @@ def _best_system(summary: Summary) -> str | None:
     if board is None or len(board.naive) < 2:
         return None
     if not board.estimable or not board.rows:
-        return f"Which system is best: no calibrated ranking ({board.reason})."
+        b = board.bounds
+        if b is None:
+            return f"Which system is best: no calibrated ranking ({board.reason})."
+        held = (
+            f"{b.top} comes first in every one of {len(b.refits)} refits with the own-family effects of "
+            f"{', '.join(b.judges)} held at 0 and at their naive gaps"
+            if b.top_holds
+            else f"the refits with the own-family effects of {', '.join(b.judges)} held at 0 and at their naive "
+            f"gaps do not agree on the top, so these judges leave it open"
+        )
+        return f"Which system is best: no calibrated ranking ({board.reason}); {held}."
     top = board.rows[0]
     naive_top = board.naive[0].group if board.naive and board.naive[0].rank == 1 else None
     doubts = top_doubts(board)
     if doubts:
         return (
             f"Which system is best is not settled: with the judges' biases taken out {top.group} comes first with "
-            f"every judge, but a refit without one judge or family puts another first ({'; '.join(doubts)})."
+            f"every judge, but a refit without one judge or family, or with a doubtful judge's own-family effect "
+            f"held, puts another first ({'; '.join(doubts)})."
         )
     text = (
         f"Best system model with the judges' biases taken out: {top.group}, {num(top.estimate)} "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dualjudge.analysis.results import Leaderboard, LeaderRow, RankedMean, Simulation, Systems
+from dualjudge.analysis.results import Bounds, Leaderboard, LeaderRow, RankedMean, Simulation, Systems
 from dualjudge.report.tables import num, table
 
 KINDS = {"system_model": "system model", "system": "strategy"}
@@ -46,7 +46,8 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
     if first is None:
         return parts + ["Not computed: the table has no overall verdicts.", ""]
     if not first.estimable:
-        return parts + [f"No calibrated ranking: {first.reason}.", "", *_plain_only(overall)]
+        held = [line for by, kind in KINDS.items() if (b := overall.get(by)) and b.bounds for line in bound_words(b.bounds, kind)]
+        return parts + [f"No calibrated ranking: {first.reason}.", "", *held, *_plain_only(overall)]
     parts += [f"Scores are in {first.unit_words}; own-family effects are removed.", ""]
     planted = simulation.truth_systems if simulation else None
     header = [
@@ -98,15 +99,41 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
 
 
 def top_doubts(board: Leaderboard) -> list[str]:
-    """The refits (one judge or one judge family left out) whose top group differs from the full panel's:
-    "without X: Y first". Where there are any, the board names no best group: the data do not settle it."""
+    """The refits (one judge or one judge family left out, or a doubtful judge's own-family effect held at 0
+    or at its naive gap) whose top group differs from the full panel's: "without X: Y first". Where there
+    are any, the board names no best group: the data do not settle it."""
     s, top = board.sensitivity, board.rows[0].group if board.rows else None
-    if s is None or top is None:
+    if top is None:
         return []
-    return [
+    out = [
         f"without {x.left_out}: {x.top} first"
-        for x in (*s.leave_one_judge_out, *s.leave_one_family_out)
+        for x in ((*s.leave_one_judge_out, *s.leave_one_family_out) if s is not None else ())
         if x.top is not None and x.top != top
+    ]
+    b = board.bounds
+    return out + [f"with the {r.name}: {r.top} first" for r in (b.refits if b else []) if r.top is not None and r.top != top]
+
+
+def bound_words(b: Bounds, kind: str) -> list[str]:
+    """The bounds in words: whose effect is in doubt, what the refits hold, each group's rank and score range."""
+    names = ", ".join(b.judges)
+    held = (
+        f"{b.top} is first in every refit"
+        if b.top_holds
+        else "no single group is first in every refit, so no best " + kind + " is named"
+    )
+    ranks = "; ".join(
+        f"{r.group} {r.rank_best}"
+        + ("" if r.rank_best == r.rank_worst else f"-{r.rank_worst}")
+        + ("" if r.low is None or r.high is None else f" ({num(r.low, 2)} to {num(r.high, 2)})")
+        for r in b.rows
+    )
+    return [
+        f"- Bounds ({kind}): the data do not pin the own-family effect of {names}, so the scores are refitted with "
+        f"each such effect at 0 and at its naive gap ({len(b.refits)} refits, read beside the leave-one-out "
+        f"refits): {held}. Rank range (score range over the held refits): {ranks}.",
+        *[f"  - {judge}: {why}" for judge, why in b.judges.items()],
+        "",
     ]
 
 
@@ -116,8 +143,9 @@ def _words(board: Leaderboard, kind: str) -> list[str]:
     doubts = top_doubts(board)
     if top is not None and len(board.rows) > 1 and doubts:
         out.append(
-            f"- No single best {kind}: with every judge {top.group} comes first, but leaving out one judge or "
-            f"family changes the top ({'; '.join(doubts)}), so no probability of being best is given."
+            f"- No single best {kind}: with every judge {top.group} comes first, but a refit without one judge or "
+            f"family, or with a doubtful judge's own-family effect held, changes the top ({'; '.join(doubts)}), so no "
+            f"probability of being best is given."
         )
     elif top is not None and len(board.rows) > 1:
         out.append(
@@ -149,6 +177,8 @@ def _words(board: Leaderboard, kind: str) -> list[str]:
             f"changes in {s.top_changes} of {s.leave_outs} refits"
         )
         out.append(text + (f" ({'; '.join(moved)})." if moved else "."))
+    if board.bounds is not None:
+        out += bound_words(board.bounds, kind)[:-1]
     return out + ([""] if out else [])
 
 

@@ -1,0 +1,133 @@
+"""Bounds over what the data cannot pin: the leaderboard when some judge's own-family effect is in doubt.
+
+A judge's own-family effect is in doubt when the design cannot separate it from its family's quality
+(identification), when the full fit holds the judge at a boundary or finds that its neutral judges hardly
+track quality (diagnostics.fit_problems), or when the fit did not converge. The board then refits with
+each such judge's own-family effects held at 0 and at its naive gap (its mean verdict minus the other
+judges' mean on the same answers, on its own family's answers less on the others'), one judge at a time
+(all together where the design cannot be fitted otherwise), and reads those refits beside the
+leave-one-judge-out and leave-one-family-out refits: each group's score range over the held refits, its
+rank range over every refit, and whether the top group is the same in all of them. A group whose rank
+is the same in every refit holds it; the top holds only if no refit puts another group first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from dualjudge.analysis.choices import Grouping
+from dualjudge.analysis.self_preference import Grid
+
+Scores = Mapping[Grouping, dict[str, float]]  # grouping -> group -> calibrated score
+MAX_JOINT = 4  # judges held together in every combination of 0 and naive (2^4 refits); more: all at 0, all naive
+
+
+def naive_gaps(grid: Grid) -> dict[str, float]:
+    """Each judge's naive own-family gap: on its own family's answers, its verdict minus the mean of the other
+    judges' verdicts on the same answer, less that difference on the other answers it rated (its leniency)."""
+    d = grid.design
+    y, present = d.y, d.present.astype(bool)
+    count, total = present.sum(axis=0), (y * present).sum(axis=0)
+    out: dict[str, float] = {}
+    for j, judge in enumerate(grid.judges):
+        others = count - present[j]
+        ok = present[j] & (others > 0)
+        diff = y[j] - (total - y[j] * present[j]) / np.maximum(others, 1)
+        own = d.terms[:, j, :].sum(axis=0) > 0
+        a, b = ok & own, ok & ~own
+        out[judge] = float(diff[a].mean() - (diff[b].mean() if b.any() else 0.0)) if a.any() else 0.0
+    return out
+
+
+def held(grid: Grid, values: dict[str, float]) -> np.ndarray:
+    """(J, K) the effects to hold (NaN: estimated): every own-family indicator of each named judge at its value."""
+    out = np.full((grid.design.n_judges, grid.design.n_terms), np.nan)
+    for judge, value in values.items():
+        out[grid.judges.index(judge)] = value
+    return out
+
+
+def held_refits(doubts: dict[str, str], blocked: set[str], gaps: dict[str, float]) -> list[tuple[str, dict[str, float]]]:
+    """(name, held values) of the refits: the judges the design cannot fit are always held (every combination
+    of 0 and naive, or all at 0 and all at naive when many); each other doubtful judge in turn at 0 and naive."""
+    always = sorted(blocked)
+    if len(always) <= MAX_JOINT:
+        joint = [dict(zip(always, choice)) for choice in product(*[(0.0, gaps[j]) for j in always])]
+    else:
+        joint = [dict.fromkeys(always, 0.0), {j: gaps[j] for j in always}]
+    refits = []
+    for base in joint or [{}]:
+        alone = [j for j in sorted(doubts) if j not in blocked]
+        extra = [{j: v} for j in alone for v in (0.0, gaps[j])] or [{}]
+        for more in extra:
+            values = {**base, **more}
+            if values:
+                refits.append((_name(values, gaps), values))
+    return refits
+
+
+def _name(values: dict[str, float], gaps: dict[str, float]) -> str:
+    parts = [f"{j} at 0" if v == 0.0 else f"{j} at its naive gap {gaps[j]:+.2f}" for j, v in sorted(values.items())]
+    return "own-family effect of " + ", ".join(parts)
+
+
+def bounds(
+    doubts: dict[str, str],
+    refits: list[tuple[str, dict[str, float]]],
+    score: Callable[[dict[str, float]], Scores | None],
+    groupings: Iterable[Grouping],
+    full: Scores | None,
+    leave_outs: Mapping[Grouping, list[dict[str, Any]]] | None,
+) -> dict[Grouping, dict[str, Any]]:
+    """Per grouping: the refits (name, ranking, top), each group's score range over the held refits and its
+    rank range over every refit (the full fit and the leave-outs included), the groups whose rank holds and
+    whether the top does."""
+    fitted = [(name, score(values)) for name, values in refits]
+    out: dict[Grouping, dict[str, Any]] = {}
+    for by in groupings:
+        rankings: list[list[str]] = []
+        listed: list[dict[str, Any]] = []
+        scores: list[dict[str, float]] = []
+        for name, s in fitted:
+            if s is None:
+                listed.append({"name": name, "ranking": None, "top": None, "reason": "the refit has no estimate"})
+                continue
+            ranked = {g: v for g, v in s[by].items() if np.isfinite(v)}
+            order = sorted(ranked, key=lambda g: (-ranked[g], g))
+            scores.append(ranked)
+            rankings.append(order)
+            listed.append({"name": name, "ranking": order, "top": order[0] if order else None, "reason": None})
+        if full is not None:
+            ranked = {g: v for g, v in full[by].items() if np.isfinite(v)}
+            scores.append(ranked)
+            rankings.append(sorted(ranked, key=lambda g: (-ranked[g], g)))
+        rankings += [x["ranking"] for x in (leave_outs or {}).get(by, []) if x.get("ranking")]
+        groups = sorted({g for r in rankings for g in r})
+        rows = []
+        for g in groups:
+            ranks = [r.index(g) + 1 for r in rankings if g in r]
+            values = [s[g] for s in scores if g in s]
+            rows.append(
+                {
+                    "group": g,
+                    "low": min(values) if values else None,
+                    "high": max(values) if values else None,
+                    "rank_best": min(ranks),
+                    "rank_worst": max(ranks),
+                }
+            )
+        rows.sort(key=lambda r: (r["rank_best"], r["rank_worst"], r["group"]))
+        tops = {r[0] for r in rankings if r}
+        out[by] = {
+            "judges": dict(doubts),
+            "refits": listed,
+            "rows": rows,
+            "top_holds": len(tops) == 1,
+            "top": next(iter(tops)) if len(tops) == 1 else None,
+            "holding": [r["group"] for r in rows if r["rank_best"] == r["rank_worst"]],
+        }
+    return out
