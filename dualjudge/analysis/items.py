@@ -10,6 +10,7 @@ mean verdict per system on the items every system answered (none: no such rankin
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dualjudge.analysis.choices import Outcome
@@ -18,11 +19,18 @@ from dualjudge.analysis.choices import Outcome
 EASE_GAP = {"overall": 0.2, "equivalent": 0.05}
 
 
-def ease_gaps(rated: pd.DataFrame, labels: pd.Series) -> dict[str, float]:
+def _codes(values: pd.Series | pd.Categorical | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values)
+    return np.asarray(codes), np.asarray(uniques, dtype=object)
+
+
+def ease_gaps(rated: pd.DataFrame, labels: pd.Series | pd.Categorical | np.ndarray) -> dict[str, float]:
     """Per group: the ease gap of the items it answered (see the module docstring). `rated`: rows with a
     verdict value `_y` and an `item_id`; `labels`: each row's group. One pass over (item, group) cells,
-    whatever the number of groups."""
-    frame = pd.DataFrame({"item": rated["item_id"].astype(str).to_numpy(), "group": labels.to_numpy(), "y": rated["_y"].to_numpy()})
+    whatever the number of groups; items and groups are hashed once and handled as codes."""
+    item, _ = _codes(rated["item_id"])
+    group, names = _codes(labels)
+    frame = pd.DataFrame({"item": item, "group": group, "y": rated["_y"].to_numpy(dtype=float)})
     per = frame.groupby(["item", "group"])["y"].agg(["sum", "count"]).reset_index()
     totals = per.groupby("item")[["sum", "count"]].sum()
     everyone = totals["sum"] / totals["count"]  # an item's ease for a group that did not answer it
@@ -35,15 +43,17 @@ def ease_gaps(rated: pd.DataFrame, labels: pd.Series) -> dict[str, float]:
     total = float(everyone.sum()) - per.groupby("group")["everyone"].sum() + seen.groupby("group")["ease"].sum()
     items = len(totals) - per[per["others_n"] == 0].groupby("group").size().reindex(answered.index, fill_value=0)
     gaps = answered - total.reindex(answered.index) / items
-    return {str(g): float(v) for g, v in gaps.items() if pd.notna(v)}
+    return {str(names[g]): float(v) for g, v in gaps.items() if pd.notna(v)}
 
 
-def common_items(rated: pd.DataFrame, labels: pd.Series, groups: list[str]) -> pd.Series:
+def common_items(rated: pd.DataFrame, labels: pd.Series | pd.Categorical | np.ndarray, groups: list[str]) -> pd.Series:
     """Which rows are about an item every group answered (the common-items comparison's rows)."""
-    items = rated["item_id"].astype(str)
-    answered = pd.DataFrame({"item": items.to_numpy(), "group": labels.to_numpy()}).drop_duplicates()
+    item, _ = _codes(rated["item_id"])
+    group, _ = _codes(labels)
+    answered = pd.DataFrame({"item": item, "group": group}).drop_duplicates()
     counts = answered.groupby("item")["group"].nunique()
-    return items.isin(set(counts[counts == len(groups)].index))
+    full = counts.index[counts == len(groups)].to_numpy()
+    return pd.Series(np.isin(item, full), index=rated.index)
 
 
 def ease_warnings(gaps: dict[str, float], outcome: Outcome, n_common: int) -> list[str]:

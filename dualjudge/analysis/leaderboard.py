@@ -76,19 +76,27 @@ def _codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.array([str(u) for u in uniques], dtype=str)
 
 
-def group_labels(system_model: pd.Series | np.ndarray, strategy: pd.Series | np.ndarray, by: Grouping) -> np.ndarray:
-    """Each row's group as text: its system model, its strategy, or both joined by SEPARATOR."""
+def group_codes(
+    system_model: pd.Series | np.ndarray, strategy: pd.Series | np.ndarray, by: Grouping
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group as a code, and each code's name: its system model, its strategy, or both joined by
+    SEPARATOR (the text is made for the distinct groups only)."""
     if by == "system_model":
-        codes, names = _codes(system_model)
-        return names[codes] if len(codes) else np.array([], dtype=str)
+        return _codes(system_model)
     if by == "system":
-        codes, names = _codes(strategy)
-        return names[codes] if len(codes) else np.array([], dtype=str)
+        return _codes(strategy)
     mc, mn = _codes(system_model)
     sc, sn = _codes(strategy)
-    pair, first = np.unique(mc.astype(np.int64) * max(len(sn), 1) + sc, return_inverse=True)
-    names = np.array([f"{mn[p // max(len(sn), 1)]}{SEPARATOR}{sn[p % max(len(sn), 1)]}" for p in pair], dtype=str)
-    return names[first.reshape(-1)] if len(mc) else np.array([], dtype=str)
+    width = max(len(sn), 1)
+    pair, codes = np.unique(mc.astype(np.int64) * width + sc, return_inverse=True)
+    names = np.array([f"{mn[p // width]}{SEPARATOR}{sn[p % width]}" for p in pair], dtype=str)
+    return codes.reshape(-1), names
+
+
+def group_labels(system_model: pd.Series | np.ndarray, strategy: pd.Series | np.ndarray, by: Grouping) -> np.ndarray:
+    """Each row's group as text (group_codes)."""
+    codes, names = group_codes(system_model, strategy, by)
+    return names[codes] if len(codes) else np.array([], dtype=str)
 
 
 def _answer_parts(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +135,8 @@ class Units:
 
     def of_answers(self, answers: list[str]) -> Units:
         """The same groups for a subset of the answers (a grid without some judges' verdicts)."""
-        codes = np.array([self.code_of[a] for a in answers], dtype=int)
+        index = pd.Index(list(self.code_of))
+        codes = np.fromiter(self.code_of.values(), dtype=int, count=len(self.code_of))[index.get_indexer(answers)]
         return Units(self.fine, codes, self.groups, self.maps, self.code_of)
 
 
@@ -204,9 +213,15 @@ def _rated(frame: pd.DataFrame, outcome: Outcome) -> pd.DataFrame:
 
 def mean_ranking(rows: pd.DataFrame, by: Grouping, groups: list[str]) -> list[dict[str, Any]]:
     """[{group, estimate, rank}] of the mean verdict per group, best first (a group without verdicts last)."""
-    labels = group_labels(rows["system_model"], rows["system"], by)
-    means = rows["_y"].groupby(labels).mean() if len(rows) else pd.Series(dtype="float64")
-    values: dict[str, float | None] = {g: float(means[g]) if g in means.index else None for g in groups}
+    codes, names = group_codes(rows["system_model"], rows["system"], by)
+    y = rows["_y"].to_numpy(dtype=float)
+    ok = np.isfinite(y)  # as pandas' mean, a missing value counts for nothing
+    codes, y = codes[ok], y[ok]
+    counts = np.bincount(codes, minlength=len(names))
+    sums = np.bincount(codes, weights=y, minlength=len(names))
+    # rounded to 12 decimals: the order of summation must not split a tie (a mean is never that precise)
+    means = {str(n): round(float(sums[i] / counts[i]), 12) for i, n in enumerate(names) if counts[i]}
+    values: dict[str, float | None] = {g: means.get(g) for g in groups}
     ranks = competition_ranks(values)
     out = [{"group": g, "estimate": values[g], "rank": ranks[g]} for g in groups]
     return sorted(out, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["group"]))
@@ -310,7 +325,7 @@ def sensitivity(grid: Grid, units: Units, outcome: Outcome, top: dict[Grouping, 
         ("leave_one_family_out", f, {j for j, g in grid.judge_family.items() if g == f}) for f in families if len(families) > 1
     ]
     for kind, name, gone in leave_outs:
-        sub = grid.without(gone)
+        sub = grid.without(gone, with_long=False)
         n_left = sub.design.n_judges
         reason = _reason(sub, outcome) if n_left >= 2 else f"{n_left} judge left: no panel to calibrate"
         scores = point_scores(sub, units.of_answers(sub.answers), n_left >= 3) if reason is None else None
@@ -365,7 +380,8 @@ def leaderboard(
     for by in GROUPINGS:
         groups = sorted(set(group_labels(frame["system_model"], frame["system"], by).tolist()))
         plain = plain_rankings(frame, outcome, lineage, by, groups)
-        labels = pd.Series(group_labels(rated["system_model"], rated["system"], by), index=rated.index)
+        codes, names = group_codes(rated["system_model"], rated["system"], by)
+        labels = pd.Categorical.from_codes(codes, categories=names) if len(names) else pd.Categorical([])
         shared = common_items(rated, labels, groups)
         n_common = int(rated.loc[shared, "item_id"].nunique())
         common = mean_ranking(rated[shared], by, groups) if n_common else []

@@ -83,9 +83,10 @@ class Grid:
     long: pd.DataFrame  # y, judge, generator, jfam, gfam, sign: the rows the alternatives use
     answers: list[str]  # (A,) each answer's key: its ANSWER columns joined by \x1f
 
-    def without(self, gone: set[str]) -> Grid:
+    def without(self, gone: set[str], with_long: bool = True) -> Grid:
         """The grid of the other judges' verdicts (as build_grid would make it from their rows, without
-        going back to the table): answers fewer than two of them rated are dropped."""
+        going back to the table): answers fewer than two of them rated are dropped. `with_long=False`
+        leaves the long rows empty (a refit of the calibration alone does not read them)."""
         keep_j = np.array([j not in gone for j in self.judges])
         d = self.design
         present = d.present[keep_j]
@@ -108,8 +109,8 @@ class Grid:
             self.families,
             self.answer_family[keep_a],
             [self.signs[i] for i in signs_used],
-            self.long[~np.isin(self.long["judge"].to_numpy(dtype=object), sorted(gone))],
-            [a for a, k in zip(self.answers, keep_a) if k],
+            self.long[~self.long["judge"].isin(gone).to_numpy()] if with_long else self.long.iloc[:0],
+            np.asarray(self.answers, dtype=object)[keep_a].tolist(),
         )
 
 
@@ -166,6 +167,12 @@ def sorted_codes(code: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.nda
     return rank[code], keys[present[order]]
 
 
+def _mapped(column: pd.Series, mapping: dict[str, str]) -> np.ndarray:
+    """column.map(mapping), through the column's distinct values (a mapped string column is slow row by row)."""
+    codes, uniques = pd.factorize(column)
+    return np.array([mapping.get(str(u)) for u in uniques], dtype=object)[codes] if len(codes) else np.array([], dtype=object)
+
+
 def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     value, status = OUTCOMES[outcome]
     jf, gf = lineage_columns(frame, lineage)
@@ -173,17 +180,22 @@ def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     gen_family = _one_label(frame, "system_model", gf, "system model")
     rows = frame[frame[status] == "ok"]
     answer_code, keys = answer_keys(rows)
-    rated_twice = rows.groupby(answer_code)["judge_model"].transform("nunique") >= 2
-    keep = rated_twice.to_numpy()
+    judge_code, judge_names = pd.factorize(rows["judge_model"])
+    rated_by = pd.DataFrame({"a": answer_code, "j": judge_code}).drop_duplicates().groupby("a").size()
+    keep = (rated_by.reindex(answer_code).to_numpy() >= 2) if len(rows) else np.zeros(0, dtype=bool)
     rows = rows[keep]  # an answer one judge rated says nothing about any judge
     judges = sorted(judge_family)
     a_codes, answers = sorted_codes(answer_code[keep], keys)
-    j_codes = rows["judge_model"].astype(str).map({j: i for i, j in enumerate(judges)}).to_numpy(dtype=np.int64)
+    names = [str(n) for n in judge_names]
+    j_codes = np.array([judges.index(n) for n in names], dtype=np.int64)[judge_code[keep]]
     y = np.zeros((len(judges), len(answers)))
     present = np.zeros_like(y, dtype=bool)
-    y[j_codes, a_codes] = rows[value].astype("float64").to_numpy()
+    values = rows[value].astype("float64").to_numpy()
+    y[j_codes, a_codes] = values
     present[j_codes, a_codes] = True
-    per_answer = rows.assign(_code=a_codes).drop_duplicates("_code").sort_values("_code")
+    first = np.full(len(answers), -1, dtype=np.int64)
+    first[a_codes[::-1]] = np.arange(len(a_codes) - 1, -1, -1)  # each answer's first row
+    per_answer = rows.iloc[first]
     generators = per_answer["system_model"].astype(str).to_numpy()
     families = sorted(set(gen_family.values()))
     answer_family = np.array([families.index(gen_family[g]) for g in generators], dtype=int)
@@ -194,14 +206,16 @@ def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     same_family = jfam[:, None] == afam[None, :]
     terms = np.stack([own_model, same_family & ~own_model]).astype(np.float64)
     design = calibration.Design(y, present, terms, cluster.astype(int), len(signs), answer_family)
+    judge_col = rows["judge_model"].astype(str).reset_index(drop=True)
+    gen_col = rows["system_model"].astype(str).reset_index(drop=True)
     long = pd.DataFrame(
         {
-            "y": rows[value].astype("float64").to_numpy(),
-            "judge": rows["judge_model"].astype(str).to_numpy(),
-            "generator": rows["system_model"].astype(str).to_numpy(),
-            "jfam": rows["judge_model"].astype(str).map(judge_family).to_numpy(),
-            "gfam": rows["system_model"].astype(str).map(gen_family).to_numpy(),
-            "sign": rows["sign_code"].astype(str).to_numpy(),
+            "y": values,
+            "judge": judge_col,
+            "generator": gen_col,
+            "jfam": _mapped(judge_col, judge_family),
+            "gfam": _mapped(gen_col, gen_family),
+            "sign": rows["sign_code"].astype(str).reset_index(drop=True),
         }
     )
     return Grid(design, judges, judge_family, families, answer_family, list(signs), long, list(answers))

@@ -116,8 +116,9 @@ def _first_line(e: BaseException) -> str:
 def last_of(keys: pd.Series | np.ndarray, values: pd.Series | np.ndarray) -> dict[Any, Any]:
     """`dict(zip(keys, values))` (the last value of each key wins) without a Python loop over every row: the
     pairs are made unique first (a million-row table has a few dozen)."""
-    pairs = pd.DataFrame({"k": np.asarray(keys, dtype=object), "v": np.asarray(values, dtype=object)})
-    pairs = pairs.drop_duplicates("k", keep="last")
+    k = keys.reset_index(drop=True) if isinstance(keys, pd.Series) else pd.Series(np.asarray(keys, dtype=object))
+    v = values.reset_index(drop=True) if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object))
+    pairs = pd.DataFrame({"k": k, "v": v}).drop_duplicates("k", keep="last")
     return dict(zip(pairs["k"].tolist(), pairs["v"].tolist()))
 
 
@@ -230,11 +231,6 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
         )
     if len(frame) == 0:
         raise DualjudgeError(f"{where}: the table has no rows (a header only?)")
-    for name in frame.columns:
-        if isinstance(frame[name].dtype, pd.StringDtype):
-            # as Python objects: the analysis reads labels one by one, and an Arrow-backed column builds a
-            # scalar per element (a third of a million-row analysis went there)
-            frame[name] = frame[name].astype(object)
     missing = [c for c in MINIMAL if c not in frame.columns]
     if missing:
         raise DualjudgeError(
