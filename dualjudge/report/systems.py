@@ -46,7 +46,9 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
     if first is None:
         return parts + ["Not computed: the table has no overall verdicts.", ""]
     if not first.estimable:
-        held = [line for by, kind in KINDS.items() if (b := overall.get(by)) and b.bounds for line in bound_words(b.bounds, kind)]
+        held = [
+            line for by, kind in KINDS.items() if (b := overall.get(by)) and b.bounds for line in bound_words(b.bounds, kind, False)
+        ]
         return parts + [f"No calibrated ranking: {first.reason}.", "", *held, *_plain_only(overall)]
     parts += [f"Scores are in {first.unit_words}; own-family effects are removed.", ""]
     planted = simulation.truth_systems if simulation else None
@@ -114,7 +116,7 @@ def top_doubts(board: Leaderboard) -> list[str]:
     return out + [f"with the {r.name}: {r.top} first" for r in (b.refits if b else []) if r.top is not None and r.top != top]
 
 
-def bound_words(b: Bounds, kind: str) -> list[str]:
+def bound_words(b: Bounds, kind: str, leave_outs: bool = True) -> list[str]:
     """The bounds in words: whose effect is in doubt, what the refits hold, each group's rank and score range."""
     names = ", ".join(b.judges)
     held = (
@@ -130,8 +132,9 @@ def bound_words(b: Bounds, kind: str) -> list[str]:
     )
     return [
         f"- Bounds ({kind}): the data do not pin the own-family effect of {names}, so the scores are refitted with "
-        f"each such effect at 0 and at its naive gap ({len(b.refits)} refits, read beside the leave-one-out "
-        f"refits): {held}. Rank range (score range over the held refits): {ranks}.",
+        f"each such effect at 0 and at its naive gap ({len(b.refits)} refits"
+        + (", read beside the leave-one-out refits" if leave_outs else "")
+        + f"): {held}. Rank range (score range over the held refits): {ranks}.",
         *[f"  - {judge}: {why}" for judge, why in b.judges.items()],
         "",
     ]
