@@ -112,7 +112,6 @@ def _statuses(db: Path) -> dict[str, int]:
         return dict(con.execute("SELECT status, COUNT(*) FROM verdicts GROUP BY status"))
 
 
-@pytest.mark.long
 def test_a_killed_server_stops_its_job_in_one_line_then_a_stuck_engine_is_restarted_and_the_study_finishes(tmp_path, children):  # noqa: F811
     """First session, restarts disabled: SIGKILL of the server stops the judges job with one line (exit 4)
     and records nothing as an error. Second session on the same directory, one restart allowed: it does

@@ -152,3 +152,23 @@ def test_an_attached_sglang_endpoint_says_its_dialect_and_a_stray_one_is_refused
     assert settings.dialect("m") == "sglang" and EngineSettings(endpoints={"m": ("http://h:1/v1",)}).dialect("m") == "vllm"
     with pytest.raises(ValueError, match="endpoint_dialects names x, which has no endpoints"):
         EngineSettings(endpoints={"m": ("http://h:1/v1",)}, endpoint_dialects={"x": "sglang"})
+
+
+def test_a_server_backend_is_its_module_its_name_and_its_dialect():
+    """A server backend is found by its name: inference/NAME_server.py's SERVER, speaking dialect NAME; the
+    configuration's `engine.backend` takes every such name (and "transformers", which loads in-process)."""
+    import importlib
+    from typing import get_args
+
+    from dualjudge.inference.dialects import DIALECTS, ServerBackend
+    from dualjudge.inference.engines import server_class
+    from dualjudge.inference.server_process import ServerProcess
+    from dualjudge.inference.settings import Backend
+
+    assert set(get_args(ServerBackend)) == {"vllm", "sglang"}
+    for backend in get_args(ServerBackend):
+        module = importlib.import_module(f"dualjudge.inference.{backend}_server")
+        assert server_class(backend) is module.SERVER and issubclass(module.SERVER, ServerProcess)
+        assert DIALECTS[backend].regex and DIALECTS[backend].enforces_schema  # a server of ours enforces both kinds
+    assert set(get_args(Backend)) == {"vllm", "sglang", "transformers"}
+    assert EngineSettings(backend="sglang").backend == "sglang"

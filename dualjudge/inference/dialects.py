@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 DialectName = Literal["vllm", "openai", "sglang"]
+# The model servers dualjudge starts (`engine.backend`): backend NAME is served by the SERVER class of
+# inference/NAME_server.py and speaks the dialect of the same name. A new server backend is that module,
+# its name here with its dialect below, and (if it takes its own arguments) a table in the card.
+ServerBackend = Literal["vllm", "sglang"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ DIALECTS: dict[DialectName, Dialect] = {
     "sglang": Dialect("sglang", regex=True, enforces_schema=True, json_field="response_format", regex_field="regex"),
 }
 assert set(DIALECTS) == set(get_args(DialectName)), "every dialect declared"
+assert set(get_args(ServerBackend)) <= set(DIALECTS), "every server backend speaks its own dialect"
 
 
 def dialect(name: DialectName) -> Dialect:

@@ -18,29 +18,31 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 import httpx
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
 from dualjudge.inference.devices import DeviceGroup
-from dualjudge.inference.dialects import DialectName
+from dualjudge.inference.dialects import ServerBackend
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
+from dualjudge.inference.server_process import ServerProcess
 from dualjudge.inference.settings import EngineSettings
-from dualjudge.inference.sglang_server import SglangServer
 from dualjudge.inference.types import Engine
 from dualjudge.inference.vllm_api import installed_version
-from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.watch import WatchSettings, watch_server
 from dualjudge.inference.weights import locate, require
 
 Placement = Literal["hosted", "attached", "in-process", "local server"]
 
-# the server each `engine.backend` starts for a model, and the dialect its requests speak (a new server
-# backend is one module and a line in each)
-SERVERS: dict[str, type[VllmServer] | type[SglangServer]] = {"vllm": VllmServer, "sglang": SglangServer}
-DIALECT_OF: dict[str, DialectName] = {"vllm": "vllm", "sglang": "sglang"}
+
+def server_class(backend: ServerBackend) -> Callable[..., ServerProcess]:
+    """The server `engine.backend` starts for a model: the SERVER class of inference/BACKEND_server.py
+    (its requests speak the dialect of the same name: dialects.py)."""
+    module = importlib.import_module(f"dualjudge.inference.{backend}_server")
+    found: Callable[..., ServerProcess] = module.SERVER
+    return found
 
 
 def placement(card: ModelCard, settings: EngineSettings) -> Placement:
@@ -234,7 +236,8 @@ async def open_engine(
         finally:
             await engine.close()
         return
-    server = SERVERS[settings.backend](
+    backend = cast(ServerBackend, settings.backend)  # placement() sent "transformers" in-process above
+    server = server_class(backend)(
         card,
         require(card),
         log_dir=engines.log_dir,
@@ -256,7 +259,7 @@ async def open_engine(
             concurrency=endpoint_concurrency(card, settings, where, group),
             retries=settings.retries,
             timeout_s=settings.request_timeout_s,
-            dialect=DIALECT_OF[settings.backend],
+            dialect=backend,
             policy=ENDPOINT_POLICY,
         )
         watch = WatchSettings(stall_s=settings.stall_s, request_timeout_s=settings.request_timeout_s)

@@ -87,9 +87,9 @@ def _first_line(e: BaseException) -> str:
 
 
 def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
-    if backend == "sglang":
-        if importlib.util.find_spec("sglang") is None:
-            check.add("fail", 'SGLang is not installed (engine.backend = "sglang"): install the `sglang` extra')
+    if backend not in ("vllm", "transformers"):  # another server backend: its package, named like it
+        if importlib.util.find_spec(backend) is None:
+            check.add("fail", f'{backend} is not installed (engine.backend = "{backend}"): install the `{backend}` extra')
         else:
             check.reasons.append("architecture not checked: the preflight reads vLLM's registry only")
         return

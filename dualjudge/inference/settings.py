@@ -11,13 +11,13 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer, model_validator
 
-from dualjudge.inference.dialects import DialectName
+from dualjudge.inference.dialects import DialectName, ServerBackend
 from dualjudge.inference.urls import redacted, url_problem
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 
 # "vllm" and "sglang" start a model server per model (vllm_server.py, sglang_server.py); "transformers"
 # loads the model in this process
-Backend = Literal["vllm", "sglang", "transformers"]
+Backend = Literal[ServerBackend, "transformers"]
 StructuredBackend = Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"]
 STRUCTURED_BACKENDS: tuple[str, ...] = get_args(StructuredBackend)
 GrammarBackend = Literal["xgrammar", "llguidance", "outlines_core"]

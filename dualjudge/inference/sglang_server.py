@@ -195,6 +195,9 @@ class SglangServer(ServerProcess):
             self._key_dir = None
 
 
+SERVER = SglangServer  # engine.backend = "sglang" (engines.server_class)
+
+
 # -- the static check ----------------------------------------------------------------------------------------
 
 

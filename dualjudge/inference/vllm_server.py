@@ -17,7 +17,7 @@ from dualjudge.inference.settings import STRUCTURED_BACKENDS
 from dualjudge.inference.vllm_api import PROGRESS_COUNTERS, server_command, server_environment, vllm_build
 from dualjudge.inference.weights import LocalWeights
 
-__all__ = ["VllmServer", "free_port", "group_members", "port_in_use"]
+__all__ = ["SERVER", "VllmServer", "free_port", "group_members", "port_in_use"]
 
 
 class VllmServer(ServerProcess):
@@ -60,3 +60,6 @@ class VllmServer(ServerProcess):
 
     def backend_environment(self) -> dict[str, str]:
         return server_environment(self.api_key)
+
+
+SERVER = VllmServer  # engine.backend = "vllm" (engines.server_class)
