@@ -37,11 +37,11 @@ from dualjudge.inference.weights import locate, require
 Placement = Literal["hosted", "attached", "in-process", "local server"]
 
 
-def server_class(backend: ServerBackend) -> Callable[..., ServerProcess]:
+def server_class(backend: ServerBackend) -> type[ServerProcess]:
     """The server `engine.backend` starts for a model: the SERVER class of inference/BACKEND_server.py
     (its requests speak the dialect of the same name: dialects.py)."""
     module = importlib.import_module(f"dualjudge.inference.{backend}_server")
-    found: Callable[..., ServerProcess] = module.SERVER
+    found: type[ServerProcess] = module.SERVER
     return found
 
 

@@ -144,7 +144,8 @@ class Server(Protocol):
 
 
 class ServerProcess:
-    """The process side of a Server: a backend subclass gives LABEL, LOG_PREFIX, command() and environment()."""
+    """The process side of a Server: a backend subclass gives LABEL, LOG_PREFIX, progress_counters,
+    check_settings(), command() and backend_environment()."""
 
     LABEL = "model"  # in messages: "<LABEL> server for MODEL exited ..."
     LOG_PREFIX = "server"  # logs are PREFIX-MODEL.log in the run's logs folder
@@ -157,13 +158,18 @@ class ServerProcess:
         *,
         log_dir: Path,
         port: int | None = None,
+        seed: int = 0,
+        structured_backend: str = "xgrammar",
         startup_timeout: float = 900.0,
         placement: dict[str, str] | None = None,
     ) -> None:
+        self.check_settings(card, structured_backend)  # before a port or a log is taken
         if port is not None and port_in_use(port):
             raise DualjudgeError(f"port {port} on 127.0.0.1 is already in use; choose another or omit --port")
         self.card = card
         self.weights = weights
+        self.seed = seed
+        self.structured_backend = structured_backend  # the grammar backend, in vLLM's names
         self.port = port or free_port()
         self.api_key = secrets.token_hex(16)
         self.startup_timeout = startup_timeout
@@ -185,6 +191,10 @@ class ServerProcess:
     @property
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/metrics"
+
+    def check_settings(self, card: ModelCard, structured_backend: str) -> None:
+        """Refuse, in one line, what this backend cannot serve (the backend is not installed, an unknown
+        grammar backend)."""
 
     def command(self) -> list[str]:
         raise NotImplementedError

@@ -31,7 +31,6 @@ from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.server_process import ServerProcess
 from dualjudge.inference.vllm_api import Use
 from dualjudge.inference.vllm_check import Sources, download_wheel, found_in, parsed, string_constants
-from dualjudge.inference.weights import LocalWeights
 
 SGLANG_PIN = "0.5.23"  # the release this module is checked against (pyproject's `sglang` extra)
 LAUNCH_MODULE = "sglang.launch_server"
@@ -118,22 +117,10 @@ class SglangServer(ServerProcess):
     LOG_PREFIX = "sglang"
     progress_counters: tuple[str, ...] = PROGRESS_COUNTERS
 
-    def __init__(
-        self,
-        card: ModelCard,
-        weights: LocalWeights,
-        *,
-        log_dir: Path,
-        port: int | None = None,
-        seed: int = 0,
-        structured_backend: str = "xgrammar",
-        startup_timeout: float = 900.0,
-        placement: dict[str, str] | None = None,
-    ) -> None:
-        self.flags = card_flags(card, structured_backend)  # a bad backend name fails before anything starts
-        super().__init__(card, weights, log_dir=log_dir, port=port, startup_timeout=startup_timeout, placement=placement)
-        self.seed = seed
-        self._key_dir: Path | None = None
+    _key_dir: Path | None = None  # the private folder of the --config key file, while the server starts
+
+    def check_settings(self, card: ModelCard, structured_backend: str) -> None:
+        self.flags = card_flags(card, structured_backend)  # a bad grammar backend fails here, in one line
 
     @property
     def key_file(self) -> Path | None:

