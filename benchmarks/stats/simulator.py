@@ -419,6 +419,22 @@ SOURCES5 = {"human": "human", "claude-2": "anthropic", "gpt-3.5": "openai", "gpt
 SOURCES5_Q = {"human": 0.4, "claude-2": 0.3, "gpt-3.5": -0.1, "gpt-4": 0.5, "llama-2": -0.6}
 
 
+def paper_shape() -> Scenario:
+    """The real public table's shape: three judges, two of one vendor, the third almost uncorrelated."""
+    return Scenario(
+        "three judges, two of one vendor, one almost uncorrelated",
+        PAPER3,
+        SOURCES5,
+        SOURCES5_Q,
+        noise={"gpt-4": 0.4, "gpt-3.5": 0.6, "llama-2": 6.0},
+        self_effect={"gpt-4": 0.3},
+        n_signs=30,
+        items_per_sign=10,
+        affected=("gpt-4", "gpt-3.5", "llama-2"),
+        note="the openai answers are rated by one neutral judge that hardly tracks quality",
+    )
+
+
 def realistic_null() -> Scenario:
     """Nothing wrong: four judges of four families, different leniency, slope and noise, no bias,
     a few verdicts missing at random. No warning should fire here."""
@@ -446,18 +462,7 @@ def failure_scenarios() -> list[Scenario]:
     )
     return [
         realistic_null(),
-        Scenario(
-            "three judges, two of one vendor, one almost uncorrelated",
-            PAPER3,
-            SOURCES5,
-            SOURCES5_Q,
-            noise={"gpt-4": 0.4, "gpt-3.5": 0.6, "llama-2": 6.0},
-            self_effect={"gpt-4": 0.3},
-            n_signs=30,
-            items_per_sign=10,
-            affected=("gpt-4", "gpt-3.5", "llama-2"),
-            note="the openai answers are rated by one neutral judge that hardly tracks quality",
-        ),
+        paper_shape(),
         Scenario(
             "two judges only",
             {"gpt-4": "openai", "llama-2": "meta"},
@@ -533,15 +538,11 @@ def system_scenarios() -> list[Scenario]:
             self_effect={"qwen-7b": 0.6, "gemma-12b": 0.0, "llama-11b": 0.8, "pixtral-12b": 0.3},
             slope={"qwen-7b": 1.2, "gemma-12b": 1.0, "llama-11b": 0.8, "pixtral-12b": 1.0},
         ),
-        Scenario(
-            "three judges of two families, one hardly tracking quality",
-            PAPER3,
-            SOURCES5,
-            SOURCES5_Q,
-            noise={"gpt-4": 0.4, "gpt-3.5": 0.6, "llama-2": 6.0},
-            self_effect={"gpt-4": 0.3},
-            n_signs=30,
+        replace(
+            paper_shape(),
+            name="three judges of two families, one hardly tracking quality",
             items_per_sign=6,
+            affected=(),
             note="the real public table's shape (issue 32): the openai judges are measured against a neutral judge "
             "that hardly tracks quality, so their own-family effects are bounded, not estimated",
         ),

@@ -96,7 +96,7 @@ def group_codes(
 def group_labels(system_model: pd.Series | np.ndarray, strategy: pd.Series | np.ndarray, by: Grouping) -> np.ndarray:
     """Each row's group as text (group_codes)."""
     codes, names = group_codes(system_model, strategy, by)
-    return names[codes] if len(codes) else np.array([], dtype=str)
+    return names[codes]
 
 
 def _answer_parts(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +200,7 @@ def calibrated_scores(
     if frame["judge_model"].nunique() < 2:
         return None
     grid, units, _ = _fit_or_reason(frame, outcome, lineage)
-    if grid is None or units is None:
+    if units is None:
         return None
     return point_scores(grid, units, grid.design.n_judges >= 3)
 
@@ -277,10 +277,11 @@ def _reason(grid: Grid, outcome: Outcome) -> str | None:
     return None
 
 
-def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> tuple[Grid | None, Units | None, str | None]:
+def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> tuple[Grid, Units | None, str | None]:
+    """The grid, and its units where a calibrated ranking can be made (else None and why not)."""
     grid = build_grid(frame, outcome, lineage)
     reason = _reason(grid, outcome)
-    return (None, None, reason) if reason else (grid, Units.of(grid), None)
+    return (grid, None, reason) if reason else (grid, Units.of(grid), None)
 
 
 def _doubts(grid: Grid, full: calibration.Fit, free_scales: bool) -> dict[str, str]:
@@ -407,11 +408,10 @@ def leaderboard(
             "bounds": None,
             "warnings": ([] if reason is None else [f"no calibrated ranking: {reason}"]) + item_warnings[by],
         }
-    if grid is None or units is None:
-        blocked_grid = build_grid(frame, outcome, lineage)
-        blocked = _blocking(blocked_grid) if blocked_grid.design.n_answers and blocked_grid.design.n_clusters >= 2 else {}
+    if units is None:
+        blocked = _blocking(grid) if grid.design.n_answers and grid.design.n_clusters >= 2 else {}
         if blocked:
-            held_boards = _bounds(blocked_grid, Units.of(blocked_grid), blocked, set(blocked), None, None)
+            held_boards = _bounds(grid, Units.of(grid), blocked, set(blocked), None, None)
             for by in GROUPINGS:
                 boards[by]["bounds"] = held_boards[by]
         return boards
