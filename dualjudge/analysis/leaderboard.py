@@ -96,7 +96,7 @@ def group_codes(
 def group_labels(system_model: pd.Series | np.ndarray, strategy: pd.Series | np.ndarray, by: Grouping) -> np.ndarray:
     """Each row's group as text (group_codes)."""
     codes, names = group_codes(system_model, strategy, by)
-    return names[codes]
+    return np.asarray(names[codes])
 
 
 def _answer_parts(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
