@@ -26,6 +26,10 @@ from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Stra
 from dualjudge.protocol.variants import HOLISTIC, variant_problem, variant_rubric
 from dualjudge.protocol.verdicts import OverallConvention
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
+from dualjudge.tasks.folder import task_prompts_dir
+from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
+from dualjudge.tasks.registry import resolve
+from dualjudge.tasks.task import Task, TaskItem
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import MODES, VISIBILITIES, Mode, check_visibility
 from dualjudge.tomlfile import first_error, read_toml
@@ -41,8 +45,27 @@ class RunSection(_Section):
     seed: Int = Field(default=0, ge=0, le=2**63 - 1)
 
 
+class TaskSection(_Section):
+    """Which task the run studies: a built-in one by name (uk-signs, uk-signs-applied), or a task folder."""
+
+    # the fingerprint records the task's name and content hash, not where its folder lies
+    name: Str | None = setting(None, affects_results=False, pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$")
+    path: Str | None = setting(None, affects_results=False)
+
+    @model_validator(mode="after")
+    def _one(self) -> TaskSection:
+        if self.name and self.path:
+            raise ValueError("name a built-in task or give a task folder's path, not both")
+        return self
+
+    def load(self) -> Task:
+        """The task, read (a folder) or built (a built-in one); a one-line error if it cannot be."""
+        return resolve(self.name, self.path)
+
+
 class TestbedSection(_Section):
     signs: Literal["all"] | Annotated[tuple[Str, ...], Distinct] = "all"
+    items: Literal["all"] | Annotated[tuple[Str, ...], Distinct] = "all"  # the task's items to run
     visibilities: Annotated[tuple[Float, ...], Distinct] = VISIBILITIES
     modes: Annotated[tuple[Mode, ...], Distinct] = MODES
     repeats: Int = Field(default=3, ge=1, le=100)
@@ -72,6 +95,9 @@ class TestbedSection(_Section):
 
     def codes(self) -> tuple[str, ...] | None:
         return None if self.signs == "all" else tuple(self.signs)
+
+    def item_ids(self) -> tuple[str, ...] | None:
+        return None if self.items == "all" else tuple(self.items)
 
 
 class SystemsSection(_Section):
@@ -143,6 +169,7 @@ class ModelsSection(_Section):
 
 class RunConfig(_Section):
     run: RunSection = RunSection()
+    task: TaskSection = TaskSection()
     testbed: TestbedSection = TestbedSection()
     systems: SystemsSection
     judges: JudgesSection
@@ -154,6 +181,19 @@ class RunConfig(_Section):
     def _models_exist(self) -> RunConfig:
         for name in (*self.systems.models, *self.judges.models, *self.engine.endpoints):
             self.card(name)  # raises a DualjudgeError naming the unknown model
+        task, t = self.task.load(), self.testbed
+        if t.modality not in task.modalities:
+            raise ValueError(f"testbed.modality: task {task.name} is {' and '.join(task.modalities)} only")
+        signed = all(i.sign is not None for i in task.items)
+        if t.signs != "all" and not signed:
+            raise ValueError(f"testbed.signs: task {task.name} has no signs; select its items with testbed.items")
+        if t.images and not signed:
+            raise ValueError(f"testbed.images: task {task.name} has no signs to take artwork for")
+        for item_id in t.item_ids() or ():
+            if item_id not in task.ids:
+                raise ValueError(f"testbed.items: task {task.name} has no item {item_id!r}")
+        if not self.items():
+            raise ValueError(f"testbed: no item of task {task.name} is selected (testbed.signs and testbed.items)")
         if self.testbed.modality == "image":
             for name in self.systems.models:
                 if "image" not in self.card(name).modalities:
@@ -166,6 +206,11 @@ class RunConfig(_Section):
         backend = self.engine.backend
         data = {name: result_fields(getattr(self, name), backend) for name in type(self).model_fields}
         data = {name: fields for name, fields in data.items() if fields}  # a plumbing-only section adds nothing
+        if data.get("testbed", {}).get("items") == "all":  # as before tasks: a run's fingerprint is unchanged
+            data["testbed"] = {k: v for k, v in data["testbed"].items() if k != "items"}
+        task = self.task.load()
+        if task.name != DEFAULT_TASK:  # uk-signs adds nothing (runs from before tasks resume)
+            data["task"] = {"name": task.name, "sha256": task.sha256}
         if self.judges.rubrics and "judges" in data:  # a rubric is its text, wherever its file lies
             hashes = self.rubric_hashes()
             data["judges"] = {
@@ -180,10 +225,23 @@ class RunConfig(_Section):
 
         out = {}
         for name in self.judges.variants:
-            rubric = variant_rubric(name, self.judges.rubrics)
+            rubric = variant_rubric(name, self.judges.rubrics, self.default_rubric())
             if rubric is not None:
                 out[name] = rubric.sha256
         return out
+
+    def items(self) -> tuple[TaskItem, ...]:
+        """The task's items this run asks about: those named (testbed.items), of the signs named (testbed.signs)."""
+        chosen = self.task.load().select(self.testbed.item_ids())
+        codes = self.testbed.codes()
+        return chosen if codes is None else tuple(i for i in chosen if i.sign in codes)
+
+    def default_rubric(self) -> Path | None:
+        """The `rubric` variant's rubric: the task's own, the task folders' default, or (uk-signs) the shipped one."""
+        task = self.task.load()
+        if task.name == DEFAULT_TASK:
+            return None
+        return task.rubric or task_prompts_dir() / "rubrics" / "rubric.toml"
 
     def cards(self) -> dict[str, ModelCard]:
         """Every model card this configuration can name: built-in, and the user's folder."""
@@ -205,7 +263,7 @@ class RunConfig(_Section):
         return tuple(dict.fromkeys((*self.systems.models, *self.judges.models)))
 
 
-PATH_SETTINGS = (("models", "dir"), ("testbed", "images"), ("engine", "cache"))  # and every [judges.rubrics] file
+PATH_SETTINGS = (("models", "dir"), ("testbed", "images"), ("engine", "cache"), ("task", "path"))  # and every [judges.rubrics] file
 
 
 def _anchor(value: object, folder: Path) -> object:

@@ -33,10 +33,11 @@ class RunDir:
     REPORT_MD = "report.md"
     REPORT_HTML = "report.html"
     EXPLORER = "explorer.html"
+    TASK = "task.json"  # a run of a task other than uk-signs: its words, labels and items (the report and explorer read it)
     PLANTED = "planted.json"  # beside a simulated table: what the simulator planted (the analysis shows it)
 
     # what a run writes beside its store (an --out folder holding other files is refused)
-    RUN_FILES = (VERDICTS_PARQUET, VERDICTS_CSV, ORDER_PROBES, PADDING_PROBES, JUDGE_PASSES, MANIFEST)
+    RUN_FILES = (VERDICTS_PARQUET, VERDICTS_CSV, ORDER_PROBES, PADDING_PROBES, JUDGE_PASSES, MANIFEST, TASK)
     ANALYSIS_FILES = (SUMMARY, REPORT_MD, REPORT_HTML)
 
     def __truediv__(self, name: str) -> Path:
@@ -74,6 +75,10 @@ class RunDir:
     @property
     def verdicts_csv(self) -> Path:
         return self.root / self.VERDICTS_CSV
+
+    @property
+    def task(self) -> Path:
+        return self.root / self.TASK
 
     @property
     def planted(self) -> Path:

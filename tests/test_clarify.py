@@ -70,17 +70,17 @@ class Judges(ScriptedEngines):
 def test_the_split_is_disjoint_seeded_and_stratified_by_group():
     catalogue = default_catalogue()
     codes = list(catalogue.codes)
-    dev, test = split_signs(codes, catalogue, seed=1)
+    dev, test = split_signs(codes, lambda c: catalogue.sign(c).group, seed=1)
     assert set(dev).isdisjoint(test) and set(dev) | set(test) == set(codes)
-    assert split_signs(codes, catalogue, seed=1) == (dev, test)
-    assert split_signs(codes, catalogue, seed=2) != (dev, test)
+    assert split_signs(codes, lambda c: catalogue.sign(c).group, seed=1) == (dev, test)
+    assert split_signs(codes, lambda c: catalogue.sign(c).group, seed=2) != (dev, test)
     for group in ("regulatory", "warning", "information"):
         members = [c for c in codes if catalogue.sign(c).group == group]
         assert sum(c in dev for c in members) == len(members) // 2
     with pytest.raises(DualjudgeError, match="no development/test split"):
-        split_signs(["616"], catalogue, seed=1)
+        split_signs(["616"], lambda c: catalogue.sign(c).group, seed=1)
     with pytest.raises(DualjudgeError, match="--dev-share"):
-        split_signs(codes, catalogue, seed=1, dev_share=1.0)
+        split_signs(codes, lambda c: catalogue.sign(c).group, seed=1, dev_share=1.0)
 
 
 def _scores(disagree: dict[str, int]) -> pd.DataFrame:

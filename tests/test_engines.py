@@ -72,7 +72,7 @@ def _judge_and_system_requests(n_signs: int = len(SIGNS)) -> tuple[list[Generati
         build_step_request(
             "sa",
             0,
-            Item(f"{s.code}_v1.0_none", s.code, "A red ring around black digits."),
+            Item.of_sign(f"{s.code}_v1.0_none", s.code, "A red ring around black digits."),
             modality="text",
             sign_type_mode="constrained",
             sampling=Sampling(temperature=0.7, max_tokens=160, seed=i),
@@ -125,7 +125,7 @@ def test_transformers_engine_serves_smollm2_the_same_way(smollm2):
 
 def test_vllm_cpu_accepts_a_png_variant_with_both_constraint_kinds(tiny_server, tiny):
     engine = EndpointEngine("tiny-llava", [Endpoint(tiny_server.base_url, tiny_server.api_key)], tiny.identity)
-    item = Item("616_v1.0_none", "616", "unused", _png("616"))
+    item = Item.of_sign("616_v1.0_none", "616", "unused", _png("616"))
     regex_req = build_step_request(
         "sa", 0, item, modality="image", sign_type_mode="constrained", sampling=Sampling(temperature=0.7, max_tokens=120, seed=3)
     )

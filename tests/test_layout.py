@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "dualjudge"
-# lower imports higher never: base modules < testbed < inference < protocol < storage, analysis < report
+# lower imports higher never: base modules < testbed < inference < protocol, tasks < storage, analysis < report
 # < runs (orchestration) < studies (whole runs) < cli
 RANK = {
     "errors": 0,
@@ -21,6 +21,7 @@ RANK = {
     "testbed": 1,
     "inference": 2,
     "protocol": 3,
+    "tasks": 3,  # a task: its items, words and prompts (uk-signs built from the testbed catalogue)
     "storage": 4,
     "analysis": 4,
     "report": 5,

@@ -13,7 +13,7 @@ from dualjudge.protocol.vocabulary import SIGN_TYPES
 from dualjudge.testbed.catalogue import default_catalogue
 
 SIGN = default_catalogue().sign("670V30")
-ITEM = Item("670V30_v0.5_bottom_up", "670V30", "The picture shows a sign.", Image.from_png(b"\x89PNG fake"))
+ITEM = Item.of_sign("670V30_v0.5_bottom_up", "670V30", "The picture shows a sign.", Image.from_png(b"\x89PNG fake"))
 PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_]")
 
 

@@ -12,7 +12,7 @@ from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers.engines import ScriptedEngine, seeded_text
 
 SIGN = default_catalogue().sign("616")
-ITEM = Item("616_v0.5_random_block", "616", "The picture shows a red disc with a white bar.")
+ITEM = Item.of_sign("616_v0.5_random_block", "616", "The picture shows a red disc with a white bar.")
 
 
 def run(coro):

@@ -17,6 +17,20 @@
   const PAGE = 50;
   const FIELDS = ["variant", "judge", "jfamily", "model", "sfamily", "strategy", "visibility", "mode", "sign", "type",
                   "own", "failures", "disagree", "sort"];
+  // a task other than uk-signs: its words on the page, and a filter for each metadata column of its items
+  const task = data.task || null;
+  const LABEL = task ? task.label : "SIGN_TYPE";
+  const META = task ? task.meta : [];
+  if (task) {
+    form.elements.sign.parentNode.firstChild.textContent = task.unit + " ";
+    const before = form.elements.type.parentNode;
+    for (const name of META) {
+      const label = document.createElement("label");
+      label.append(name + " ", Object.assign(document.createElement("select"), { name: "m_" + name }));
+      form.insertBefore(label, before);
+      FIELDS.push("m_" + name);
+    }
+  }
   const judgeFamily = Object.fromEntries(data.judges.map((j) => [j.name, j.family]));
   const FAILED = new Set(["parse_failure", "error"]);
   let shown = PAGE;
@@ -54,6 +68,7 @@
   fillSelect("visibility", uniq(data.answers.map((a) => a.visibility)).sort((x, y) => Number(y) - Number(x)), "any");
   fillSelect("mode", uniq(data.answers.map((a) => a.mode)), "any");
   fillSelect("sign", uniq(data.answers.map((a) => a.sign)), "any");
+  for (const name of META) fillSelect("m_" + name, uniq(data.answers.map((a) => (a.meta || {})[name])), "any");
 
   function readHash() {
     const state = {};
@@ -123,6 +138,7 @@
       if (state.strategy && a.strategy !== state.strategy) continue;
       if (state.visibility && String(a.visibility) !== state.visibility) continue;
       if (state.mode && a.mode !== state.mode) continue;
+      if (META.some((name) => state["m_" + name] && (a.meta || {})[name] !== state["m_" + name])) continue;
       if (state.sign && a.sign !== state.sign) continue;
       const all = a.verdicts.filter((v) => v.jv === variant);
       let relevant = all;
@@ -211,23 +227,26 @@
 
   function card(x) {
     const a = x.a;
-    const sign = data.signs[a.sign] || { caption: "", description: "" };
+    const sign = data.signs[a.item || a.sign] || { caption: "", description: "" };
     const correct = a.predicted === null ? null : a.predicted === a.category;
     const text = data.modality !== "image";  // a text run: the system read the scene text, shown under the image
     const left = el("div", {},
       a.image ? el("img", { src: a.image, alt: "variant " + a.variant, loading: "lazy" }) : null,
-      text && a.scene ? el("div", { class: "scene" }, a.scene) : null);
+      text && a.scene ? el("div", { class: "scene" }, a.scene) : null,
+      a.context ? el("div", { class: "scene context" }, a.context) : null,
+      Object.keys(a.meta || {}).length ? el("div", { class: "meta" },
+        Object.entries(a.meta).map(([k, v]) => `${k}: ${v}`).join(" · ")) : null);
     const right = el("div", {},
-      el("div", { class: "gold" }, el("strong", {}, sign.caption), " — ", sign.description),
+      el("div", { class: "gold" }, sign.caption ? el("strong", {}, sign.caption) : null, sign.caption ? " — " : "", sign.description),
       el("div", {}, `${a.model} (${a.family}), ${a.strategy}, repeat ${a.repeat}, visibility ${a.visibility}, ${a.mode}`),
       el("pre", { class: "response" }, a.text === null ? "(no answer: " + (a.status || "not run") + ")" : a.text),
-      el("div", {}, "SIGN_TYPE: ", el("strong", {}, a.predicted ?? "none"), " ",
+      LABEL === null ? null : el("div", {}, LABEL + ": ", el("strong", {}, a.predicted ?? "none"), " ",
         correct === null ? "" : el("span", { class: correct ? "ok" : "bad" }, correct ? "correct" : "wrong (gold " + a.category + ")"),
         a.format_ok === false || a.format_ok === 0 ? el("span", { class: "bad" }, " format not followed") : null),
       verdictRows(x), probeList(x));
     return el("article", { class: "answer", "data-variant": a.variant, "data-system-model": a.model,
-      "data-strategy": a.strategy, "data-repeat": String(a.repeat), "data-sign": a.sign },
-      el("h2", {}, `${a.sign} · ${a.variant}`), left, right);
+      "data-strategy": a.strategy, "data-repeat": String(a.repeat), "data-sign": a.sign, "data-item": a.item || a.sign },
+      el("h2", {}, `${a.item || a.sign} · ${a.variant}`), left, right);
   }
 
   function render(resetPage) {

@@ -19,6 +19,7 @@ experiment's result on the test split (after Han and Kim, 2026).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,6 @@ from dualjudge.analysis.results import ClarificationRecord
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 from dualjudge.protocol.seeds import seeded_rank
-from dualjudge.testbed.catalogue import Catalogue
 
 CLARIFICATION = "clarification.json"
 ARMS = {"original": "rubric", "clarified": "rubric:clarified", "control": "rubric:control"}
@@ -40,13 +40,14 @@ CONTRASTS = (("clarified", "original"), ("clarified", "control"), ("control", "o
 STATISTIC = "mean within-answer variance of the judges' 0-2 clause scores (rubric quality judges, development split)"
 
 
-def split_signs(codes: list[str], catalogue: Catalogue, seed: int, dev_share: float = 0.5) -> tuple[list[str], list[str]]:
-    """Development and test signs, disjoint, stratified by sign group, seeded."""
+def split_signs(codes: list[str], group_of: Callable[[str], str], seed: int, dev_share: float = 0.5) -> tuple[list[str], list[str]]:
+    """Development and test signs (or a task's clusters), disjoint, stratified by group (a sign's: regulatory,
+    warning, information), seeded."""
     if not 0 < dev_share < 1:
         raise DualjudgeError(f"--dev-share must be between 0 and 1 (exclusive), got {dev_share}")
     by_group: dict[str, list[str]] = {}
     for code in sorted(set(codes)):
-        by_group.setdefault(catalogue.sign(code).group, []).append(code)
+        by_group.setdefault(group_of(code), []).append(code)
     dev: list[str] = []
     for _, members in sorted(by_group.items()):
         ordered = sorted(members, key=lambda c: seeded_rank(seed, "rubric-split", c))

@@ -1,6 +1,6 @@
-"""A simulated verdict table's planted truth (planted.json beside it), so its report can say the data are
-simulated and set the planted values beside the estimates. The simulator writes the file
-(benchmarks/simulated/make.py); a table from a run or from elsewhere has none."""
+"""What a table brings beside it. planted.json: the truth a simulator planted, so the report says the data are
+simulated and sets the planted values beside the estimates (benchmarks/simulated/make.py writes it; a table from a
+run or from elsewhere has none). task.json: the task of a run of a task other than uk-signs, in its own words."""
 
 from __future__ import annotations
 
@@ -9,9 +9,22 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from dualjudge.analysis.results import Simulation
+from dualjudge.analysis.results import Simulation, TaskWords
 from dualjudge.errors import DualjudgeError
 from dualjudge.rundir import RunDir
+
+
+def task_near(table: Path) -> TaskWords | None:
+    """The task beside a run's table (task.json; none for uk-signs), or None; a damaged file is one line."""
+    path = RunDir(table.parent).task
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        return TaskWords.model_validate({k: data.get(k) for k in TaskWords.model_fields})
+    except (OSError, ValueError, ValidationError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DualjudgeError(f"{path}: unreadable task record ({first}); write it again with `dualjudge export RUN`") from None
 
 
 def planted_near(table: Path) -> Simulation | None:

@@ -672,6 +672,16 @@ class Bootstrap(_Result):
     ci: dict[str, str]
 
 
+class TaskWords(_Result):
+    """The task a run studied, in the words its report uses (task.json beside the table)."""
+
+    name: str
+    noun: str  # what an item is called ("picture", "situation")
+    unit: str  # the bootstrap's cluster, in words: "sign", "group", or the noun when each item is its own
+    label: str | None  # the answers' final line (SIGN_TYPE, VERDICT), or None
+    domain: str
+
+
 class Summary(_Result):
     notes: list[str]  # what the table lacked and what the analysis did instead
     absent_columns: list[str] = []  # the optional columns the table did not have (docs/verdict-table.md)
@@ -703,6 +713,7 @@ class Summary(_Result):
     designs: DesignComparison | None = None  # the variants side by side, paired differences
     clarification: Clarification | None = None  # the rubric clarification experiment (studies/clarify.py)
     simulation: Simulation | None = None  # a simulated table: what was planted (planted.json beside it)
+    task: TaskWords | None = None  # a task other than uk-signs (task.json beside the table)
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -24,7 +24,7 @@ from dualjudge.analysis.decision import decision_risk
 from dualjudge.analysis.designs import compare_designs, variant_order
 from dualjudge.analysis.identification import identification
 from dualjudge.analysis.missingness import missingness
-from dualjudge.analysis.planted import planted_near
+from dualjudge.analysis.planted import planted_near, task_near
 from dualjudge.analysis.probes import probe_frames, probes_of
 from dualjudge.analysis.results import Clarification, DesignComparison, Requests, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
@@ -158,7 +158,9 @@ def summarize_table(
             human=_human_of(human, variant, variants[0]),
             judge_variant=variant,
         )
-    main = summaries[variants[0]].model_copy(update={"requests": _requests_near(table), "simulation": planted_near(table)})
+    main = summaries[variants[0]].model_copy(
+        update={"requests": _requests_near(table), "simulation": planted_near(table), "task": task_near(table)}
+    )
     if len(variants) > 1:
         if progress:
             progress("judge designs compared")

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 
 from dualjudge.inference.types import Constraint, GenerationRequest, Message, Sampling
-from dualjudge.protocol.prompts import load_prompt
+from dualjudge.protocol.prompts import SIGN_PROMPTS, PromptSet
 from dualjudge.protocol.rubric import Rubric, check_rewrite
 from dualjudge.protocol.verdicts import SAFE_CHAR
 
@@ -54,11 +54,11 @@ def editor_constraint(ids: tuple[str, ...]) -> Constraint:
     return Constraint.json_schema(schema)
 
 
-def build_editor_request(rubric: Rubric, ids: tuple[str, ...], seed: int) -> GenerationRequest:
-    """The request that rewrites clauses `ids` of `rubric` (the same instruction for either arm)."""
-    prompt = load_prompt("rubric_editor")
+def build_editor_request(rubric: Rubric, ids: tuple[str, ...], seed: int, prompts: PromptSet = SIGN_PROMPTS) -> GenerationRequest:
+    """The request that rewrites clauses `ids` of `rubric` (the same instruction for either arm), in the task's words."""
+    prompt = prompts.load("rubric_editor")
     chosen = "\n".join(f"- {cid}: {rubric.text_of(cid)}" for cid in ids)
-    system, user = prompt.render(rubric=rubric.block(), clauses=chosen)
+    system, user = prompts.render(prompt, rubric=rubric.block(), clauses=chosen)
     sampling = Sampling(temperature=EDITOR_TEMPERATURE, max_tokens=editor_max_tokens(ids), seed=seed)
     return GenerationRequest(
         (Message("system", system), Message("user", user)), sampling, editor_constraint(ids), (prompt.sha256, rubric.sha256)

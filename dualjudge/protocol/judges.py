@@ -8,10 +8,12 @@ requests are always JSON-schema constrained; their outcome is ok, parse_failure 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Message, Sampling
 from dualjudge.outcome import Status
 from dualjudge.protocol.kinds import declared, judge_kind
+from dualjudge.protocol.prompts import SIGN_PROMPTS, Prompt, PromptSet
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.verdicts import (
@@ -22,9 +24,32 @@ from dualjudge.protocol.verdicts import (
     interpret,
     rubric_verdict,
 )
-from dualjudge.testbed.catalogue import Sign
 
 DEFAULT_JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=JUDGE_DEFAULT_MAX_TOKENS, seed=0)
+
+
+class Gold(Protocol):
+    """What a judge decides against: a sign of the catalogue, or any task's item (tasks/task.py)."""
+
+    @property
+    def caption(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+def gold_prompts(gold: Gold) -> PromptSet:
+    """The prompts of the gold's task (a catalogue sign: the project's prompts)."""
+    prompts = getattr(gold, "prompts", SIGN_PROMPTS)
+    return prompts if isinstance(prompts, PromptSet) else SIGN_PROMPTS
+
+
+def render_gold(prompt: Prompt, gold: Gold, **values: str) -> tuple[str, str]:
+    """A judge prompt filled with the gold (caption, description, and both as one `reference` block)."""
+    reference = (
+        f"Reference caption: {gold.caption}\nReference: {gold.description}" if gold.caption else f"Reference: {gold.description}"
+    )
+    return gold_prompts(gold).render(prompt, caption=gold.caption, description=gold.description, reference=reference, **values)
 
 
 def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None) -> type[_Verdict]:
@@ -41,7 +66,7 @@ def judge_kinds() -> tuple[str, ...]:
 
 def build_judge_request(
     kind: str,
-    sign: Sign,
+    sign: Gold,
     response: str,
     sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
     convention: OverallConvention = "mean_of_subscores",
@@ -49,13 +74,12 @@ def build_judge_request(
 ) -> GenerationRequest:
     """A judge request: the holistic prompt, or with a rubric the rubric prompt listing its clauses
     (the rubric's hash joins the prompt's in the cache key)."""
-    values = {"caption": sign.caption, "description": sign.description, "response": response}
-    prompt = judge_kind(kind).prompt(convention, rubric=rubric is not None)
+    prompt = judge_kind(kind).prompt(convention, rubric=rubric is not None, prompts=gold_prompts(sign))
     if rubric is not None:
-        system, user = prompt.render(**values, clauses=rubric.block())
+        system, user = render_gold(prompt, sign, response=response, clauses=rubric.block())
         hashes: tuple[str, ...] = (prompt.sha256, rubric.sha256)
     else:
-        system, user = prompt.render(**values)
+        system, user = render_gold(prompt, sign, response=response)
         hashes = (prompt.sha256,)
     return GenerationRequest(
         (Message("system", system), Message("user", user)),
@@ -93,7 +117,7 @@ RETRY_TEMPERATURE = 0.7  # ... sampled, with a seed of its own, so the retry can
 
 async def run_judge(
     kind: str,
-    sign: Sign,
+    sign: Gold,
     response: str,
     call: Caller,
     sampling: Sampling = DEFAULT_JUDGE_SAMPLING,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from dualjudge.errors import DualjudgeError
-from dualjudge.protocol.prompts import Prompt, load_prompt
+from dualjudge.protocol.prompts import SIGN_PROMPTS, Prompt, PromptSet, load_prompt
 from dualjudge.protocol.verdicts import (
     GOOD,
     EquivalenceVerdict,
@@ -79,11 +79,13 @@ class JudgeKind:
     def verdict_type(self, convention: OverallConvention = "mean_of_subscores") -> type[_Verdict]:
         return self.judge_given if convention == "judge_given" and self.judge_given is not None else self.verdict
 
-    def prompt(self, convention: OverallConvention = "mean_of_subscores", rubric: bool = False) -> Prompt:
-        if rubric:
-            return load_prompt(f"judge_{self.name}_rubric", self.prompts)
+    def prompt(
+        self, convention: OverallConvention = "mean_of_subscores", rubric: bool = False, prompts: PromptSet = SIGN_PROMPTS
+    ) -> Prompt:
+        """Its prompt: from its own folder when it has one, else the task's (the project's prompts/ for uk-signs)."""
         given = convention == "judge_given" and self.judge_given is not None
-        return load_prompt(f"judge_{self.name}_overall" if given else f"judge_{self.name}", self.prompts)
+        name = f"judge_{self.name}_rubric" if rubric else f"judge_{self.name}_overall" if given else f"judge_{self.name}"
+        return load_prompt(name, self.prompts) if self.prompts is not None else prompts.load(name)
 
     def read(self, verdict: _Verdict | None) -> dict[str, int | float | bool | None]:
         """The verdict's score fields (all None when there is no verdict)."""

@@ -12,31 +12,30 @@ from dataclasses import dataclass
 
 from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
 from dualjudge.outcome import Status
-from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, Gold, gold_prompts, render_gold
 from dualjudge.protocol.kinds import declared, judge_kind
-from dualjudge.protocol.prompts import load_prompt
+from dualjudge.protocol.prompts import SIGN_PROMPTS, PromptSet
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.verdicts import Outcome, PairwiseVerdict, interpret, rubric_verdict
-from dualjudge.testbed.catalogue import Sign
 
 PADDING_SAMPLING = Sampling(temperature=0.0, max_tokens=512, seed=0)
 
 
 def build_pairwise_request(
-    sign: Sign, first: str, second: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING, rubric: Rubric | None = None
+    sign: Gold, first: str, second: str, sampling: Sampling = DEFAULT_JUDGE_SAMPLING, rubric: Rubric | None = None
 ) -> GenerationRequest:
-    values = {"caption": sign.caption, "description": sign.description, "response_a": first, "response_b": second}
+    values = {"response_a": first, "response_b": second}
     if rubric is not None:
-        prompt = load_prompt("judge_pairwise_rubric")
-        system, user = prompt.render(**values, clauses=rubric.block())
+        prompt = gold_prompts(sign).load("judge_pairwise_rubric")
+        system, user = render_gold(prompt, sign, **values, clauses=rubric.block())
         return GenerationRequest(
             (Message("system", system), Message("user", user)),
             sampling,
             rubric_verdict("pairwise", rubric.ids).constraint(sampling.max_tokens),
             (prompt.sha256, rubric.sha256),
         )
-    prompt = load_prompt("judge_pairwise")
-    system, user = prompt.render(**values)
+    prompt = gold_prompts(sign).load("judge_pairwise")
+    system, user = render_gold(prompt, sign, **values)
     return GenerationRequest(
         (Message("system", system), Message("user", user)),
         sampling,
@@ -81,7 +80,7 @@ def order_result(ab: Outcome, ba: Outcome) -> OrderResult:
 
 
 async def run_order_probe(
-    sign: Sign,
+    sign: Gold,
     response_1: str,
     response_2: str,
     call: Caller,
@@ -94,9 +93,11 @@ async def run_order_probe(
     return order_result(ab, ba)
 
 
-def build_padding_request(response: str, sampling: Sampling = PADDING_SAMPLING) -> GenerationRequest:
-    prompt = load_prompt("padding")
-    system, user = prompt.render(response=response)
+def build_padding_request(
+    response: str, sampling: Sampling = PADDING_SAMPLING, prompts: PromptSet = SIGN_PROMPTS
+) -> GenerationRequest:
+    prompt = prompts.load("padding")
+    system, user = prompts.render(prompt, response=response)
     return GenerationRequest((Message("system", system), Message("user", user)), sampling, None, (prompt.sha256,))
 
 
@@ -113,8 +114,8 @@ class Padded:
         return "ok" if self.text is not None else "error"
 
 
-async def pad(response: str, call: Caller, sampling: Sampling = PADDING_SAMPLING) -> Padded:
-    result = await call(build_padding_request(response, sampling))
+async def pad(response: str, call: Caller, sampling: Sampling = PADDING_SAMPLING, prompts: PromptSet = SIGN_PROMPTS) -> Padded:
+    result = await call(build_padding_request(response, sampling, prompts))
     if not result.ok or result.text is None:
         return Padded(None, None, result.error or "no text returned")
     return Padded(result.text, len(result.text.split()) - len(response.split()), None)

@@ -104,3 +104,35 @@ def prompt_hashes(directory: Path | None = None) -> dict[str, str]:
     """sha256 of every prompt file, for the run manifest."""
     d = directory or prompts_dir()
     return {p.stem: load_prompt(p.stem, d).sha256 for p in sorted(d.glob("*.toml"))}
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The prompts of one task: its folders searched in order (a task's own overrides first), and the
+    task's words that fill any placeholder a prompt declares (`domain`, `question`, ...).
+
+    The built-in uk-signs task searches only the project's prompts/ and brings no words, so its
+    requests are exactly those of the prompts themselves (and their cache keys unchanged)."""
+
+    dirs: tuple[Path, ...] = ()
+    words: tuple[tuple[str, str], ...] = ()
+
+    def load(self, name: str) -> Prompt:
+        for d in self.dirs:
+            if (d / f"{name}.toml").is_file():
+                return load_prompt(name, d)
+        return load_prompt(name)
+
+    def render(self, prompt: Prompt, **values: str) -> tuple[str, str]:
+        """Fill `prompt` with the values and task words it declares (the caller's values win): a task's own
+        prompt may leave out what the default one uses, never use a name it is not given."""
+        given = {**dict(self.words), **values}
+        return prompt.render(**{k: v for k, v in given.items() if k in prompt.variables})
+
+    def hashes(self) -> dict[str, str]:
+        """sha256 of every prompt this set resolves to, by name (the manifest's record)."""
+        names = sorted({p.stem for d in (*self.dirs, prompts_dir()) for p in d.glob("*.toml")})
+        return {name: self.load(name).sha256 for name in names}
+
+
+SIGN_PROMPTS = PromptSet()  # the project's prompts/ as they are (uk-signs)

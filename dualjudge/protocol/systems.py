@@ -13,9 +13,9 @@ from typing import Literal, get_args
 
 from dualjudge.inference.types import Caller, Constraint, GenerationRequest, GenerationResult, Image, Message, Sampling
 from dualjudge.outcome import Status
-from dualjudge.protocol.prompts import load_prompt
+from dualjudge.protocol.prompts import SIGN_PROMPTS, PromptSet
 from dualjudge.protocol.seeds import derive_seed
-from dualjudge.protocol.vocabulary import parse_sign_type, sign_type_pattern
+from dualjudge.protocol.vocabulary import FinalLine, sign_type_line
 from dualjudge.testbed.catalogue import default_catalogue
 
 Strategy = Literal["sa", "cot", "coi", "ma"]
@@ -34,12 +34,30 @@ DEFAULT_SYSTEM_SAMPLING = Sampling(temperature=0.7, max_tokens=768)
 
 @dataclass(frozen=True)
 class Item:
-    """One variant as a system sees it: the image (image modality) or the scene text (text modality)."""
+    """One variant as a system sees it: the image (image modality) or the scene text (text modality),
+    and any text shown with it in either (an applied-rule situation); the task's prompts, its labels
+    and the final line its answers end with (None: a task without labels, answers end freely).
+    `sign_code` is the task item's id (a sign's code in uk-signs)."""
 
     variant_id: str
     sign_code: str
     scene_text: str
     image: Image | None = None
+    context: str = ""
+    prompts: PromptSet = SIGN_PROMPTS
+    final: FinalLine | None = None
+    categories: str = ""
+
+    @staticmethod
+    def of_sign(variant_id: str, code: str, scene_text: str, image: Image | None = None) -> Item:
+        """A uk-signs variant: the project's prompts, SIGN_TYPE over the catalogue's categories."""
+        return Item(variant_id, code, scene_text, image, final=sign_type_line(), categories=categories_block())
+
+    def item_text(self, modality: Modality) -> str:
+        """What the task prompts show as text: the scene text (text modality) and the context, as a block."""
+        parts = [self.scene_text] if modality == "text" and self.scene_text else []
+        parts += [self.context] if self.context else []
+        return "".join(f"{p}\n\n" for p in parts)
 
 
 @dataclass(frozen=True)
@@ -92,20 +110,20 @@ def build_step_request(
 ) -> GenerationRequest:
     """The request for one step of a strategy, given the outputs of its earlier steps."""
     step = STEPS[strategy][step_index]
-    prompt = load_prompt(f"{step}.{modality}")
-    values: dict[str, str] = {"categories": categories_block(), "scene_text": item.scene_text}
+    prompt = item.prompts.load(f"{step}.{modality}")
+    values: dict[str, str] = {"categories": item.categories, "scene_text": item.scene_text, "item_text": item.item_text(modality)}
     if step in ("ma_symbol", "ma_integration"):
         values["vision_report"] = previous[0]
     if step == "ma_integration":
         values["symbol_report"] = previous[1]
-    system, user = prompt.render(**{k: v for k, v in values.items() if k in prompt.variables})
+    system, user = item.prompts.render(prompt, **values)
     if modality == "image" and item.image is None:
         raise ValueError(f"variant {item.variant_id} has no image for the image modality")
     messages = (Message("system", system), Message("user", user, item.image if modality == "image" else None))
     final = step_index == len(STEPS[strategy]) - 1
     constraint = None
-    if final and sign_type_mode == "constrained":
-        constraint = Constraint.regex(sign_type_pattern(max(0, sampling.max_tokens - SIGN_LINE_TOKENS)))
+    if final and sign_type_mode == "constrained" and item.final is not None:
+        constraint = Constraint.regex(item.final.pattern(max(0, sampling.max_tokens - SIGN_LINE_TOKENS)))
     return GenerationRequest(messages, sampling, constraint, (prompt.sha256,))
 
 
@@ -139,7 +157,9 @@ async def run_system(
             return SystemAnswer(None, None, False, "error", tuple(calls), result.error or "no text returned")
         outputs.append(result.text or "")
     text = outputs[-1]
-    category = parse_sign_type(text)
+    if item.final is None:  # a task without labels: any answer with text is well formed
+        return SystemAnswer(text, None, bool(text.strip()), "ok", tuple(calls))
+    category = item.final.parse(text)
     if category is None and sign_type_mode == "constrained":
         return SystemAnswer(
             text,
@@ -147,6 +167,6 @@ async def run_system(
             False,
             "parse_failure",
             tuple(calls),
-            "constrained answer has no valid SIGN_TYPE line (engine ignored the constraint?)",
+            f"constrained answer has no valid {item.final.name} line (engine ignored the constraint?)",
         )
     return SystemAnswer(text, category, category is not None, "ok", tuple(calls))

@@ -31,11 +31,12 @@ def variant_problem(name: str, rubric_files: Mapping[str, str]) -> str | None:
     return None
 
 
-def variant_rubric(name: str, rubric_files: Mapping[str, str] | None = None) -> Rubric | None:
-    """The rubric a variant scores with; None for the holistic judges."""
+def variant_rubric(name: str, rubric_files: Mapping[str, str] | None = None, default: Path | None = None) -> Rubric | None:
+    """The rubric a variant scores with; None for the holistic judges. `rubric` scores with `default` (a
+    task's own rubric), or the shipped one."""
     if name == HOLISTIC:
         return None
     label = name.partition(":")[2]
     if not label:
-        return load_rubric()
+        return load_rubric(default)
     return load_rubric(Path((rubric_files or {})[label]).expanduser())

@@ -1,8 +1,10 @@
-"""The SIGN_TYPE vocabulary, the regex constrained generation enforces, and the paper's parse."""
+"""The SIGN_TYPE vocabulary, the regex constrained generation enforces, and the paper's parse; any
+task's final line (`VERDICT: allowed`, ...) is constrained and parsed the same way (FinalLine)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from dualjudge.testbed.catalogue import default_catalogue
@@ -23,11 +25,45 @@ def __getattr__(name: str) -> object:  # `SIGN_TYPES`, computed when first asked
 
 # A line such as "SIGN_TYPE: no_entry", "**SIGN_TYPE:** no_entry" or "SIGN_TYPE: `no_entry`".
 _EMPH = r"[*_`]*"
-_LINE = re.compile(
-    rf"^[ \t]*{_EMPH}[ \t]*SIGN_TYPE[ \t]*{_EMPH}[ \t]*:[ \t]*{_EMPH}[ \t]*"
-    rf"([a-z][a-z_]*[a-z])[ \t]*{_EMPH}[ \t]*$",
-    re.MULTILINE,
-)
+LINE_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")  # a final line's name: SIGN_TYPE, VERDICT, ...
+LABEL_ID = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]$")  # a label id: snake_case, two characters or more
+
+
+@lru_cache(maxsize=16)
+def _line(name: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"^[ \t]*{_EMPH}[ \t]*{re.escape(name)}[ \t]*{_EMPH}[ \t]*:[ \t]*{_EMPH}[ \t]*"
+        rf"([a-z][a-z0-9_]*[a-z0-9])[ \t]*{_EMPH}[ \t]*$",
+        re.MULTILINE,
+    )
+
+
+@dataclass(frozen=True)
+class FinalLine:
+    """The line an answer must end with: `NAME: <id>` with the id one of `ids`."""
+
+    name: str
+    ids: tuple[str, ...]
+
+    def pattern(self, max_free_chars: int = DEFAULT_FREE_CHARS) -> str:
+        """Free printable text of bounded length, then the final line (see sign_type_pattern)."""
+        if max_free_chars < 0:
+            raise ValueError("max_free_chars must be >= 0")
+        return _pattern(max_free_chars, self.ids, self.name)
+
+    def parse(self, text: str | None) -> str | None:
+        """The last line-anchored `NAME:` line whose value is exactly one of the ids, else None."""
+        if not text:
+            return None
+        for match in reversed(list(_line(self.name).finditer(text))):
+            if match.group(1) in self.ids:
+                return match.group(1)
+        return None
+
+
+def sign_type_line() -> FinalLine:
+    """uk-signs' final line: SIGN_TYPE over the catalogue's categories."""
+    return FinalLine("SIGN_TYPE", sign_types())
 
 
 def sign_type_pattern(max_free_chars: int = DEFAULT_FREE_CHARS) -> str:
@@ -37,15 +73,13 @@ def sign_type_pattern(max_free_chars: int = DEFAULT_FREE_CHARS) -> str:
     character); the printable class keeps small or random models from emitting invalid UTF-8. The
     pattern uses no lookarounds or `\\b`, so it compiles in xgrammar, llguidance and outlines_core.
     """
-    if max_free_chars < 0:
-        raise ValueError("max_free_chars must be >= 0")
-    return _pattern(max_free_chars, sign_types())
+    return sign_type_line().pattern(max_free_chars)
 
 
 @lru_cache(maxsize=16)
-def _pattern(max_free_chars: int, ids: tuple[str, ...]) -> str:
+def _pattern(max_free_chars: int, ids: tuple[str, ...], name: str) -> str:
     alternatives = "|".join(sorted(ids, key=lambda s: (-len(s), s)))
-    return rf"[ -~\n]{{0,{max_free_chars}}}\nSIGN_TYPE: ({alternatives})"
+    return rf"[ -~\n]{{0,{max_free_chars}}}\n{name}: ({alternatives})"
 
 
 def parse_sign_type(text: str | None) -> str | None:
@@ -54,10 +88,4 @@ def parse_sign_type(text: str | None) -> str | None:
     Surrounding whitespace and markdown emphasis are tolerated; nothing fuzzier (no case folding,
     no near-miss ids, no trailing words).
     """
-    if not text:
-        return None
-    ids = sign_types()
-    for match in reversed(list(_LINE.finditer(text))):
-        if match.group(1) in ids:
-            return match.group(1)
-    return None
+    return sign_type_line().parse(text)

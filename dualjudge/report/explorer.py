@@ -55,6 +55,16 @@ class SignView(TypedDict):
     group: str
 
 
+class TaskView(TypedDict):
+    """A task other than uk-signs: its words, and the names of its items' metadata (the explorer's filters)."""
+
+    name: str
+    noun: str
+    unit: str
+    label: str | None
+    meta: list[str]
+
+
 class VerdictView(TypedDict):
     """One judge model's verdicts on one answer in one judge variant."""
 
@@ -67,7 +77,10 @@ class VerdictView(TypedDict):
 
 class AnswerView(TypedDict):
     variant: str
-    sign: str
+    sign: str  # the bootstrap's cluster (a sign; a task's group)
+    item: str  # the item whose gold it is judged against (a sign, a task's item)
+    context: str | None  # text shown with the item (an applied-rule situation)
+    meta: dict[str, str]  # the item's metadata (a task's extra columns)
     visibility: Any
     mode: str
     repeat: int
@@ -95,7 +108,8 @@ class ExplorerData(TypedDict):
     judges: list[JudgeView]
     variants: list[str]
     kinds: list[KindView]
-    signs: dict[str, SignView]
+    signs: dict[str, SignView]  # by item
+    task: TaskView | None
     answers: list[AnswerView]
     systems: dict[str, dict[str, dict[str, float]]]  # per judge variant: calibrated overall per "model" and "strategy"
 
@@ -123,6 +137,8 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
         raise DualjudgeError(f"{e}; run `dualjudge export {out}` to write it again from the store") from None
     testbed = _testbed(out)
     catalogue = default_catalogue()
+    task = _task(out)
+    items = {str(i["id"]): i for i in task["items"]} if task else {}
     judges = sorted(set(table["judge_model"].astype(str)))
     judge_family = dict(zip(table["judge_model"].astype(str), table["judge_family"].astype(str)))
     variants = variant_order(table["judge_variant"])
@@ -134,6 +150,7 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
         item_id, repeat, strategy, model = key
         first = rows.iloc[0]
         v = testbed.get(str(item_id), {})
+        item = str(first["task_item"]) if task and "task_item" in rows.columns else str(first["sign_code"])
         answer_key = (str(item_id), int(repeat), str(model), str(strategy))
         verdicts = [
             _verdict(r, judges, details, residuals.get((*answer_key, r["judge_model"], r["judge_variant"])))
@@ -143,6 +160,9 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
             {
                 "variant": str(item_id),
                 "sign": str(first["sign_code"]),
+                "item": item,
+                "context": items.get(item, {}).get("text"),
+                "meta": {str(k): str(val) for k, val in items.get(item, {}).get("metadata", {}).items()},
                 "visibility": _clean(first["visibility"]),
                 "mode": str(first["mode"]),
                 "repeat": int(repeat),
@@ -160,13 +180,22 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
                 "probes": probes.get(answer_key, []),
             }
         )
-    signs = {
-        code: SignView(
-            caption=catalogue.sign(code).caption, description=catalogue.sign(code).description, group=catalogue.sign(code).group
-        )
-        for code in sorted({a["sign"] for a in answers})
-        if code in catalogue.codes
-    }
+    if task:
+        signs = {
+            i: SignView(
+                caption=str(items[i]["caption"] or ""), description=str(items[i]["reference"]), group=str(items[i]["group"])
+            )
+            for i in sorted({a["item"] for a in answers})
+            if i in items
+        }
+    else:
+        signs = {
+            code: SignView(
+                caption=catalogue.sign(code).caption, description=catalogue.sign(code).description, group=catalogue.sign(code).group
+            )
+            for code in sorted({a["sign"] for a in answers})
+            if code in catalogue.codes
+        }
     try:
         config = json.loads(store.get_meta("config") or "{}")
         if not isinstance(config, dict):
@@ -182,6 +211,7 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
         "variants": variants,
         "kinds": [KindView(name=k.name, columns=list(k.columns), value=k.value) for k in declared()],
         "signs": signs,
+        "task": _task_view(task),
         "answers": answers,
         "systems": _calibrated_systems(table, variants),
     }
@@ -204,13 +234,37 @@ def _calibrated_systems(table: pd.DataFrame, variants: list[str]) -> dict[str, d
     return out
 
 
+def _task(out: Path) -> dict[str, Any] | None:
+    """The run's task record (task.json; none for uk-signs); a damaged one is a one-line error."""
+    path = RunDir(out).task
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+            raise ValueError("not a task record")
+        return data
+    except (OSError, ValueError) as e:
+        raise DualjudgeError(f"{path}: unreadable task record ({e}); write it again with `dualjudge export {out}`") from None
+
+
+def _task_view(task: dict[str, Any] | None) -> TaskView | None:
+    if task is None:
+        return None
+    meta = list(dict.fromkeys(k for i in task["items"] for k in (i.get("metadata") or {})))
+    return TaskView(name=str(task["name"]), noun=str(task["noun"]), unit=str(task["unit"]), label=task.get("label"), meta=meta)
+
+
 def _testbed(out: Path) -> dict[str, dict[str, Any]]:
     """Each variant's scene text and image (relative to the run directory), from the run's testbed."""
     try:
         variants = variants_by_id(RunDir(out).testbed)
     except DualjudgeError:
         return {}  # no testbed beside the table: the cards show no image and no scene text
-    return {vid: {"scene_text": v.scene_text, "image_path": f"{RunDir.TESTBED}/{v.image_path}"} for vid, v in variants.items()}
+    return {
+        vid: {"scene_text": v.scene_text or None, "image_path": f"{RunDir.TESTBED}/{v.image_path}" if v.image_path else None}
+        for vid, v in variants.items()
+    }
 
 
 def _verdict(

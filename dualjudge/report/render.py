@@ -20,6 +20,7 @@ from dualjudge.report.findings import section as findings_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.report.systems import section as systems_section
+from dualjudge.report.wording import plural, reword
 from dualjudge.rundir import RunDir
 
 
@@ -86,6 +87,7 @@ def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str
         f"# dualjudge report{SIMULATED_TITLE if summary.simulation else ''}",
         "",
         *_simulation(summary),
+        *_task(summary),
         *(findings or []),
         *systems_section(summary.systems, summary.simulation),
         f"Rows: {summary.n_rows}; runs: {', '.join(summary.runs) or '-'}. "
@@ -120,6 +122,18 @@ def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str
     return "\n".join(parts) + "\n"
 
 
+def _task(summary: Summary) -> list[str]:
+    t = summary.task
+    if t is None:
+        return []
+    label = f"; answers end with a {t.label} line" if t.label else ""
+    return [
+        f"Task **{t.name}** ({t.domain}): each {t.noun} is judged against its reference{label}; "
+        f"intervals resample {plural(t.unit)}.",
+        "",
+    ]
+
+
 SIMULATED_TITLE = ": SIMULATED DATA (planted values beside the estimates)"
 
 
@@ -143,7 +157,7 @@ def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool =
     made = [(md_text(c), p) for c, p in _figures(summary, out, lineage)] if figures else []
     shown = as_text(summary)
     findings = findings_section(shown, links)
-    md = markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links)
+    md = reword(markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links), summary.task)
     write_text(RunDir(out).report_md, md)
     embedded = {str(p.relative_to(out)): "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode() for _, p in made}
     write_text(RunDir(out).report_html, _html(md, embedded))

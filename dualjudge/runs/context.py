@@ -22,9 +22,10 @@ from dualjudge.runs.progress import Progress, QuietProgress
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import ROW_TYPES, Answer, AnswerKey, AnswerRow, JobRecord
 from dualjudge.storage.store import Store
-from dualjudge.testbed.catalogue import Catalogue, default_catalogue
+from dualjudge.tasks.task import Task
 
 RUBRICS_META = "rubric_sha256"  # store meta key: each rubric variant's rubric when the run started
+TASK_META = "task"  # store meta key: the task's name and content hash when the run started
 
 
 @dataclass
@@ -53,7 +54,7 @@ class RunContext:
         self.engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=RunDir(out).logs)
         self.session = secrets.token_hex(6)
         self.report = RunReport(out)
-        self.catalogue: Catalogue = default_catalogue()
+        self.task: Task = config.task.load()
         self.groups: list[DeviceGroup] = device_groups(config)
         out.mkdir(parents=True, exist_ok=True)
         cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
@@ -73,14 +74,14 @@ class RunContext:
         return group.holds(self.config.card(model))
 
     def prepare(self) -> list[Any]:
-        """The run's testbed (built or checked) and its items; the context then knows each variant's sign."""
+        """The run's testbed (built or checked) and its items; the context then knows each variant's item."""
         variants = build_testbed(self.config, RunDir(self.out).testbed)
         self.variants = {v.variant_id: v for v in variants}
         return testbed_items(self.config, RunDir(self.out).testbed, variants)
 
     def steps_context(self, items: list[Any]) -> steps.Context:
         """What the study's steps share for this run's items."""
-        return steps.Context(self.config, self.store, self.catalogue, self.answers, self.planned_of(items))
+        return steps.Context(self.config, self.store, self.task, self.answers, self.planned_of(items))
 
     def planned_of(self, items: list[Any]) -> Callable[[str | None], list[AnswerKey]]:
         """The answers the design asks for, of one system model or of all (the probes draw from these)."""
@@ -102,9 +103,26 @@ class RunContext:
         return out
 
 
+def check_task(config: RunConfig, out: Path, store: Store) -> None:
+    """A run keeps its task: a task folder edited since the run started is refused (its verdicts would mix
+    two versions of the items), the way an edited rubric is."""
+    task = config.task.load()
+    now = {"name": task.name, "sha256": task.sha256}
+    recorded = json.loads(store.get_meta(TASK_META) or "null")
+    if recorded is None:
+        store.set_meta(TASK_META, json.dumps(now))
+    elif recorded["name"] == task.name and recorded["sha256"] != now["sha256"]:
+        then = (recorded["sha256"] or "")[:12]
+        raise DualjudgeError(
+            f"{out}: task {task.name} changed since this run started (sha256 {then} then, "
+            f"{(task.sha256 or '')[:12]} now); restore its folder, or use another --out (unchanged requests come from the cache)"
+        )
+
+
 def check_fingerprint(config: RunConfig, out: Path, store: Store) -> None:
     """A new run directory records its configuration and rubrics; an existing one must hold the same
     configuration (a one-line error otherwise) and the same rubric for every judge variant it has."""
+    check_task(config, out, store)
     fp = config.fingerprint()
     stored = store.get_meta("config_fingerprint")
     rubrics = config.rubric_hashes()

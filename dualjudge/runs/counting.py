@@ -20,7 +20,7 @@ from dualjudge.protocol.systems import Item
 from dualjudge.runs.caller import CacheMiss
 from dualjudge.storage.rows import Answer, AnswerKey
 from dualjudge.storage.store import Store
-from dualjudge.testbed.catalogue import Catalogue
+from dualjudge.tasks.task import Task
 
 T = TypeVar("T")
 CHARS_PER_TOKEN = 4
@@ -198,12 +198,12 @@ class Seen:
 
 @dataclass
 class Planner:
-    """What every stage's count reads: the configuration, the caches, the catalogue, each model's identity
+    """What every stage's count reads: the configuration, the caches, the task, each model's identity
     and token counter, and the expected length of an answer not yet generated."""
 
     config: RunConfig
     caches: list[Store]
-    catalogue: Catalogue
+    task: Task
     identities: dict[str, str]
     counters: dict[str, TokenCounter]
     answer_tokens: int  # an answer not yet generated, inside the prompts that carry it

@@ -65,7 +65,6 @@ from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer
 from dualjudge.storage.store import Store
-from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.variants import MANIFEST_CSV, Variant, load_manifest, variant_rows
 
 
@@ -125,7 +124,7 @@ async def judges_job(planner: Planner, judge: str, seen: Seen) -> list[StageCoun
     """A judge model's job, every judge variant's requests added up per stage."""
     merged: dict[str, StageCount] = {}
     for variant in planner.config.judges.variants:
-        rubric = variant_rubric(variant, planner.config.judges.rubrics)
+        rubric = variant_rubric(variant, planner.config.judges.rubrics, planner.config.default_rubric())
         counted = [await stage.count(planner, judge, rubric, seen) for stage in stages("judges")]
         for row in (r for r in counted if r is not None):
             into = merged.setdefault(row.stage, StageCount(judge, row.stage))
@@ -223,7 +222,7 @@ async def _estimate(
     study = Planner(
         config,
         caches,
-        default_catalogue(),
+        config.task.load(),
         {m: await engines.identity(cards[m]) for m in cards},
         {m: TokenCounter(cards[m], config.testbed.size) for m in cards},
         expected_answer_tokens(config, caches + logs),

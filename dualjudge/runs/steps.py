@@ -27,7 +27,7 @@ from dualjudge.storage.rows import (
     AnswerKey,
 )
 from dualjudge.storage.store import Store
-from dualjudge.testbed.catalogue import Catalogue
+from dualjudge.tasks.task import Task
 
 T = TypeVar("T")
 
@@ -43,11 +43,11 @@ class Step(Generic[T]):
 
 @dataclass(frozen=True)
 class Context:
-    """What the steps share: the configuration, the store, the catalogue and the run's answers."""
+    """What the steps share: the configuration, the store, the task and the run's answers."""
 
     config: RunConfig
     store: Store
-    catalogue: Catalogue
+    task: Task
     answers: Callable[[str | None], list[Answer]]  # the run's answers (of one system model, or all)
     planned: Callable[[str | None], list[AnswerKey]]  # the answers the design asks for (of one model, or all)
 
@@ -60,7 +60,7 @@ class Context:
 
     def rubric(self, variant: str) -> Rubric | None:
         """The rubric a judge variant scores with (None: holistic)."""
-        return variant_rubric(variant, self.config.judges.rubrics)
+        return variant_rubric(variant, self.config.judges.rubrics, self.config.default_rubric())
 
     def system_sampling(self) -> Sampling:
         return system_sampling(self.config)

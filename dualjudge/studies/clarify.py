@@ -42,6 +42,7 @@ from dualjudge.files import write_text
 from dualjudge.inference.engines import EngineFactory
 from dualjudge.protocol.editor import ATTEMPTS, build_editor_request, read_rewrite
 from dualjudge.protocol.kinds import QUALITY
+from dualjudge.protocol.prompts import SIGN_PROMPTS, PromptSet
 from dualjudge.protocol.rubric import Rubric, load_rubric
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.variants import RUBRIC
@@ -107,7 +108,7 @@ def clarify(
     check_store_files(RunDir(out).store, None)
     config = _config_of(out)
     config.card(options.editor)  # an unknown editor, bad options or a rubric that cannot be read: one line, before
-    options.check(load_rubric())  # the lock or any file is written
+    options.check(load_rubric(config.default_rubric()))  # the lock or any file is written
     with run_lock(out):
         ctx = RunContext(config, out, progress, engines)
         try:
@@ -133,7 +134,7 @@ def _config_of(out: Path) -> RunConfig:
 async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRecord:
     config = ctx.config
     config.card(options.editor)  # an unknown editor is a one-line error before any work
-    original = load_rubric()
+    original = load_rubric(config.default_rubric())
     options.check(original)
     settings = options.settings(config.run.seed, original)
     previous = _previous(ctx.out)
@@ -147,7 +148,9 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     if not answers:
         raise DualjudgeError(f"{ctx.out}: the run has no answers to judge")
     seed = settings["seed"]
-    dev, test = split_signs([a.sign_code for a in answers], ctx.catalogue, seed, options.dev_share)
+    cluster = {a.sign_code: ctx.task.item(a.sign_code).cluster for a in answers}  # the split keeps a cluster whole
+    stratum = {ctx.task.item(code).cluster: ctx.task.item(code).stratum for code in cluster}
+    dev, test = split_signs(list(cluster.values()), stratum.__getitem__, seed, options.dev_share)
     rubric_dir = ctx.out / RUBRICS_DIR
     rubric_dir.mkdir(exist_ok=True)
     write_text(rubric_dir / "original.toml", original.to_toml())
@@ -160,9 +163,9 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     # 3. the contested clauses, on the development split
     by_key = {a.key.astuple(): a for a in answers}
     rows = [
-        _score_row(r, config.run.name, by_key[r.key()[:4]].sign_code)
+        _score_row(r, config.run.name, cluster[by_key[r.key()[:4]].sign_code])
         for r in ctx.store.read(VerdictRow, judge_variant=RUBRIC, kind=QUALITY.name, status="ok")
-        if r.key()[:4] in by_key and by_key[r.key()[:4]].sign_code in dev
+        if r.key()[:4] in by_key and cluster[by_key[r.key()[:4]].sign_code] in dev
     ]
     ranking = rank_clauses(clause_scores(rows), original.ids)
     selected, control = choose_clauses(ranking, options.k, seed)
@@ -174,7 +177,11 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
     record = ClarificationRecord.model_validate(
         {
             "settings": settings,
-            "split": {"dev": dev, "test": test, "stratified_by": "sign group"},
+            "split": {
+                "dev": dev,
+                "test": test,
+                "stratified_by": "sign group" if ctx.task.noun == "sign" else f"{ctx.task.noun} group",
+            },
             "statistic": STATISTIC,
             "ranking": ranking,
             "selected": selected,
@@ -197,13 +204,16 @@ async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRec
             settled.update(files)
         return settled
 
-    test_answers = [a for a in answers if a.sign_code in set(test)]
+    test_answers = [a for a in answers if cluster[a.sign_code] in set(test)]
     judges = config.judges.models
     editor_judges = [options.editor] if options.editor in judges else []
     await run_alone(
         ctx,
         options.editor,
-        [_editor_step(original, arms_clauses, seed, log), *(_test_step(ctx, j, test_answers, settle) for j in editor_judges)],
+        [
+            _editor_step(original, arms_clauses, seed, log, ctx.task.prompts),
+            *(_test_step(ctx, j, test_answers, settle) for j in editor_judges),
+        ],
     )
     settle()
     for judge in judges:
@@ -266,7 +276,7 @@ def _test_step(ctx: RunContext, judge: str, answers: list[Answer], settle: Calla
 def _context(ctx: RunContext, variants: tuple[str, ...], rubrics: dict[str, str], answers: list[Answer]) -> steps.Context:
     judges = ctx.config.judges.model_copy(update={"variants": variants, "rubrics": rubrics})
     config = ctx.config.model_copy(update={"judges": judges})
-    return steps.Context(config, ctx.store, ctx.catalogue, lambda _model: answers, lambda _model: [a.key for a in answers])
+    return steps.Context(config, ctx.store, ctx.task, lambda _model: answers, lambda _model: [a.key for a in answers])
 
 
 def _named(step: steps.Step[Any], name: str) -> steps.Step[Any]:
@@ -286,14 +296,16 @@ def _score_row(row: VerdictRow, run_id: str, sign_code: str) -> dict[str, Any]:
     }
 
 
-def _editor_step(original: Rubric, arms: dict[str, tuple[str, ...]], seed: int, log: EditorLog) -> steps.Step[str]:
+def _editor_step(
+    original: Rubric, arms: dict[str, tuple[str, ...]], seed: int, log: EditorLog, prompts: PromptSet = SIGN_PROMPTS
+) -> steps.Step[str]:
     def tasks() -> list[str]:
         return sorted(arm for arm in arms if arm not in log.rewrites)
 
     async def work(arm: str, caller: CachingCaller) -> None:
         tries = []
         for attempt in range(1, ATTEMPTS + 1):
-            request = build_editor_request(original, arms[arm], derive_seed(seed, "rubric-editor", arm, attempt))
+            request = build_editor_request(original, arms[arm], derive_seed(seed, "rubric-editor", arm, attempt), prompts)
             result = await caller(request)
             rewrite = read_rewrite(original, arms[arm], result.text if result.ok else None, result.error)
             tries.append(

@@ -23,6 +23,7 @@ from dualjudge.protocol.variants import HOLISTIC
 from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.storage.store import Store
+from dualjudge.tasks.task import Task
 from dualjudge.testbed.variants import Variant
 
 DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean"}  # a score field's column, nullable
@@ -93,6 +94,21 @@ def verdict_table(
         for f in k.scores:
             frame[f.name] = frame[f.name].astype(DTYPES[f.type])
     return frame
+
+
+META_PREFIX = "meta_"  # a task item's metadata column in the verdict table
+
+
+def with_task_columns(frame: pd.DataFrame, task: Task, variants: dict[str, Variant]) -> pd.DataFrame:
+    """A task's table: its name, each row's task item, and the item's metadata (meta_NAME), after the contract's columns."""
+    item_of = {vid: v.sign_code for vid, v in variants.items()}
+    ids = frame["item_id"].map(item_of)
+    out = frame.assign(task=task.name, task_item=ids)
+    names = list(dict.fromkeys(name for i in task.items for name, _ in i.metadata))
+    meta = {i.id: dict(i.metadata) for i in task.items}
+    for name in names:
+        out[META_PREFIX + name] = ids.map(lambda item, n=name: meta.get(item, {}).get(n))
+    return out
 
 
 def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:

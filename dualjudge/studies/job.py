@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
-from dualjudge.files import check_output_dir
+from dualjudge.files import check_output_dir, write_text
 from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency
 from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
@@ -28,8 +28,10 @@ from dualjudge.runs.progress import Progress
 from dualjudge.runs.runner import Runner
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
-from dualjudge.studies.export import RUN_FILES, verdict_table, write_probe_tables, write_table
+from dualjudge.studies.export import RUN_FILES, verdict_table, with_task_columns, write_probe_tables, write_table
 from dualjudge.studies.manifest import LastSession, build_manifest, write_manifest
+from dualjudge.tasks.folder import dumps as task_json
+from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
 from dualjudge.testbed.variants import variants_by_id
 
 MASKED = "**********"  # how pydantic writes a secret
@@ -160,6 +162,9 @@ def stored_config(store: Store, out: Path, needs_key: bool = False) -> RunConfig
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
     check_output_dir(out, "run directory", RUN_FILES)
     variants = variants_by_id(RunDir(out).testbed)
+    task = config.task.load()
+    if task.name != DEFAULT_TASK:  # the table's sign_code is the bootstrap's cluster: the item's group
+        variants = {k: replace(v, sign_code=task.item(v.sign_code).cluster) for k, v in variants.items()}
     table = verdict_table(
         store,
         variants,
@@ -170,6 +175,9 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
         config.cards(),
         config.judges.variants,
     )
+    if task.name != DEFAULT_TASK:
+        table = with_task_columns(table, task, variants_by_id(RunDir(out).testbed))
+        write_text(RunDir(out).task, task_json(task))
     write_table(table, out)
     write_probe_tables(store, variants, out)
     return table

@@ -27,7 +27,8 @@ from dualjudge.protocol.judges import run_judge
 from dualjudge.protocol.systems import Item, run_system
 from dualjudge.runs.jobs import device_groups, runs_here
 from dualjudge.runs.testbed import testbed_items
-from dualjudge.testbed.catalogue import default_catalogue
+from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
+from dualjudge.tasks.variants import build_task_variants
 from dualjudge.testbed.variants import build_variants, variant_rows
 
 SMOKE_ANSWER = "A red circle with a white horizontal bar: no entry for vehicular traffic.\nSIGN_TYPE: no_entry"
@@ -49,9 +50,21 @@ class SmokeResult:
 
 
 def smoke_item(config: RunConfig, folder: Path) -> Item:
-    """One unoccluded variant of the configuration's first sign, as its systems see it."""
+    """One unoccluded variant of the configuration's first sign (or item), as its systems see it."""
     t = config.testbed
-    first = (t.codes() or default_catalogue().codes)[0]  # signs = "all": the catalogue's first
+    if config.task.load().name != DEFAULT_TASK:
+        frame = build_task_variants(
+            config.task.load(),
+            config.items()[:1],
+            folder,
+            modality=t.modality,
+            size=t.size,
+            seed=config.run.seed,
+            visibilities=[1.0],
+            modes=[t.modes[0]],
+        )
+        return testbed_items(config, folder, variant_rows(frame))[0]
+    first = (t.codes() or tuple(i.id for i in config.items()))[0]  # signs = "all": the first selected
     frame = build_variants(
         folder,
         size=t.size,
@@ -79,7 +92,7 @@ async def smoke_model(
 ) -> SmokeResult:
     result = SmokeResult(model, roles, group=group.label if group else "-")
     card = config.card(model)
-    sign = default_catalogue().sign(item.sign_code)
+    sign = config.task.load().item(item.sign_code)
     started = time.perf_counter()
     try:
         async with engines.open(card, on_event, group) as engine:

@@ -76,6 +76,22 @@ class VariantSpec:
 
 
 @dataclass(frozen=True)
+class Source:
+    """What one variant is made from: its item, its occlusion, and the key of its base image in `bases`
+    (None: an item without an image, a text task's)."""
+
+    variant_id: str
+    sign_code: str  # the task item's id
+    group: str
+    category: str
+    caption: str
+    visibility: float
+    mode: str
+    seed: int
+    base: str | None
+
+
+@dataclass(frozen=True)
 class Variant:
     variant_id: str
     sign_code: str
@@ -147,28 +163,53 @@ def build_variants(
         base = load_artwork(artwork[code], size) if images_dir else rendered.image
         bases[code] = (base, rendered.elements)
 
+    sources = [
+        Source(s.variant_id, s.sign.code, s.sign.group, s.sign.category, s.sign.caption, s.visibility, s.mode, s.seed, s.sign.code)
+        for s in specs
+    ]
+    return write_variants(out, sources, bases, size, occluder_colour, progress)
+
+
+Base = tuple[PILImage, Any]  # a base image and the painter's element record (None: no scene text)
+
+
+def write_variants(
+    out: Path,
+    sources: Sequence[Source],
+    bases: dict[str, Base],
+    size: int = DEFAULT_SIZE,
+    occluder_colour: tuple[int, int, int] = OCCLUDER_GREY,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Occlude each source's base image (size x size) and describe it; write the PNGs and the manifest,
+    all or nothing. A source without a base (a text item) gets a row without an image."""
     check_output_dir(out, "--out", (MANIFEST_CSV, MANIFEST_PARQUET), (IMAGES,))
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(out)
     staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
     try:
         rows = []
-        for i, spec in enumerate(specs):
-            base, elements = bases[spec.sign.code]
-            box = occluder_box(size, spec.visibility, spec.mode, spec.seed)
+        for i, src in enumerate(sources):
+            if src.base is None:
+                rows.append(_row(src, None, "", "", ""))
+                continue
+            base, elements = bases[src.base]
+            box = occluder_box(size, src.visibility, src.mode, src.seed)
             png = _png_bytes(occlude(base, box, occluder_colour))
-            rel = f"{IMAGES}/{spec.variant_id}.png"
-            (staging / f"{spec.variant_id}.png").write_bytes(png)
-            rows.append(_row(spec, box, rel, hashlib.sha256(png).hexdigest(), scene_text(elements, box, size, spec.mode)))
+            rel = f"{IMAGES}/{src.variant_id}.png"
+            (staging / f"{src.variant_id}.png").write_bytes(png)
+            text = scene_text(elements, box, size, src.mode) if elements is not None else ""
+            rows.append(_row(src, box, rel, hashlib.sha256(png).hexdigest(), text))
             if progress:
-                progress(i + 1, len(specs))
+                progress(i + 1, len(sources))
         frame = pd.DataFrame([asdict(r) for r in rows], columns=list(COLUMNS))
         for col in ("box_x0", "box_y0", "box_x1", "box_y1"):
             frame[col] = frame[col].astype("Int64")
         images = out / IMAGES
         images.mkdir(exist_ok=True)
-        for spec in specs:
-            os.replace(staging / f"{spec.variant_id}.png", images / f"{spec.variant_id}.png")
+        for src in sources:
+            if src.base is not None:
+                os.replace(staging / f"{src.variant_id}.png", images / f"{src.variant_id}.png")
         _write_manifest(frame, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -193,13 +234,13 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _row(spec: VariantSpec, box: Box | None, rel: str, sha: str, text: str) -> Variant:
+def _row(spec: Source, box: Box | None, rel: str, sha: str, text: str) -> Variant:
     return Variant(
         variant_id=spec.variant_id,
-        sign_code=spec.sign.code,
-        group=spec.sign.group,
-        category=spec.sign.category,
-        caption=spec.sign.caption,
+        sign_code=spec.sign_code,
+        group=spec.group,
+        category=spec.category,
+        caption=spec.caption,
         visibility=spec.visibility,
         mode=spec.mode,
         seed=spec.seed,
@@ -243,7 +284,9 @@ def load_manifest(directory: Path) -> pd.DataFrame:
         )
     root = directory.resolve()
     for rel in frame["image_path"]:
-        if not isinstance(rel, str) or not rel:
+        if rel is None or (isinstance(rel, float) and pd.isna(rel)) or rel == "":
+            continue  # a text item: no image
+        if not isinstance(rel, str):
             raise DualjudgeError(f"{source}: a row has no image_path; rebuild the testbed")
         path = (directory / rel).resolve()
         if not path.is_relative_to(root):
@@ -267,8 +310,8 @@ def variant_rows(frame: pd.DataFrame) -> list[Variant]:
             variant_id=str(r["variant_id"]),
             sign_code=str(r["sign_code"]),
             group=str(r["group"]),
-            category=str(r["category"]),
-            caption=str(r["caption"]),
+            category=_cell(r["category"]),
+            caption=_cell(r["caption"]),
             visibility=float(r["visibility"]),
             mode=str(r["mode"]),
             seed=int(r["seed"]),
@@ -276,12 +319,17 @@ def variant_rows(frame: pd.DataFrame) -> list[Variant]:
             box_y0=box(r["box_y0"]),
             box_x1=box(r["box_x1"]),
             box_y1=box(r["box_y1"]),
-            image_path=str(r["image_path"]),
-            image_sha256=str(r["image_sha256"]),
-            scene_text=str(r["scene_text"]),
+            image_path=_cell(r["image_path"]),
+            image_sha256=_cell(r["image_sha256"]),
+            scene_text=_cell(r["scene_text"]),
         )
         for r in frame.to_dict("records")
     ]
+
+
+def _cell(value: Any) -> str:
+    """A text cell; empty for a missing one (CSV reads an empty text as NaN)."""
+    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
 def variants_by_id(folder: Path) -> dict[str, Variant]:

@@ -48,7 +48,14 @@ def respond(request):
         if title == "PairwiseVerdict":
             return json.dumps({"reasoning": "r", "winner": "A"})
         return json.dumps(fill_schema(request.constraint.schema, request.messages[1].text))  # a rubric judge
-    return f"answer seeded {request.sampling.seed} " + "word " * 3 + "\nSIGN_TYPE: no_entry"
+    final = "SIGN_TYPE: no_entry"
+    if request.constraint is not None and request.constraint.kind == "regex" and "SIGN_TYPE" not in request.constraint.spec:
+        line = request.constraint.spec.rsplit("\\n", 1)[1]  # another task's final line: NAME: (a|b|...)
+        name, ids = line.split(": ", 1)
+        final = f"{name}: {ids.strip('()').split('|')[-1]}"
+    elif request.constraint is None and "SIGN_TYPE" not in request.messages[0].text:
+        final = ""  # a task without labels: a free answer
+    return f"answer seeded {request.sampling.seed} " + "word " * 3 + "\n" + final
 
 
 class Recorder(ScriptedEngines):

@@ -75,8 +75,8 @@ async def count(planner: Planner, model: str, rubric: Rubric | None, seen: Seen)
         )
         row.cached += hits
         if ans is not None and ans.text is not None:
-            sign = planner.catalogue.sign(t.item.sign_code)
-            known[t.answer] = Answer(t.answer, ans.text, ans.predicted_category, sign.code, sign.category)
+            gold = planner.task.item(t.item.sign_code)
+            known[t.answer] = Answer(t.answer, ans.text, ans.predicted_category, gold.id, gold.label or "")
         for i in range(hits, n_steps):  # the calls still to send; earlier outputs at their expected length
             request = build_step_request(
                 t.strategy,

@@ -34,7 +34,7 @@ def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:
 
     async def work(t: plan.OrderTask, caller: CachingCaller) -> None:
         res = await run_order_probe(
-            ctx.catalogue.sign(t.first.sign_code),
+            ctx.task.item(t.first.sign_code),
             t.first.text or "",
             t.second.text or "",
             caller,
@@ -67,7 +67,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     c = planner.config
     if not c.probes.order:
         return None
-    sampling, sign, known = steps.judge_sampling(c), planner.catalogue.sign, seen.known
+    sampling, sign, known = steps.judge_sampling(c), planner.task.item, seen.known
     row = StageCount(judge, "order probe")
     by_key = {a.key: a for a in seen.every}
     for ka, kb in plan.order_pairs([a.key for a in seen.every], c.probes.order_pairs, c.run.seed):

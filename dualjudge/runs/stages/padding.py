@@ -30,7 +30,7 @@ def padding_step(ctx: Context, model: str) -> Step[Answer]:
         ]
 
     async def work(a: Answer, caller: CachingCaller) -> None:
-        padded = await pad(a.text or "", caller, ctx.padding_sampling())
+        padded = await pad(a.text or "", caller, ctx.padding_sampling(), ctx.task.prompts)
         ctx.store.record(
             PaddingTextRow(
                 **a.key.fields(), status=padded.status, text=padded.text, added_words=padded.added_words, error=padded.error
@@ -54,12 +54,14 @@ async def count(planner: Planner, model: str, rubric: Rubric | None, seen: Seen)
     row.upper_bound = unknown > 0
     sampling = steps.padding_sampling(c)
     for a in sample[: row.requests]:
-        text, hits = await probe(lambda call: pad(a.text or "", call, sampling), planner.caches, planner.identities[model])
+        text, hits = await probe(
+            lambda call: pad(a.text or "", call, sampling, planner.task.prompts), planner.caches, planner.identities[model]
+        )
         row.cached += hits
         if text is not None and text.text is not None:
             padded[a.key] = text.text
     pending = row.requests - row.cached
-    request = build_padding_request("", sampling)
+    request = build_padding_request("", sampling, planner.task.prompts)
     row.add(planner.counters[model].count(request, pending=planner.answer_tokens, times=pending))
     row.completion_tokens = pending * sampling.max_tokens
     seen.padding_bound += row.requests

@@ -49,7 +49,7 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
         before = t.original.score(judge_kind(kind).value)
         judged = await run_judge(
             kind,
-            ctx.catalogue.sign(t.sign_code),
+            ctx.task.item(t.sign_code),
             t.padded.text or "",
             caller,
             ctx.judge_sampling(),
@@ -83,7 +83,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     c = planner.config
     if not c.probes.padding:
         return None
-    sampling, convention, sign, padded = steps.judge_sampling(c), c.judges.overall, planner.catalogue.sign, seen.padded
+    sampling, convention, sign, padded = steps.judge_sampling(c), c.judges.overall, planner.task.item, seen.padded
     restated = [(a, kind) for a in seen.every for kind in c.judges.kinds if a.key in padded]
     row = await planner.judged(
         judge,

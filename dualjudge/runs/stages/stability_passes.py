@@ -42,7 +42,7 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
         a = t.task.answer
         judged = await run_judge(
             t.task.kind,
-            ctx.catalogue.sign(a.sign_code),
+            ctx.task.item(a.sign_code),
             a.text or "",
             caller,
             ctx.pass_sampling(t.pass_index),
@@ -69,7 +69,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     c = planner.config
     if c.judges.passes < 2:
         return None
-    convention, sign = c.judges.overall, planner.catalogue.sign
+    convention, sign = c.judges.overall, planner.task.item
     verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
     passes = [(a, (kind, k)) for k in range(1, c.judges.passes + 1) for a, kind in verdicts]
     return await planner.judged(

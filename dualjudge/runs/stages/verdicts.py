@@ -27,7 +27,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
         return [t for t in plan.judge_tasks(answers, judge, j.kinds, j.variants) if t.key not in done]
 
     async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
-        sign = ctx.catalogue.sign(t.answer.sign_code)
+        sign = ctx.task.item(t.answer.sign_code)
         judged = await run_judge(
             t.kind,
             sign,
@@ -61,7 +61,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
 
 async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen) -> StageCount | None:
     c = planner.config
-    sampling, convention, sign = steps.judge_sampling(c), c.judges.overall, planner.catalogue.sign
+    sampling, convention, sign = steps.judge_sampling(c), c.judges.overall, planner.task.item
     verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
     return await planner.judged(
         judge,

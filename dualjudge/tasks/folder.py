@@ -1,0 +1,338 @@
+"""A task folder: `task.toml` and an items file (JSON Lines, CSV or Parquet), read and checked before
+anything is written or loaded. Every problem is one line naming the file and the item.
+
+task.toml: name, modality ("image" | "text"), items (the file), domain, question; optional label (the
+final line's name) with labels (a TOML file of [[label]] id/definition), prompts (a folder of prompt
+files that override the defaults), rubric (the rubric variant's clauses), noun (what the report calls
+an item). An item: id, image (a path in the folder, or bytes in Parquet) or text, reference; optional
+caption, label, group (the bootstrap's cluster; default the item); any other column is metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dualjudge.errors import DualjudgeError
+from dualjudge.paths import project_root
+from dualjudge.protocol.prompts import PromptSet, parse_prompt, prompts_dir
+from dualjudge.protocol.rubric import load_rubric
+from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME
+from dualjudge.tasks.task import Label, Task, TaskItem
+from dualjudge.tomlfile import first_error, read_toml
+
+TASK_FILE = "task.toml"
+MAX_ITEMS_BYTES = 256 * 2**20  # an items file beyond this is refused (images belong in files beside it)
+MAX_ITEMS = 100_000
+ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # it names files: letters, digits, . _ -
+KNOWN = ("id", "image", "text", "reference", "caption", "label", "group")
+META_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
+
+
+class TaskFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$")
+    modality: Literal["image", "text"]
+    items: str = Field(min_length=1)
+    domain: str = Field(min_length=3, max_length=200)
+    question: str = Field(min_length=3, max_length=1000)
+    noun: str = Field(default="item", pattern=r"^[a-z][a-z -]{0,23}$")
+    label: str | None = Field(default=None, pattern=LINE_NAME.pattern)
+    labels: str | None = None
+    prompts: str | None = None
+    rubric: str | None = None
+
+
+def task_prompts_dir() -> Path:
+    """The default prompts of a task folder (generic wording, filled with the task's words)."""
+    return project_root() / "prompts" / "task"
+
+
+def load_task(folder: Path) -> Task:
+    """The task in `folder`, checked; its sha256 covers every file it reads (images included)."""
+    folder = folder.expanduser()
+    if not folder.is_dir():
+        raise DualjudgeError(f"{folder}: task folder not found")
+    spec_path = folder / TASK_FILE
+    if not spec_path.is_file():
+        raise DualjudgeError(f"{folder}: not a task folder (no {TASK_FILE}); see the README's task folder")
+    try:
+        spec = TaskFile.model_validate(read_toml(spec_path, "task file"))
+    except ValidationError as e:
+        where, msg = first_error(e)
+        raise DualjudgeError(f"{spec_path}: {where}: {msg}") from None
+    digest = hashlib.sha256()
+    digest.update(spec_path.read_bytes())
+    labels = _labels(folder, spec, digest)
+    if spec.label and not labels:
+        raise DualjudgeError(f"{spec_path}: label {spec.label!r} needs labels (a TOML file of [[label]] id, definition)")
+    if labels and not spec.label:
+        raise DualjudgeError(f"{spec_path}: labels given without label (the name of the answers' final line)")
+    prompts = _prompts(folder, spec, labels, digest)
+    rubric = None
+    if spec.rubric:
+        rubric = _inside(folder, spec.rubric, "rubric")
+        load_rubric(rubric)  # one-line error if malformed
+        digest.update(rubric.read_bytes())
+    items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest)
+    return Task(
+        name=spec.name,
+        modalities=(spec.modality,),
+        domain=spec.domain,
+        question=spec.question,
+        items=items,
+        label=spec.label,
+        labels=labels,
+        noun=spec.noun,
+        prompts=prompts,
+        rubric=rubric,
+        sha256=digest.hexdigest(),
+        folder=folder.resolve(),
+    )
+
+
+def _inside(folder: Path, rel: str, what: str, *, directory: bool = False) -> Path:
+    path = (folder / rel).resolve()
+    if not path.is_relative_to(folder.resolve()):
+        raise DualjudgeError(f"{folder / TASK_FILE}: {what} {rel!r} points outside the task folder")
+    if not (path.is_dir() if directory else path.is_file()):
+        raise DualjudgeError(f"{folder / rel}: {what} named by {TASK_FILE} not found")
+    return path
+
+
+def _labels(folder: Path, spec: TaskFile, digest: Any) -> tuple[Label, ...]:
+    if not spec.labels:
+        return ()
+    path = _inside(folder, spec.labels, "labels")
+    digest.update(path.read_bytes())
+    entries = read_toml(path, "labels file").get("label")
+    if not isinstance(entries, list) or not entries:
+        raise DualjudgeError(f"{path}: no [[label]] entries")
+    out: list[Label] = []
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or set(entry) != {"id", "definition"}:
+            raise DualjudgeError(f"{path}: label {n}: needs exactly id and definition")
+        lid, definition = entry["id"], entry["definition"]
+        if not isinstance(lid, str) or not LABEL_ID.match(lid):
+            raise DualjudgeError(f"{path}: label {n}: id {lid!r} is not snake_case (a-z, 0-9, _)")
+        if not isinstance(definition, str) or not definition.strip():
+            raise DualjudgeError(f"{path}: label {lid}: empty definition")
+        out.append(Label(lid, definition.strip()))
+    ids = [lab.id for lab in out]
+    if len(set(ids)) != len(ids):
+        raise DualjudgeError(f"{path}: duplicate label ids")
+    return tuple(out)
+
+
+def task_words(domain: str, question: str, label: str | None, labels: tuple[Label, ...]) -> tuple[tuple[str, str], ...]:
+    """What the default task prompts are filled with."""
+    block = "\n".join(f"- {lab.id}: {lab.definition}" for lab in labels)
+    if label:
+        answer_format = (
+            f"Finish your answer with exactly one final line of the form\n{label}: <id>\n"
+            f"where <id> is one of these ids, written exactly as shown:\n{block}"
+        )
+        reminder = f" End with the {label} line."
+    else:
+        answer_format, reminder = "", ""
+    return (
+        ("domain", domain),
+        ("question", question),
+        ("answer_format", answer_format),
+        ("label_reminder", reminder),
+        ("categories", block),
+        ("label", label or ""),
+    )
+
+
+def _prompts(folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: Any) -> PromptSet:
+    words = task_words(spec.domain, spec.question, spec.label, labels)
+    if not spec.prompts:
+        return PromptSet((task_prompts_dir(),), words)
+    own = _inside(folder, spec.prompts, "prompts folder", directory=True)
+    known = {p.stem for d in (task_prompts_dir(), prompts_dir()) for p in d.glob("*.toml")}
+    for path in sorted(own.glob("*.toml")):
+        if path.stem not in known:
+            raise DualjudgeError(f"{path}: no default prompt is called {path.stem!r}; name the file after the prompt it replaces")
+        parse_prompt(path)  # one-line error if malformed
+        digest.update(path.name.encode() + path.read_bytes())
+    return PromptSet((own, task_prompts_dir()), words)
+
+
+def _read_items(path: Path) -> pd.DataFrame:
+    size = path.stat().st_size
+    if size > MAX_ITEMS_BYTES:
+        raise DualjudgeError(
+            f"{path}: items file is {size / 2**20:,.0f} MiB; the limit is {MAX_ITEMS_BYTES // 2**20} MiB "
+            f"(keep images as files beside it and name them in the image column)"
+        )
+    suffix = "".join(path.suffixes[-1:]).lower()
+    try:
+        if suffix in (".jsonl", ".ndjson"):
+            frame = pd.read_json(path, lines=True, dtype=False)
+        elif suffix == ".csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        elif suffix == ".parquet":
+            frame = pd.read_parquet(path)
+        else:
+            raise DualjudgeError(f"{path}: items file must be .jsonl, .csv or .parquet")
+    except DualjudgeError:
+        raise
+    except Exception as e:  # pandas and pyarrow raise many types for a damaged file
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise DualjudgeError(f"{path}: unreadable items file ({type(e).__name__}: {first})") from None
+    if len(frame) == 0:
+        raise DualjudgeError(f"{path}: no items")
+    if len(frame) > MAX_ITEMS:
+        raise DualjudgeError(f"{path}: {len(frame):,} items; the limit is {MAX_ITEMS:,}")
+    return frame
+
+
+def _text(value: Any) -> str | None:
+    """A cell as text; None when empty or missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, str):
+        return value.strip() or None
+    return None if value is pd.NA else str(value)
+
+
+def _image_bytes(folder: Path, value: Any, where: str) -> bytes:
+    if isinstance(value, dict) and isinstance(value.get("bytes"), (bytes, bytearray)):  # a Hugging Face Image
+        data = bytes(value["bytes"])
+    elif isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+    elif isinstance(value, str) and value.strip():
+        path = (folder / value).resolve()
+        if not path.is_relative_to(folder.resolve()):
+            raise DualjudgeError(f"{where}: image {value!r} points outside the task folder")
+        if not path.is_file():
+            raise DualjudgeError(f"{where}: image {value!r} not found in {folder}")
+        data = path.read_bytes()
+    else:
+        raise DualjudgeError(f"{where}: no image (a path in the task folder, or bytes in Parquet)")
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError):
+        raise DualjudgeError(f"{where}: image is not a readable picture (PNG, JPEG, ...)") from None
+    return data
+
+
+def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for name, value in row.items():
+        if name in KNOWN:
+            continue
+        if not META_NAME.match(str(name)):
+            raise DualjudgeError(f"{where}: column name {name!r}: use letters, digits and _ (a letter first)")
+        if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if isinstance(value, (bool, int, float, str)) or hasattr(value, "item"):
+            scalar = value.item() if hasattr(value, "item") else value
+            if isinstance(scalar, (bool, int, float, str)):
+                out.append((str(name), str(scalar)))
+                continue
+        raise DualjudgeError(
+            f"{where}: column {name!r} holds a {type(value).__name__}; metadata columns hold text, numbers or booleans"
+        )
+    return tuple(out)
+
+
+def _items(folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet, digest: Any) -> tuple[TaskItem, ...]:
+    path = _inside(folder, spec.items, "items file")
+    frame = _read_items(path)
+    digest.update(path.read_bytes())
+    for required in ("id", "reference", spec.modality):
+        if required not in frame.columns:
+            raise DualjudgeError(
+                f"{path}: no {required!r} column (a {spec.modality} task's items need id, reference, {spec.modality})"
+            )
+    if "label" in frame.columns and not spec.label:
+        raise DualjudgeError(f"{path}: items have a label column, but {TASK_FILE} names no label and labels")
+    seen: set[str] = set()
+    items = []
+    for n, row in enumerate(frame.to_dict("records"), 1):
+        raw_id = row.get("id")
+        item_id = _text(raw_id if not isinstance(raw_id, float) or not raw_id.is_integer() else int(raw_id))
+        where = f"{path}: item {item_id or f'in row {n}'}"
+        if item_id is None or not ITEM_ID.match(item_id):
+            raise DualjudgeError(f"{where}: id {raw_id!r}: use 1-64 letters, digits, '.', '_' or '-' (a letter or digit first)")
+        if item_id in seen:
+            raise DualjudgeError(f"{where}: duplicate id")
+        seen.add(item_id)
+        reference = _text(row.get("reference"))
+        if reference is None:
+            raise DualjudgeError(f"{where}: empty reference")
+        label = _text(row.get("label"))
+        if label is not None and label not in label_ids:
+            raise DualjudgeError(f"{where}: label {label!r} is not one of the task's labels ({', '.join(sorted(label_ids))})")
+        text = _text(row.get("text"))
+        if spec.modality == "text" and text is None:
+            raise DualjudgeError(f"{where}: empty text (a text task's item is its text)")
+        image = None
+        if spec.modality == "image":
+            image = _image_bytes(folder, row.get("image"), where)
+            digest.update(hashlib.sha256(image).digest())
+        for name in ("caption", "group", "text"):
+            value = row.get(name)
+            if value is not None and not isinstance(value, (str, int, float)) and value is not pd.NA:
+                raise DualjudgeError(f"{where}: column {name!r} holds a {type(value).__name__}; it must be text")
+        items.append(
+            TaskItem(
+                id=item_id,
+                reference=reference,
+                caption=_text(row.get("caption")) or "",
+                label=label,
+                cluster=_text(row.get("group")) or item_id,
+                stratum=_text(row.get("group")) or "",
+                text=text,
+                image=image,
+                metadata=_metadata(row, where),
+                prompts=prompts,
+            )
+        )
+    if label_ids and any(i.label is None for i in items) and any(i.label is not None for i in items):
+        missing = next(i.id for i in items if i.label is None)
+        raise DualjudgeError(f"{path}: item {missing}: no gold label (give every item one, or none)")
+    return tuple(items)
+
+
+def describe(task: Task) -> dict[str, Any]:
+    """A task's record for a run directory (task.json): its words, labels and items without images."""
+    return {
+        "name": task.name,
+        "noun": task.noun,
+        "unit": task.unit,
+        "domain": task.domain,
+        "question": task.question,
+        "label": task.label,
+        "labels": [{"id": lab.id, "definition": lab.definition} for lab in task.labels],
+        "sha256": task.sha256,
+        "items": [
+            {
+                "id": i.id,
+                "caption": i.caption,
+                "reference": i.reference,
+                "label": i.label,
+                "group": i.cluster,
+                "text": i.text,
+                "metadata": dict(i.metadata),
+            }
+            for i in task.items
+        ],
+    }
+
+
+def dumps(task: Task) -> str:
+    return json.dumps(describe(task), indent=1, sort_keys=True)

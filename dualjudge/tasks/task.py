@@ -1,0 +1,107 @@
+"""A task as the protocol sees it: items with references, the label the answers end with, the words the
+default prompts use, and the prompts themselves.
+
+uk-signs (the testbed's 30 signs) is one task among others: its items are the signs, its label is
+SIGN_TYPE over the 25 categories, its prompts are the project's prompts/ unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from dualjudge.errors import DualjudgeError
+from dualjudge.protocol.prompts import PromptSet
+
+Modality = Literal["image", "text"]
+
+
+@dataclass(frozen=True)
+class Label:
+    id: str
+    definition: str
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    """One item: what a system is shown (an image, a text, or both), and what its answer is judged against.
+
+    `cluster` is the bootstrap's unit (the verdict table's sign_code column); `stratum` what the rubric
+    clarification's split is stratified by; `sign` the catalogue sign whose rendering is the item's image
+    (the built-in tasks), `image` the item's own image otherwise."""
+
+    id: str
+    reference: str
+    caption: str = ""
+    label: str | None = None
+    cluster: str = ""
+    stratum: str = ""
+    text: str | None = None
+    image: bytes | None = field(default=None, repr=False)
+    sign: str | None = None
+    metadata: tuple[tuple[str, str], ...] = ()
+    prompts: PromptSet = PromptSet()
+
+    @property
+    def description(self) -> str:
+        """The reference (the name the sign prompts use)."""
+        return self.reference
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    modalities: tuple[Modality, ...]
+    domain: str
+    question: str
+    items: tuple[TaskItem, ...]
+    label: str | None = None  # the final line's name (SIGN_TYPE); None: answers end freely
+    labels: tuple[Label, ...] = ()
+    noun: str = "item"  # what the report calls an item ("sign" for uk-signs)
+    prompts: PromptSet = PromptSet()
+    rubric: Path | None = None  # the rubric variant's clauses; None: the shipped rubric
+    sha256: str | None = None  # the content hash of a task folder (None: built in, pinned by the package)
+    folder: Path | None = None
+    builtin: bool = False
+    situations: bool = False  # items carry a situation text beside the image (applied rules)
+
+    @property
+    def unit(self) -> str:
+        """The bootstrap's cluster in words: a sign (the built-in tasks), a group, or the item itself."""
+        if all(i.sign is not None and i.cluster == i.sign for i in self.items):
+            return "sign"
+        return self.noun if all(i.cluster == i.id for i in self.items) else "group"
+
+    @property
+    def label_ids(self) -> tuple[str, ...]:
+        return tuple(lab.id for lab in self.labels)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(i.id for i in self.items)
+
+    def item(self, item_id: str) -> TaskItem:
+        found = self._by_id().get(item_id)
+        if found is None:
+            raise DualjudgeError(f"task {self.name}: unknown item {item_id!r}")
+        return found
+
+    def _by_id(self) -> dict[str, TaskItem]:
+        cached: dict[str, TaskItem] | None = self.__dict__.get("_index")
+        if cached is None:
+            cached = {i.id: i for i in self.items}
+            object.__setattr__(self, "_index", cached)
+        return cached
+
+    def labels_block(self) -> str:
+        return "\n".join(f"- {lab.id}: {lab.definition}" for lab in self.labels)
+
+    def select(self, ids: tuple[str, ...] | None) -> tuple[TaskItem, ...]:
+        """The items named (in the task's order), or all; an unknown id is an error."""
+        if ids is None:
+            return self.items
+        for i in ids:
+            self.item(i)
+        wanted = set(ids)
+        return tuple(i for i in self.items if i.id in wanted)
