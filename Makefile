@@ -61,6 +61,7 @@ demo: $(STAMP)
 	$(VENV)/bin/dualjudge view $(DEMO_DIR) --screenshot
 	$(VENV)/bin/dualjudge data sheet --testbed $(DEMO_DIR)/testbed --out $(DEMO_DIR)/contact_sheet.png
 	$(VENV)/bin/dualjudge analyze benchmarks/simulated/cross-family.parquet --out $(DEMO_DIR)/simulated
+	$(VENV)/bin/dualjudge run benchmarks/demo-applied.toml --out $(DEMO_DIR)/applied
 
 # Every vLLM module, name, flag, field and route dualjudge uses, in the installed build and in the
 # GPU wheel the `gpu` extra pins (downloaded without dependencies, read as source, never imported);

@@ -20,6 +20,7 @@ import pandas as pd
 
 from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.dual_judge import both_rows
+from dualjudge.analysis.planted import references_near
 from dualjudge.analysis.table import ANSWER_IN_RUN, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_file, replacing, write_text
@@ -89,9 +90,14 @@ def export_sample(
         raise DualjudgeError(f"--type2 must be 0 or more, got {type2}")
     sample = select_sample(frame[frame["response"].notna()], n, seed, type2)
     cat = default_catalogue()
+    task_gold = references_near(table)  # a task's items; uk-signs: the catalogue
     rows = []
     for i, r in enumerate(sample.itertuples(index=False), start=1):
-        sign = cat.sign(str(r.sign_code)) if str(r.sign_code) in cat.codes else None
+        if task_gold is not None:
+            caption, description = task_gold.get(str(getattr(r, "task_item", "")), ("", ""))
+        else:
+            sign = cat.sign(str(r.sign_code)) if str(r.sign_code) in cat.codes else None
+            caption, description = (sign.caption, sign.description) if sign else ("", "")
         rows.append(
             {
                 "sample_id": f"H{i:03d}",
@@ -102,8 +108,8 @@ def export_sample(
                 "repeat": int(r.repeat),
                 "system": r.system,
                 "system_model": r.system_model,
-                "caption": sign.caption if sign else "",
-                "description": sign.description if sign else "",
+                "caption": caption,
+                "description": description,
                 "response": r.response,
                 **{c: "" for c in (*ANNOTATION_COLUMNS, *OPTIONAL_ANNOTATIONS)},
             }

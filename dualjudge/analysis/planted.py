@@ -27,6 +27,18 @@ def task_near(table: Path) -> TaskWords | None:
         raise DualjudgeError(f"{path}: unreadable task record ({first}); write it again with `dualjudge export RUN`") from None
 
 
+def references_near(table: Path) -> dict[str, tuple[str, str]] | None:
+    """A task's gold by item (caption, reference), from task.json beside the table; None for uk-signs."""
+    path = RunDir(table.parent).task
+    if not path.is_file():
+        return None
+    try:
+        items = json.loads(path.read_text())["items"]
+        return {str(i["id"]): (str(i.get("caption") or ""), str(i["reference"])) for i in items}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise DualjudgeError(f"{path}: unreadable task record ({e}); write it again with `dualjudge export RUN`") from None
+
+
 def planted_near(table: Path) -> Simulation | None:
     """The planted truth beside the table, or None; a damaged file is a one-line error (a simulated table
     must never be reported without its label)."""

@@ -23,7 +23,6 @@ from dualjudge.config import RunConfig
 from dualjudge.files import write_text
 from dualjudge.inference.weights import locate
 from dualjudge.paths import project_root
-from dualjudge.protocol.prompts import prompt_hashes
 from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import JobRecord
 
@@ -124,7 +123,8 @@ class Manifest(BaseModel):
     git_commit: str | None
     hardware: dict[str, Any]
     models: dict[str, ModelRecord]
-    prompts: dict[str, str]  # prompt name -> sha256
+    prompts: dict[str, str]  # prompt name -> sha256 (of the prompts the task's requests are built from)
+    task: dict[str, Any] | None = None  # the task: name, content sha256 (None: uk-signs, pinned by the package), folder, items
     rubrics: dict[str, str]  # rubric variant -> sha256 of its rubric
     reproducible_offline: bool
     not_reproducible_because: list[str]
@@ -142,6 +142,7 @@ def build_manifest(config: RunConfig, out: Path, **session: Any) -> Manifest:
     A run that used a hosted model is marked not reproducible offline (its provider's model cannot be
     loaded here); no API key is ever part of it."""
     models = {}
+    task = config.task.load()
     hosted = [name for name in config.all_models() if config.card(name).hosted]
     for name in config.all_models():
         card = config.card(name)
@@ -171,7 +172,13 @@ def build_manifest(config: RunConfig, out: Path, **session: Any) -> Manifest:
             "git_commit": git_commit(),
             "hardware": hardware(),
             "models": models,
-            "prompts": prompt_hashes(),
+            "prompts": task.prompts.hashes(),  # uk-signs: every file of prompts/
+            "task": {
+                "name": task.name,
+                "sha256": task.sha256,
+                "folder": str(task.folder) if task.folder else None,
+                "items": len(task.items),
+            },
             "rubrics": config.rubric_hashes(),
             "reproducible_offline": not hosted,
             "not_reproducible_because": [f"{name} is a hosted model" for name in hosted],

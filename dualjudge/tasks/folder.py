@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -271,6 +272,10 @@ def _items(folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet
         if item_id in seen:
             raise DualjudgeError(f"{where}: duplicate id")
         seen.add(item_id)
+        for name in ("reference", "caption", "label", "group", "text"):
+            value = row.get(name)
+            if value is not None and value is not pd.NA and not isinstance(value, (str, int, float, np.number, np.str_)):
+                raise DualjudgeError(f"{where}: column {name!r} holds a {type(value).__name__}; it must be text")
         reference = _text(row.get("reference"))
         if reference is None:
             raise DualjudgeError(f"{where}: empty reference")
@@ -284,10 +289,6 @@ def _items(folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet
         if spec.modality == "image":
             image = _image_bytes(folder, row.get("image"), where)
             digest.update(hashlib.sha256(image).digest())
-        for name in ("caption", "group", "text"):
-            value = row.get(name)
-            if value is not None and not isinstance(value, (str, int, float)) and value is not pd.NA:
-                raise DualjudgeError(f"{where}: column {name!r} holds a {type(value).__name__}; it must be text")
         items.append(
             TaskItem(
                 id=item_id,

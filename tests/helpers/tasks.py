@@ -79,7 +79,7 @@ def text_task(folder: Path, n: int = 10) -> Path:
         rows.append(
             {
                 "id": f"q{i}",
-                "text": f"A box holds {a} apples; {'add' if op == 'plus' else 'take'} {b} {'more apples' if op == 'plus' else 'such boxes'}.",
+                "text": f"A box holds {a} apples; " + (f"add {b} more apples." if op == "plus" else f"take {b} such boxes."),
                 "reference": f"There are {value} apples ({a} {op} {b}).",
                 "group": op,
                 "source": "made up",

