@@ -372,3 +372,39 @@ def test_the_readmes_example_task_folder_and_its_study_load():
     assert task.name == "capitals" and len(task.items) == 10 and task.unit == "country" and task.label == "CONTINENT"
     config = load_config(example / "capitals.toml")
     assert config.task.load().sha256 == task.sha256 and [i.id for i in config.items()] == list(task.ids)
+
+
+class Editor(Recorder):
+    """The scripted engines, with an editor that rewrites every clause it is given in a valid form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.editor_prompts: list[str] = []
+
+    def _respond(self, request):  # type: ignore[no-untyped-def]
+        if request.constraint is not None and request.constraint.kind == "json":
+            schema = request.constraint.schema
+            if schema.get("title") == "RubricRewrite":
+                self.editor_prompts.append(request.messages[0].text)
+                return json.dumps(
+                    {cid: f"Clearer {cid}: test it against the reference. 2: all; 1: part; 0: none" for cid in schema["required"]}
+                )
+        return super()._respond(request)
+
+
+def test_the_rubric_clarification_of_a_task_splits_its_items_and_edits_its_rubric(tmp_path):
+    from dualjudge.studies.clarify import ClarifyOptions, clarify
+
+    image_task(tmp_path / "shapes", groups=False)
+    path = study(tmp_path, 'path = "shapes"')
+    path.write_text(path.read_text().replace("order = true", "order = false").replace("padding = true", "padding = false"))
+    run_job(load_config(path), tmp_path / "run", engines=Editor())
+    engines = Editor()
+    record = clarify(tmp_path / "run", ClarifyOptions("gemma-3-270m", k=2, seed=4), engines=engines)
+    assert record.status == "done" and record.split["stratified_by"] == "picture group"
+    assert sorted(record.split["dev"] + record.split["test"]) == sorted(f"s{i}" for i in range(10))
+    assert {r.clause for r in record.ranking} == {"answer", "elements", "figure", "unsupported"}  # the default task rubric
+    assert engines.editor_prompts and all("answers about simple drawn shapes" in p for p in engines.editor_prompts)
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    clarified = table[table["judge_variant"] == "rubric:clarified"]
+    assert set(clarified["task_item"]) == set(record.split["test"])

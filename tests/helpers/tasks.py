@@ -39,8 +39,9 @@ def draw(shape: str, colour: str, number: int, size: int = 96) -> Image.Image:
     return im
 
 
-def image_task(folder: Path, n: int = 10, *, items_format: str = "jsonl") -> Path:
-    """A task folder of n drawn shapes: references, labels, groups (the colour) and two metadata columns."""
+def image_task(folder: Path, n: int = 10, *, items_format: str = "jsonl", groups: bool = True) -> Path:
+    """A task folder of n drawn shapes: references, labels, groups (the colour; without `groups` each item is
+    its own cluster) and two metadata columns."""
     (folder / "img").mkdir(parents=True, exist_ok=True)
     rows = []
     for i in range(n):
@@ -58,6 +59,8 @@ def image_task(folder: Path, n: int = 10, *, items_format: str = "jsonl") -> Pat
                 "number": i,
             }
         )
+        if not groups:
+            del rows[-1]["group"]
     (folder / "labels.toml").write_text(LABELS)
     (folder / "task.toml").write_text(
         'name = "shapes"\nmodality = "image"\nitems = "items.' + items_format + '"\n'
