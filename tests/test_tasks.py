@@ -109,6 +109,9 @@ def test_a_drawn_image_task_runs_through_every_stage_report_and_explorer(tmp_pat
     report = (run / "report.md").read_text()
     assert not re.search(r"\bsigns?\b|SIGN_TYPE", report, re.IGNORECASE), re.findall(r".{40}\bsigns?\b.{40}", report, re.I)[:3]
     assert "Task **shapes** (simple drawn shapes)" in report and "Identification (SHAPE)" in report
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["task"]["name"] == "shapes" and manifest["task"]["sha256"] == load_task(tmp_path / "shapes").sha256
+    assert manifest["task"]["items"] == 10 and "judge_equivalence" in manifest["prompts"]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["task"] == {
         "name": "shapes",
@@ -324,6 +327,11 @@ def test_an_applied_rules_study_shows_the_sign_and_the_situation(tmp_path):
     analyze(tmp_path / "run" / "verdicts.parquet", tmp_path / "run", n_resamples=200, figures=False)
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Identification (VERDICT)" in report and "SIGN_TYPE" not in report
+    # the explorer shows each situation beside its sign, and the gold explanation
+    write_explorer(tmp_path / "run", Store(tmp_path / "run" / "results.sqlite"))
+    page = (tmp_path / "run" / "explorer.html").read_text()
+    situation_616 = uk_signs_applied().item("616-s1")
+    assert json.dumps(situation_616.text)[1:-1] in page and json.dumps(situation_616.reference)[1:-1] in page
     # the two situations at one sign see the same occluded image
     images = pd.read_parquet(tmp_path / "run" / "testbed" / "variants.parquet").set_index("variant_id")["image_sha256"]
     assert images["616-s0_v0.5_bottom_up"] == images["616-s1_v0.5_bottom_up"]
@@ -408,3 +416,52 @@ def test_the_rubric_clarification_of_a_task_splits_its_items_and_edits_its_rubri
     table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
     clarified = table[table["judge_variant"] == "rubric:clarified"]
     assert set(clarified["task_item"]) == set(record.split["test"])
+
+
+@pytest.mark.parametrize("modality", ["text", "image"])
+def test_every_strategy_step_has_a_task_prompt_that_asks_for_the_tasks_final_line(tmp_path, modality):
+    """A strategy added to STEPS without its prompts/task/ files fails here, as it fails for uk-signs in
+    test_protocol_prompts.py; the final step asks for the task's line, the others never do."""
+    from dualjudge.inference.types import Image as RequestImage
+    from dualjudge.inference.types import Sampling
+    from dualjudge.protocol.systems import STEPS, build_step_request
+    from dualjudge.runs.testbed import task_item
+    from dualjudge.testbed.variants import Variant
+
+    task = load_task(text_task(tmp_path / "apples")) if modality == "text" else load_task(image_task(tmp_path / "shapes"))
+    first = task.items[0]
+    v = Variant(f"{first.id}_v1.0_none", first.id, "", "", "", 1.0, "none", 0, None, None, None, None, "", "", "")
+    png = io.BytesIO()
+    draw("circle", "red", 1).save(png, format="PNG")
+    item = task_item(task, v, RequestImage.from_png(png.getvalue()) if modality == "image" else None)
+    for strategy, steps in STEPS.items():
+        previous: tuple[str, ...] = ()
+        for i in range(len(steps)):
+            r = build_step_request(
+                strategy, i, item, modality=modality, sign_type_mode="constrained",
+                sampling=Sampling(temperature=0.0, max_tokens=200), previous=previous,
+            )  # fmt: skip
+            final = i == len(steps) - 1
+            system, user = r.messages[0].text, r.messages[1].text
+            assert task.domain in system and "$" not in system + user and "SIGN_TYPE" not in system + user
+            assert (first.text or "") in user and (r.messages[1].image is not None) == (modality == "image")
+            if task.label:
+                assert (f"{task.label}: <id>" in system) == final and (r.constraint is not None) == final
+            else:
+                assert r.constraint is None and "<id>" not in system
+            previous = (*previous, f"report {i}")
+
+
+def test_a_task_folders_rubric_is_the_rubric_variants(tmp_path):
+    folder = image_task(tmp_path / "shapes")
+    (folder / "rubric.toml").write_text(
+        'name = "rubric"\n\n[[clauses]]\nid = "shape"\n'
+        'text = "Shape named: the shape of the reference. 2: the same; 1: a similar one; 0: another or none."\n'
+    )
+    _append(folder, 'rubric = "rubric.toml"')
+    config = load_config(study(tmp_path, 'path = "shapes"'))
+    assert config.default_rubric() == (folder / "rubric.toml").resolve()
+    from dualjudge.protocol.variants import variant_rubric
+
+    rubric = variant_rubric("rubric", {}, config.default_rubric())
+    assert rubric is not None and rubric.ids == ("shape",) and config.rubric_hashes()["rubric"] == rubric.sha256
