@@ -465,3 +465,18 @@ def test_a_task_folders_rubric_is_the_rubric_variants(tmp_path):
 
     rubric = variant_rubric("rubric", {}, config.default_rubric())
     assert rubric is not None and rubric.ids == ("shape",) and config.rubric_hashes()["rubric"] == rubric.sha256
+
+
+def test_data_task_checks_a_folder_and_says_what_it_holds(tmp_path, cli):
+    folder = image_task(tmp_path / "shapes")
+    code, out, err = cli("data", "task", str(folder))
+    assert code == 0, err
+    assert "task shapes: 10 pictures (image)" in out and "final line: SHAPE: circle, square, triangle" in out
+    assert "bootstrap clusters: 2 (groups); metadata: difficulty, number" in out and load_task(folder).sha256 in out
+    code, out, err = cli("data", "task", "uk-signs-applied")
+    assert code == 0 and "VERDICT: allowed, not_allowed" in out and "30 (signs)" in out
+    _edit(folder, 4, label="hexagon")
+    code, out, err = cli("data", "task", str(folder))
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: {folder / 'items.jsonl'}: item s4: label 'hexagon' is not one of the task's labels (circle, square, triangle)"
+    ]

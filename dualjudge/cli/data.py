@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dualjudge.cli.common import console, csv_list, err_console, floats
 from dualjudge.errors import DualjudgeError
 
-app = typer.Typer(help="Build and inspect the sign testbed.", no_args_is_help=True)
+app = typer.Typer(help="Build and inspect the sign testbed; check a task.", no_args_is_help=True)
 DEFAULT_TESTBED = Path("testbed")
 
 
@@ -61,3 +61,30 @@ def data_sheet(
 
     path = contact_sheet(testbed, out or testbed / "contact_sheet.png")
     console.print(f"wrote {path}")
+
+
+@app.command("task")
+def data_task(
+    task: Annotated[str, typer.Argument(help="A task folder, or a built-in task's name (uk-signs, uk-signs-applied).")],
+) -> None:
+    """Check a task (every item, image, label and prompt file, as a run would) and say what it holds."""
+    from rich.table import Table
+
+    from dualjudge.tasks.registry import BUILTIN, builtin_task, task_at
+    from dualjudge.tasks.task import plural
+
+    found = builtin_task(task) if task in BUILTIN else task_at(Path(task))
+    table = Table(title=f"task {found.name}: {len(found.items)} {plural(found.noun)} ({' and '.join(found.modalities)})")
+    table.add_column("id")
+    table.add_column("label")
+    table.add_column("group")
+    table.add_column("reference", overflow="fold")
+    for item in found.items[:5]:
+        table.add_row(item.id, item.label or "-", item.cluster, item.reference)
+    console.print(table)
+    labels = f"{found.label}: {', '.join(found.label_ids)}" if found.label else "none (answers end freely)"
+    groups = len({i.cluster for i in found.items})
+    meta = sorted({k for i in found.items for k, _ in i.metadata})
+    console.print(f"domain: {found.domain}\nquestion: {found.question}\nfinal line: {labels}")
+    console.print(f"bootstrap clusters: {groups} ({plural(found.unit)}); metadata: {', '.join(meta) or 'none'}")
+    console.print(f"sha256: {found.sha256 or 'built in (pinned by the installed package)'}")

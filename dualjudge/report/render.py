@@ -20,8 +20,9 @@ from dualjudge.report.findings import section as findings_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.report.systems import section as systems_section
-from dualjudge.report.wording import plural, reword
+from dualjudge.report.wording import reword
 from dualjudge.rundir import RunDir
+from dualjudge.tasks.task import plural
 
 
 def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, Path]]:

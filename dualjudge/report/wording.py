@@ -7,14 +7,11 @@ from __future__ import annotations
 import re
 
 from dualjudge.analysis.results import TaskWords
+from dualjudge.tasks.task import plural
 
 _PLURAL = re.compile(r"\b([Ss])igns\b")
 _SINGULAR = re.compile(r"\b([Ss])ign\b")
 _LABEL = re.compile(r"\bSIGN_TYPE\b")
-
-
-def plural(noun: str) -> str:
-    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
 
 
 def reword(text: str, task: TaskWords | None) -> str:

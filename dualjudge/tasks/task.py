@@ -17,6 +17,13 @@ from dualjudge.protocol.prompts import PromptSet
 Modality = Literal["image", "text"]
 
 
+def plural(noun: str) -> str:
+    """An English plural good enough for the nouns a task names its items by (country, box, situation)."""
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "o", "u"):
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
 @dataclass(frozen=True)
 class Label:
     id: str
