@@ -183,7 +183,7 @@ def test_bad_config_is_a_one_line_error_naming_key_and_file(tmp_path, text, need
 
 def test_benchmark_configs_are_valid():
     root = Path(__file__).resolve().parent.parent / "benchmarks"
-    for name in ("demo", "smoke", "paper", "cross-family"):
+    for name in ("demo", "demo-applied", "smoke", "paper", "cross-family"):
         cfg = load_config(root / f"{name}.toml")
         assert cfg.systems.models
     paper = load_config(root / "paper.toml")
