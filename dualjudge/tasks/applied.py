@@ -184,7 +184,7 @@ def explanation(rule: Rule, s: Situation) -> str:
         why = "a coach is not a goods vehicle, so the weight limit does not apply to it"
     else:
         why = f"a goods vehicle of {s.weight:g} t is {'within' if s.verdict == 'allowed' else 'above'} the {rule.limit:g} t limit"
-    return f"The sign applies to {rule.applies_to} ({rule.when}): they must {rule.requires}. Here {why}, so this is {verdict}."
+    return f"The sign applies to {rule.applies_to}, {rule.when}: they must {rule.requires}. Here {why}, so this is {verdict}."
 
 
 def rules_path() -> Path:
