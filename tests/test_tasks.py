@@ -215,6 +215,7 @@ BAD = [
     ("unknown key", lambda f: _append(f, 'colour = "red"'), "task.toml: colour: unknown key"),
     ("no such items file", lambda f: _replace(f, "items.jsonl", "items2.jsonl"), "items file named by task.toml not found"),
     ("not a picture", lambda f: (f / "img" / "s7.png").write_text("not a png"), "item s7: image is not a readable picture"),
+    ("a built-in name", lambda f: _replace(f, 'name = "shapes"', 'name = "uk-signs"'), "name 'uk-signs' is a built-in task's"),
 ]
 
 

@@ -39,7 +39,10 @@ def resolve(name: str | None, path: str | None) -> Task:
 
 @lru_cache(maxsize=8)
 def _cached(folder: Path, stamp: tuple[tuple[str, int, int], ...]) -> Task:
-    return load_task(folder)
+    task = load_task(folder)
+    if task.name in BUILTIN:  # its runs would pass for the built-in task's (fingerprint, words, testbed)
+        raise DualjudgeError(f"{folder / TASK_FILE}: name {task.name!r} is a built-in task's; give the folder's task another name")
+    return task
 
 
 def _stamp(folder: Path) -> tuple[tuple[str, int, int], ...]:
