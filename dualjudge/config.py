@@ -26,9 +26,8 @@ from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Stra
 from dualjudge.protocol.variants import HOLISTIC, variant_problem, variant_rubric
 from dualjudge.protocol.verdicts import OverallConvention
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
-from dualjudge.tasks.folder import task_prompts_dir
 from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
-from dualjudge.tasks.registry import resolve
+from dualjudge.tasks.registry import default_rubric, resolve
 from dualjudge.tasks.task import Task, TaskItem
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.occlusion import MODES, VISIBILITIES, Mode, check_visibility
@@ -238,10 +237,7 @@ class RunConfig(_Section):
 
     def default_rubric(self) -> Path | None:
         """The `rubric` variant's rubric: the task's own, the task folders' default, or (uk-signs) the shipped one."""
-        task = self.task.load()
-        if task.name == DEFAULT_TASK:
-            return None
-        return task.rubric or task_prompts_dir() / "rubrics" / "rubric.toml"
+        return default_rubric(self.task.load())
 
     def cards(self) -> dict[str, ModelCard]:
         """Every model card this configuration can name: built-in, and the user's folder."""

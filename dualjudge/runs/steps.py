@@ -27,6 +27,7 @@ from dualjudge.storage.rows import (
     AnswerKey,
 )
 from dualjudge.storage.store import Store
+from dualjudge.tasks.registry import default_rubric
 from dualjudge.tasks.task import Task
 
 T = TypeVar("T")
@@ -60,7 +61,8 @@ class Context:
 
     def rubric(self, variant: str) -> Rubric | None:
         """The rubric a judge variant scores with (None: holistic)."""
-        return variant_rubric(variant, self.config.judges.rubrics, self.config.default_rubric())
+        # the context's task, loaded once: reading a task folder again per verdict would walk its files each time
+        return variant_rubric(variant, self.config.judges.rubrics, default_rubric(self.task))
 
     def system_sampling(self) -> Sampling:
         return system_sampling(self.config)

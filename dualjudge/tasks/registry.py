@@ -9,13 +9,20 @@ from pathlib import Path
 from dualjudge.errors import DualjudgeError
 from dualjudge.tasks.applied import NAME as APPLIED
 from dualjudge.tasks.applied import uk_signs_applied
-from dualjudge.tasks.folder import TASK_FILE, load_task
+from dualjudge.tasks.folder import TASK_FILE, load_task, task_prompts_dir
 from dualjudge.tasks.signs import NAME as SIGNS
 from dualjudge.tasks.signs import uk_signs
 from dualjudge.tasks.task import Task
 
 BUILTIN: dict[str, Callable[[], Task]] = {SIGNS: uk_signs, APPLIED: uk_signs_applied}
 DEFAULT = SIGNS
+
+
+def default_rubric(task: Task) -> Path | None:
+    """The `rubric` variant's rubric: the task's own, the task folders' default, or (uk-signs) the shipped one."""
+    if task.name == DEFAULT:
+        return None
+    return task.rubric or task_prompts_dir() / "rubrics" / "rubric.toml"
 
 
 def builtin_task(name: str) -> Task:
