@@ -60,6 +60,7 @@ from dualjudge.storage.rows import Answer, VerdictRow
 from dualjudge.storage.store import Store, check_store_files
 from dualjudge.studies.job import export_run, stored_config
 from dualjudge.studies.manifest import build_manifest, read_manifest, write_manifest
+from dualjudge.tasks.registry import default_rubric
 
 RUBRICS_DIR = RunDir.RUBRICS
 
@@ -133,9 +134,8 @@ def _config_of(out: Path) -> RunConfig:
 
 async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRecord:
     config = ctx.config
-    config.card(options.editor)  # an unknown editor is a one-line error before any work
-    original = load_rubric(config.default_rubric())
-    options.check(original)
+    # the editor and the options were checked by clarify() before the lock; the rubric from the task the context loaded
+    original = load_rubric(default_rubric(ctx.task))
     settings = options.settings(config.run.seed, original)
     previous = _previous(ctx.out)
     if previous is not None and previous.settings != settings:
