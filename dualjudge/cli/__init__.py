@@ -17,6 +17,7 @@ from dualjudge.cli.common import err_console
 from dualjudge.errors import DualjudgeError
 
 app = typer.Typer(
+    rich_markup_mode=None,
     help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -26,9 +26,13 @@ from dualjudge.rundir import RunDir
 if TYPE_CHECKING:  # imported where used: the CLI starts without pandas
     import pandas as pd
 
-stats_app = typer.Typer(help="Agreement statistics on long label tables (columns item, annotator, label).", no_args_is_help=True)
+stats_app = typer.Typer(
+    rich_markup_mode=None, help="Agreement statistics on long label tables (columns item, annotator, label).", no_args_is_help=True
+)
 human_app = typer.Typer(
-    help="The human check: a blinded sample to annotate, and its comparison with the judges.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="The human check: a blinded sample to annotate, and its comparison with the judges.",
+    no_args_is_help=True,
 )
 
 

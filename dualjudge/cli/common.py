@@ -10,12 +10,20 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from dualjudge.errors import DualjudgeError
 
 # Tables stay readable when output goes to a file or a CI log (rich would otherwise assume 80 columns).
-console = Console(width=None if sys.stdout.isatty() else 140)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+# No markup: what the project prints holds names and data ("[gpu:0]", a task's "[/]"), never rich tags; a
+# style is given as a Text's style (`styled`).
+console = Console(width=None if sys.stdout.isatty() else 140, markup=False)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140, markup=False)
+
+
+def styled(text: str, style: str) -> Text:
+    """`text` as it is, in a style (a table cell, a line)."""
+    return Text(text, style=style)
 
 
 def csv_list(value: Optional[str]) -> Optional[list[str]]:

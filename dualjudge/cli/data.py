@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dualjudge.cli.common import console, csv_list, err_console, floats
 from dualjudge.errors import DualjudgeError
 
-app = typer.Typer(help="Build and inspect the sign testbed; check a task.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Build and inspect the sign testbed; check a task.", no_args_is_help=True)
 DEFAULT_TESTBED = Path("testbed")
 
 

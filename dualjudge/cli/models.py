@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from dualjudge.cli.common import console, err_console
+from dualjudge.cli.common import console, err_console, styled
 
 if TYPE_CHECKING:
     from dualjudge.config import RunConfig
     from dualjudge.studies.smoke import SmokeResult
 
-app = typer.Typer(help="Model cards, weights and serving.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Model cards, weights and serving.", no_args_is_help=True)
 
 
 def _size(n: float) -> str:
@@ -127,7 +127,7 @@ def check(
         colour = {"ok": "green", "warn": "yellow", "fail": "red"}
         for c in checks:
             table.add_row(
-                c.model, "+".join(c.roles) or "-", c.architecture, f"[{colour[c.status]}]{c.status}[/]", "; ".join(c.reasons) or "-"
+                c.model, "+".join(c.roles) or "-", c.architecture, styled(c.status, colour[c.status]), "; ".join(c.reasons) or "-"
             )
         console.print(table)
     failed = any(c.status == "fail" for c in checks)
@@ -159,7 +159,7 @@ def _smoke(cfg: RunConfig, log_dir: Path, as_json: bool) -> list[SmokeResult]:
                 r.model,
                 "+".join(r.roles),
                 r.group,
-                f"[{colour[r.status]}]{r.status}[/]",
+                styled(r.status, colour[r.status]),
                 f"{r.load_s:.0f} s" if r.load_s is not None else "-",
                 r.system,
                 r.verdict,
@@ -198,7 +198,7 @@ def fetch(
         table.add_column(col, no_wrap=col != "status", overflow="fold")
     for d in plan:
         size = "-" if d.bytes is None else ("present" if d.access == "present" else f"{'' if d.exact else '~'}{_size(d.bytes)}")
-        table.add_row(d.model, d.source, size, d.access if d.fetchable else f"[red]{d.access}[/]")
+        table.add_row(d.model, d.source, size, d.access if d.fetchable else styled(d.access, "red"))
     err_console.print(table)
     hub_models = {c.name for c in cards if isinstance(c.weights, HubWeights)}
     for folder, which in (
@@ -237,24 +237,35 @@ def fetch(
 
 @app.command("make-tiny")
 def make_tiny(
-    arch: Annotated[str, typer.Option(help="Architecture of the random-weight model.")] = "llava",
-    out: Annotated[Optional[Path], typer.Option(help="Folder to write (default: the tiny-llava card's cache folder).")] = None,
+    arch: Annotated[
+        str,
+        typer.Option(help="Architecture: llava, qwen2.5-vl, gemma3, idefics3, smolvlm, internvl, pixtral, or all of them."),
+    ] = "llava",
+    out: Annotated[
+        Optional[Path], typer.Option(help="Folder to write (default: the cache folder of the card tiny-ARCH, ready to serve).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random weights (with --out; the cards use 0).", min=0)] = 0,
 ) -> None:
-    """Build the deterministic random-weight vision model used by tests of the image path."""
-    from dualjudge.errors import DualjudgeError
+    """Build deterministic random-weight instances of the vision architectures the model cards use: the real
+    transformers class and processor with the published image settings, a tokenizer trained here, and a chat
+    template that places the image as the published one does. Their output is noise: they test the image
+    path and the grammar backends of each architecture in vLLM."""
+    from dualjudge.inference.tiny import ARCHITECTURES, architecture
 
-    if arch != "llava":
-        raise DualjudgeError(f"unknown tiny architecture {arch!r}; only 'llava' is available")
+    names = list(ARCHITECTURES) if arch == "all" else [architecture(arch).name]
     if out is None:
         from dualjudge.inference.cards import get_card
         from dualjudge.inference.weights import fetch as fetch_weights
 
-        found = fetch_weights(get_card("tiny-llava"), log=lambda msg: err_console.print(msg, highlight=False))
-        console.print(f"tiny-llava: {found.path}")
+        for name in names:
+            found = fetch_weights(get_card(f"tiny-{name}"), log=lambda msg: err_console.print(msg, highlight=False))
+            console.print(f"tiny-{name}: {found.path} ({found.identity})", highlight=False)
         return
-    from dualjudge.inference.tiny import make_tiny_llava
+    from dualjudge.inference.tiny import make_tiny as build
 
-    console.print(f"wrote {make_tiny_llava(out)}")
+    for name in names:
+        folder = build(name, out / name if len(names) > 1 else out, seed)
+        console.print(f"wrote {folder}", highlight=False)
 
 
 @app.command("serve")

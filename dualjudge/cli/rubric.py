@@ -10,7 +10,7 @@ import typer
 
 from dualjudge.cli.common import console, err_console
 
-app = typer.Typer(help="Judge rubrics: the rubric clarification experiment.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Judge rubrics: the rubric clarification experiment.", no_args_is_help=True)
 
 
 @app.command("clarify")

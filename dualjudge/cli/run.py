@@ -53,7 +53,7 @@ class RichProgress:
 
     def __init__(self) -> None:
         self.bar = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # a stage's name holds model names and groups
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[tps]:>6.1f} tok/s"),
@@ -290,7 +290,6 @@ def plan(
 
     from dualjudge.config import load_config
     from dualjudge.runs.estimate import estimate
-    from dualjudge.runs.roofline import DISK_GBS
 
     cfg = load_config(config)
     for folder in measured or ():
@@ -334,7 +333,7 @@ def plan(
     for c in est.models:
         console.print(
             f"{c.model}: time from {c.time_basis}; expected completion tokens from {c.completion_basis}; "
-            f"tokens counted by {c.tokens}",
+            f"tokens counted by {c.tokens}" + (f"; one load: {c.load_basis}" if c.load_basis else ""),
             highlight=False,
             markup=False,
         )
@@ -343,7 +342,7 @@ def plan(
         f"total: {est.total_requests} requests, {est.cached} answered from the cache, "
         f"{est.total_requests - est.cached} to send; time {_duration(total)}"
         + (
-            f" of serving, {_duration(loads)} of loading (each model once, weights read from disk at {DISK_GBS:g} GB/s)"
+            f" of serving, {_duration(loads)} of loading (each model once; what a load rests on is said per model above)"
             if total and loads
             else ""
         )

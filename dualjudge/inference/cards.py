@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.dialects import DialectName
+from dualjudge.inference.tiny import ArchName
 from dualjudge.inference.urls import redacted, url_problem
 from dualjudge.paths import project_root
 from dualjudge.tomlfile import first_error, read_toml
@@ -40,11 +41,20 @@ class HubWeights(_Strict):
     source: Literal["hub"]
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$")
     revision: str = Field(min_length=1)
+    # the hub serves its files only to an account that accepted the licence on the model's page: said by
+    # `models check` and in the first table of `models fetch`, before anything downloads
+    gated: bool = False
+
+    @property
+    def page(self) -> str:
+        return f"https://huggingface.co/{self.repo}"
 
 
 class TinyWeights(_Strict):
+    """A random-weight instance of an architecture, built here (inference/tiny/)."""
+
     source: Literal["tiny"]
-    arch: Literal["llava"]
+    arch: ArchName
 
 
 class RemoteWeights(_Strict):
@@ -127,7 +137,11 @@ class ModelCard(_Strict):
     # what `dualjudge plan` times a model by until a run has measured it
     throughput_hint: float | None = Field(default=None, gt=0)
     concurrency: int | None = Field(default=None, ge=1, le=4096)  # requests in flight per endpoint of this model
-    # prompt tokens one 512 px testbed image becomes, and where that number comes from (`dualjudge plan`)
+    # the architecture whose processor, with the published checkpoint's settings, counts this model's image
+    # tokens before its weights are here (inference/tiny/; inference/image_tokens.py)
+    processor: ArchName | None = None
+    # for a model transformers has no processor of (a repository's own code): the prompt tokens one 512 px
+    # testbed image becomes, and where that number comes from; an estimate, said so by `dualjudge plan`
     image_tokens: int | None = Field(default=None, ge=1)
     image_tokens_source: str | None = None
     weights: Weights
@@ -150,6 +164,11 @@ class ModelCard(_Strict):
     @property
     def hosted(self) -> bool:
         return isinstance(self.weights, RemoteWeights)
+
+    @property
+    def processor_arch(self) -> ArchName | None:
+        """The architecture whose processor counts this model's images: the card's, or a tiny model's own."""
+        return self.processor or (self.weights.arch if isinstance(self.weights, TinyWeights) else None)
 
     def chat_template_path(self) -> Path | None:
         return models_dir() / self.vllm.chat_template if self.vllm.chat_template else None

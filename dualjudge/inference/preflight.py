@@ -3,6 +3,8 @@
 For each model (a card, with its roles in the study):
 - architecture: registered in the installed vLLM's own model registry (read at run time); a removed
   one says in which vLLM it was last supported; for the transformers backend, a class transformers has;
+- executed: an image study of a model whose architecture no tiny instance stands for (a repository's own
+  code, trust_remote_code) is told that its processor has not run here, and how to run it first (--smoke);
 - modalities: an image testbed needs image-capable systems; every model needs a chat template, decided
   as vLLM decides it: a card's `vllm.chat_template`, else the weights' own (a Hugging Face tokenizer or
   processor config, chat_template.jinja or .json), and none for a card in Mistral's tokenizer mode
@@ -34,7 +36,7 @@ from dualjudge.inference import vllm_api
 from dualjudge.inference.cards import HubWeights, ModelCard, PypiWeights, RemoteWeights
 from dualjudge.inference.devices import DeviceGroup, resolve
 from dualjudge.inference.dialects import dialect
-from dualjudge.inference.gpus import GIB, kv_bytes_per_token, needed_gb, utilization, weights_gb
+from dualjudge.inference.gpus import GIB, budget_gb, kv_bytes_per_token, memory_rule, needed_gb, weights_gb
 from dualjudge.inference.weights import locate
 
 Status = Literal["ok", "warn", "fail"]
@@ -87,9 +89,17 @@ def _first_line(e: BaseException) -> str:
 
 
 def _architecture(check: ModelCheck, card: ModelCard, backend: str) -> None:
+    if backend == "sglang":
+        from dualjudge.inference import sglang_server
+
+        if sglang_server.installed_version() is None:
+            check.add("fail", f'{sglang_server.not_installed()} (engine.backend = "sglang")')
+        else:
+            check.reasons.append("architecture not checked: the preflight reads vLLM's registry only")
+        return
     if backend not in ("vllm", "transformers"):  # another server backend: its package, named like it
         if importlib.util.find_spec(backend) is None:
-            check.add("fail", f'{backend} is not installed (engine.backend = "{backend}"): install the `{backend}` extra')
+            check.add("fail", f'{backend} is not installed (engine.backend = "{backend}")')
         else:
             check.reasons.append("architecture not checked: the preflight reads vLLM's registry only")
         return
@@ -133,6 +143,21 @@ def _modalities(check: ModelCheck, card: ModelCard, roles: list[str], modality: 
         check.add("fail", "no chat template in its weights (every request would get HTTP 400): add vllm.chat_template to its card")
 
 
+def _executed(check: ModelCheck, card: ModelCard, modality: str) -> None:
+    """An image study through a processor no test here has run is said up front, with the smoke test."""
+    if modality != "image" or "image" not in card.modalities or card.processor_arch is not None:
+        return
+    smoke = "`dualjudge models check CONFIG --smoke` sends one image request through it before the study"
+    if card.vllm.trust_remote_code:
+        check.add(
+            "warn",
+            "runs its repository's own code (trust_remote_code): that code and its image processor have not "
+            f"been executed by this installation; {smoke}",
+        )
+    else:
+        check.add("warn", f"no tiny instance of {card.architecture} has run here (its card names no `processor`); {smoke}")
+
+
 def has_chat_template(path: object) -> bool:
     """Whether a Hugging Face weights folder holds a chat template where vLLM looks for one."""
     from pathlib import Path
@@ -166,6 +191,13 @@ def _weights(check: ModelCheck, card: ModelCard, for_run: bool) -> None:
         check.add(
             "warn", f"weights not present: `dualjudge models fetch {card.name}` downloads {w.repo} (about {size}) when online"
         )
+        if w.gated:
+            token = "HF_TOKEN is set" if os.environ.get("HF_TOKEN") else "HF_TOKEN is not set"
+            check.add(
+                "warn",
+                f"{w.repo} is gated on the hub ({token}): accept its licence on {w.page} while logged in, then "
+                "export HF_TOKEN=<a read token of that account>",
+            )
         if not PINNED.match(w.revision):
             check.add("warn", f"revision {w.revision!r} is not a pinned commit; pin it for a published study")
     else:
@@ -200,8 +232,9 @@ def _memory(check: ModelCheck, card: ModelCard, groups: list[DeviceGroup], backe
     if load is None or per_token is None:
         return
     tp = int(card.vllm.tensor_parallel_size or 1)
-    best = max(able, key=lambda g: min(x.total_gb for x in g.gpus[:tp]))
-    budget = min(x.total_gb for x in best.gpus[:tp]) * utilization(card) * tp
+    rule = memory_rule()
+    best = max(able, key=lambda g: min(budget_gb(card, x, rule) for x in g.gpus[:tp]))
+    budget = min(budget_gb(card, x, rule) for x in best.gpus[:tp]) * tp
     weights = needed_gb(card)  # weights with their headroom: what is left is the KV cache
     held = int(max(0.0, budget - weights) * GIB / per_token)
     wanted = load.concurrency * load.tokens
@@ -284,6 +317,7 @@ def check_models(
             continue
         _architecture(check, card, backend)
         _modalities(check, card, roles, modality)
+        _executed(check, card, modality)
         if name not in attached:
             _weights(check, card, for_run)
             _memory(check, card, groups, backend, (loads or {}).get(name))

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Protocol, Self
+from typing import NamedTuple, Protocol, Self
 
 import httpx
 
@@ -113,6 +113,15 @@ def _log_path(log_dir: Path, prefix: str, name: str) -> Path:
     return path
 
 
+class WaitGauges(NamedTuple):
+    """Prometheus gauges of a server: requests held back (`waiting`, those with label reason=`reason` wait for
+    their grammar to compile) and requests running."""
+
+    waiting: str
+    reason: str
+    running: str
+
+
 class Server(Protocol):
     """A started (or starting) model server serving the OpenAI-compatible chat API at `base_url`."""
 
@@ -120,6 +129,7 @@ class Server(Protocol):
     api_key: str
     log_path: Path
     progress_counters: tuple[str, ...]  # Prometheus counters of tokens prefilled and generated (the hang watch)
+    grammar_wait: WaitGauges | None  # the gauges that say requests wait for a grammar compile (the hang watch)
     started_s: float | None
     process: subprocess.Popen[bytes] | None
 
@@ -150,6 +160,7 @@ class ServerProcess:
     LABEL = "model"  # in messages: "<LABEL> server for MODEL exited ..."
     LOG_PREFIX = "server"  # logs are PREFIX-MODEL.log in the run's logs folder
     progress_counters: tuple[str, ...] = ()  # none: the watch falls back to request completions
+    grammar_wait: WaitGauges | None = None  # none: the server cannot say that a grammar compiles
 
     def __init__(
         self,

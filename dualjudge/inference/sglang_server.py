@@ -9,6 +9,12 @@ stopped): never on the command line. Requests use the "sglang" dialect (dialects
 `response_format`, a regex in SGLang's own `regex` field, both enforced during decoding; the hang watch
 reads SGLang's token counters on /metrics (`--enable-metrics`).
 
+SGLang lives in an environment of its own: it pins other releases of what dualjudge pins (outlines 0.1.11
+against 1.3.3, its own torch), so the two cannot share one. `make sglang-env` (scripts/sglang-env.sh) makes
+`.venv-sglang` with the pinned release; DUALJUDGE_SGLANG_PYTHON names that environment's Python, which
+starts the server (`sglang_python`; without it, this Python). `--resolve` checks that the pinned release
+resolves in a fresh environment (pip's resolver, no download of the packages themselves).
+
 SGLang does not run on this project's CPU machines, so its use is checked statically, the way vLLM's GPU
 wheel is (vllm_check.py): `python -m dualjudge.inference.sglang_server --check` downloads the pinned wheel
 without dependencies and finds, by parsing its sources, every flag (SGLang derives its flags from the
@@ -19,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.metadata
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 from dualjudge.errors import DualjudgeError
@@ -32,7 +42,8 @@ from dualjudge.inference.server_process import ServerProcess
 from dualjudge.inference.vllm_api import Use
 from dualjudge.inference.vllm_check import Sources, download_wheel, found_in, parsed, string_constants
 
-SGLANG_PIN = "0.5.23"  # the release this module is checked against (pyproject's `sglang` extra)
+SGLANG_PIN = "0.5.23"  # the release this module is checked against and scripts/sglang-env.sh installs
+PYTHON_ENV = "DUALJUDGE_SGLANG_PYTHON"  # the Python of the environment SGLang is installed in
 LAUNCH_MODULE = "sglang.launch_server"
 PROGRESS_COUNTERS = ("sglang:prompt_tokens", "sglang:generation_tokens")
 # engine.structured_backend takes vLLM's names; SGLang's --grammar-backend names the same engines so
@@ -112,6 +123,44 @@ def card_flags(card: ModelCard, structured_backend: str = "xgrammar") -> list[st
     return args + list(s.extra_args)
 
 
+def sglang_python() -> str:
+    """The Python that runs SGLang: DUALJUDGE_SGLANG_PYTHON, else this one."""
+    return os.environ.get(PYTHON_ENV) or sys.executable
+
+
+@lru_cache(maxsize=4)
+def _version_in(python: str) -> str | None:
+    done = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; print(m.version('sglang'))"], capture_output=True, text=True, timeout=60
+    )
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def installed_version() -> str | None:
+    """ "sglang 0.5.23" as the Python that runs SGLang has it; None when it has none."""
+    python = sglang_python()
+    if python == sys.executable:
+        try:
+            return f"sglang {importlib.metadata.version('sglang')}"
+        except importlib.metadata.PackageNotFoundError:
+            return None
+    try:
+        version = _version_in(python)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return f"sglang {version}" if version else None
+
+
+def not_installed() -> str:
+    """What to do when SGLang is missing, in one line."""
+    where = os.environ.get(PYTHON_ENV)
+    return (
+        f"SGLang is not installed for {where} ({PYTHON_ENV})"
+        if where
+        else f"SGLang is not installed here: `make sglang-env` makes .venv-sglang, then export {PYTHON_ENV}=.venv-sglang/bin/python"
+    )
+
+
 class SglangServer(ServerProcess):
     LABEL = "SGLang"
     LOG_PREFIX = "sglang"
@@ -130,7 +179,7 @@ class SglangServer(ServerProcess):
     def command(self) -> list[str]:
         assert self.key_file is not None, "launch() writes the key file first"
         return [
-            sys.executable,
+            sglang_python(),
             "-m",
             LAUNCH_MODULE,
             "--model-path",
@@ -257,9 +306,35 @@ def _card_flags(card: ModelCard) -> Iterator[str]:
     yield from (a for a in card_flags(card) if a.startswith("--"))
 
 
+def resolve(python: str = sys.executable) -> str:
+    """Resolve the pinned SGLang in a fresh environment (pip's resolver; packages are not downloaded, their
+    metadata is): the releases it takes of torch, transformers and outlines. Raises DualjudgeError with pip's
+    last line when it cannot resolve."""
+    with tempfile.TemporaryDirectory(prefix="sglang-resolve-") as tmp:
+        venv, report = Path(tmp) / "venv", Path(tmp) / "report.json"
+        subprocess.run([python, "-m", "venv", str(venv)], check=True, capture_output=True)
+        done = subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                *("-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check", "--only-binary=:all:"),
+                *("--report", str(report), f"sglang=={SGLANG_PIN}"),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            last = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
+            raise DualjudgeError(
+                f"sglang=={SGLANG_PIN} does not resolve in a fresh environment: {last[-1] if last else done.returncode}"
+            )
+        picked = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    return ", ".join(f"{name} {picked[name]}" for name in ("sglang", "torch", "transformers", "outlines") if name in picked)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Check dualjudge's SGLang use against an SGLang wheel's sources.")
     ap.add_argument("--check", action="store_true", help="check the pinned wheel (downloaded without dependencies)")
+    ap.add_argument("--resolve", action="store_true", help="also resolve the pinned release in a fresh environment")
     ap.add_argument("--wheel", type=Path, help="check this wheel instead")
     ap.add_argument(
         "--cache",
@@ -275,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{wheel.name}: {used} uses and every card's flags checked, " + ("all present" if not missing else "MISSING:"))
     for line in missing:
         print(f"  {line}")
+    if args.resolve:
+        try:
+            print(f"sglang=={SGLANG_PIN} resolves in a fresh environment (make sglang-env): {resolve()}")
+        except DualjudgeError as e:
+            print(str(e))
+            return 1
     return 1 if missing else 0
 
 

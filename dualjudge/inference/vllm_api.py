@@ -84,6 +84,11 @@ ROUTES = {
 }
 # the Prometheus counters a watched server's progress is read from (GET /metrics): tokens prefilled and generated
 PROGRESS_COUNTERS = ("vllm:prompt_tokens", "vllm:generation_tokens")
+# the gauge of requests the scheduler holds back, with the label of those waiting for their grammar to compile
+# (RequestStatus.WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR is a "blocked" status, counted as deferred): while it is
+# above 0 and nothing runs, a server whose counters stand still is compiling a grammar, not hung
+GRAMMAR_WAIT_GAUGE, GRAMMAR_WAIT_REASON = "vllm:num_requests_waiting_by_reason", "deferred"
+RUNNING_GAUGE = "vllm:num_requests_running"
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,10 @@ USES: tuple[Use, ...] = (
     *(
         Use("metric", name, (METRICS_MODULE,), "a hung server is told from a busy one by these counters")
         for name in PROGRESS_COUNTERS
+    ),
+    *(
+        Use("metric", name, (METRICS_MODULE,), "a server compiling a grammar is told from a hung one")
+        for name in (GRAMMAR_WAIT_GAUGE, GRAMMAR_WAIT_REASON, RUNNING_GAUGE)
     ),
 )
 

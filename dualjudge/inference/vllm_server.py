@@ -10,9 +10,17 @@ from __future__ import annotations
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
-from dualjudge.inference.server_process import ServerProcess, free_port, group_members, port_in_use
+from dualjudge.inference.server_process import ServerProcess, WaitGauges, free_port, group_members, port_in_use
 from dualjudge.inference.settings import STRUCTURED_BACKENDS
-from dualjudge.inference.vllm_api import PROGRESS_COUNTERS, server_command, server_environment, vllm_build
+from dualjudge.inference.vllm_api import (
+    GRAMMAR_WAIT_GAUGE,
+    GRAMMAR_WAIT_REASON,
+    PROGRESS_COUNTERS,
+    RUNNING_GAUGE,
+    server_command,
+    server_environment,
+    vllm_build,
+)
 
 __all__ = ["SERVER", "VllmServer", "free_port", "group_members", "port_in_use"]
 
@@ -21,6 +29,7 @@ class VllmServer(ServerProcess):
     LABEL = "vLLM"
     LOG_PREFIX = "vllm"
     progress_counters: tuple[str, ...] = PROGRESS_COUNTERS
+    grammar_wait: WaitGauges | None = WaitGauges(GRAMMAR_WAIT_GAUGE, GRAMMAR_WAIT_REASON, RUNNING_GAUGE)
 
     def check_settings(self, card: ModelCard, structured_backend: str) -> None:
         if structured_backend not in STRUCTURED_BACKENDS:

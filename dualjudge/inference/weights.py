@@ -12,6 +12,7 @@ last, after an atomic rename: an interrupted fetch never leaves a half-written m
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -117,10 +118,18 @@ def fetch(card: ModelCard, log: Log = print) -> LocalWeights:
 
 
 def _build(card: ModelCard, make: Callable[[Path], dict[str, object]]) -> LocalWeights:
-    """Build into a temporary sibling folder, rename it into place, then write the marker."""
+    """Build into a temporary sibling folder, rename it into place, then write the marker. One process
+    builds a card at a time: another that asks meanwhile waits, then finds the folder built."""
     root = models_cache()
     root.mkdir(parents=True, exist_ok=True)
-    final = root / card.name
+    with (root / f".{card.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process ends
+        found = locate(card)
+        return found if found is not None else _build_locked(card, make, root / card.name)
+
+
+def _build_locked(card: ModelCard, make: Callable[[Path], dict[str, object]], final: Path) -> LocalWeights:
+    root = final.parent
     tmp = Path(tempfile.mkdtemp(prefix=f".{card.name}.partial-", dir=root))
     try:
         record = make(tmp)
@@ -219,12 +228,16 @@ tok.save_pretrained(out)
 
 
 def _fetch_tiny(card: ModelCard, out: Path, log: Log) -> dict[str, object]:
-    from dualjudge.inference.tiny import make_tiny_llava
+    from dualjudge.inference.tiny import make_tiny
 
-    log(f"{card.name}: building the random-weight test model")
-    make_tiny_llava(out)
-    digest = sha256_file(out / "model.safetensors")
-    return {"identity": f"{card.name}@{digest[:16]}", "source": "tiny", "safetensors_sha256": digest}
+    assert isinstance(card.weights, TinyWeights)
+    log(f"{card.name}: building the random-weight {card.weights.arch} test model")
+    make_tiny(card.weights.arch, out)
+    # the identity covers every file: weights, tokenizer, processor settings and chat template
+    digest = hashlib.sha256()
+    for path in sorted(p for p in out.iterdir() if p.is_file()):
+        digest.update(path.name.encode() + b"\0" + sha256_file(path).encode())
+    return {"identity": f"{card.name}@{digest.hexdigest()[:16]}", "source": "tiny", "files_sha256": digest.hexdigest()}
 
 
 def _fetch_hub(card: ModelCard, w: HubWeights, log: Log) -> LocalWeights:

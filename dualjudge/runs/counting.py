@@ -9,11 +9,11 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.cards import ModelCard
+from dualjudge.inference.image_tokens import ImageTokens, image_tokens
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import locate
 from dualjudge.protocol.systems import Item
@@ -24,7 +24,6 @@ from dualjudge.tasks.task import Task
 
 T = TypeVar("T")
 CHARS_PER_TOKEN = 4
-DEFAULT_IMAGE_TOKENS = 576  # a 24 x 24 LLaVA-style grid, for a card that does not say
 MESSAGE_OVERHEAD = 4  # chat-template tokens around each message
 
 
@@ -81,67 +80,41 @@ class CacheProbe:
         raise CacheMiss(request.key(self.identity))
 
 
-def processor_image_tokens(path: Path, px: int) -> int | None:
-    """The prompt tokens one px x px image adds for the model whose files are at `path`, as its own
-    processor expands it (a one-line prompt with and without the image); None when the processor cannot
-    say (no processor, no image token, no chat template)."""
-    try:
-        from PIL import Image as PILImage
-        from transformers import AutoProcessor
-
-        processor = AutoProcessor.from_pretrained(str(path))  # type: ignore[no-untyped-call]  # an untyped library
-        if not hasattr(processor, "image_processor"):
-            return None
-        image = PILImage.new("RGB", (px, px), (255, 255, 255))
-
-        def prompt(with_image: bool) -> str:
-            content = [{"type": "image"}] if with_image else []
-            messages = [{"role": "user", "content": [*content, {"type": "text", "text": "What sign is this?"}]}]
-            return str(processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
-
-        with_image = processor(text=[prompt(True)], images=[image], return_tensors="np")["input_ids"].shape[-1]
-        without = processor(text=[prompt(False)], return_tensors="np")["input_ids"].shape[-1]
-    except Exception:  # any processor's own failure means "cannot say": the card's figure is used
-        return None
-    return int(with_image - without) if with_image > without else None
-
-
 class TokenCounter:
     """The model's tokenizer when its weights are here; otherwise about four characters a token. Image
-    tokens: the model's own processor on a `image_px` image when its files are here, else the card's
-    `image_tokens` (its source stated), else a default."""
+    tokens: inference/image_tokens.py, on a `image_px` image, counted at the first image (a text-only run
+    never loads a processor)."""
 
     def __init__(self, card: ModelCard, image_px: int = 512) -> None:
         self.encode: Callable[[str], int] | None = None
         found = locate(card)
-        self._path = found.path if found is not None else None
+        self._card = card
         self._px = image_px
+        unread = ""
         if found is not None:
             try:
                 from transformers import AutoTokenizer
 
                 tokenizer = AutoTokenizer.from_pretrained(str(found.path))
                 self.encode = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
-            except (OSError, ValueError, ImportError):
+            except Exception as e:  # any tokenizer file transformers cannot read (a tekken.json, say): estimated
                 self.encode = None
-        self.method = "tokenizer" if self.encode else f"about {CHARS_PER_TOKEN} characters a token"
-        self.image_tokens = card.image_tokens or DEFAULT_IMAGE_TOKENS
+                unread = f" (its tokenizer could not be read here: {type(e).__name__} {str(e)[:80]})"
+        self.method = "tokenizer" if self.encode else f"about {CHARS_PER_TOKEN} characters a token{unread}"
         self.images = 0  # images counted so far
-        images = (
-            f"{card.image_tokens} a image ({card.image_tokens_source or 'the card'})"
-            if card.image_tokens
-            else f"{DEFAULT_IMAGE_TOKENS} a image (the card has no image_tokens)"
-        )
-        self.image_method = images
-        self._asked = False  # the processor is asked at the first image (text-only runs never load it)
+        self._image: ImageTokens | None = None
         self._prefixes: set[str] = set()  # message prefixes a server of this model has already prefilled
 
-    def _ask_processor(self) -> None:
-        self._asked = True
-        counted = processor_image_tokens(self._path, self._px) if self._path is not None else None
-        if counted is not None:
-            self.image_tokens = counted
-            self.image_method = f"{counted} a image (the model's own processor, {self._px} px)"
+    @property
+    def image(self) -> ImageTokens:
+        """What one image costs, counted at the first use."""
+        if self._image is None:
+            self._image = image_tokens(self._card, self._px)
+        return self._image
+
+    @property
+    def image_method(self) -> str:
+        return self.image.method
 
     def _tokens(self, text: str) -> int:
         return self.encode(text) if self.encode else math.ceil(len(text) / CHARS_PER_TOKEN)
@@ -154,9 +127,7 @@ class TokenCounter:
         if times <= 0:
             return Charge()
         messages = request.messages
-        if any(m.image is not None for m in messages) and not self._asked:
-            self._ask_processor()
-        cost = [self._tokens(m.text) + MESSAGE_OVERHEAD + (self.image_tokens if m.image is not None else 0) for m in messages]
+        cost = [self._tokens(m.text) + MESSAGE_OVERHEAD + (self.image.count if m.image is not None else 0) for m in messages]
         keys, running = [], hashlib.sha256()
         for m in messages:
             running.update(json.dumps(m.identity(), sort_keys=True).encode())

@@ -60,7 +60,7 @@ from dualjudge.runs.measured import (
     measured_completion,
     measured_pace,
 )
-from dualjudge.runs.roofline import GPUS, GpuSpec, Work, cpu_spec, gpu_spec, load_seconds, serving_seconds
+from dualjudge.runs.roofline import GPUS, GpuSpec, Work, cpu_spec, gpu_spec, load_basis, load_seconds, serving_seconds
 from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer
@@ -79,6 +79,7 @@ class ModelCost:
     expected_completion_tokens: int = 0  # of the requests still to send
     completion_basis: str = ""
     load_seconds: float | None = None  # one load: the weights read from disk, then the engine's start
+    load_basis: str = ""  # what that figure rests on (roofline.load_basis)
 
 
 @dataclass
@@ -194,7 +195,8 @@ def _cost(
         seconds, basis = None, "unknown: a hosted model whose card states neither its size nor a throughput_hint"
     elsewhere = not runs_on_devices(card, config.engine)  # memory is someone else's
     method = counter.method + (f"; images: {counter.image_method}" if counter.images else "")
-    load = None if elsewhere or card.parameters_b is None or to_send == 0 else round(load_seconds(card))
+    on_cpu = cpu is not None and where == "local server"
+    load = None if elsewhere or card.parameters_b is None or to_send == 0 else round(load_seconds(card, cpu=on_cpu))
     return ModelCost(
         card.name,
         config.roles()[card.name],
@@ -205,6 +207,7 @@ def _cost(
         completion,
         completion_basis,
         load,
+        load_basis(on_cpu) if load is not None else "",
     )
 
 

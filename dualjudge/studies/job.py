@@ -15,13 +15,13 @@ from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency
+from dualjudge.inference.image_tokens import image_tokens
 from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
 from dualjudge.runs.context import RunContext, RunReport
-from dualjudge.runs.counting import DEFAULT_IMAGE_TOKENS
 from dualjudge.runs.job_log import recorded_jobs
 from dualjudge.runs.jobs import all_groups, device_groups
 from dualjudge.runs.progress import Progress
@@ -37,15 +37,21 @@ from dualjudge.testbed.variants import variants_by_id
 MASKED = "**********"  # how pydantic writes a secret
 API_KEY_ENV = "DUALJUDGE_API_KEY"  # the attached endpoints' key when a run is resumed from its stored configuration
 SMALL_MODELS_NOTE = (
-    "Note: the 135M/270M models of the CPU demo are there to show the pipeline working "
-    "end to end, not to measure real judges; their scores mean nothing about VLM judges."
+    "Note: models under 1B parameters ({models}) show the pipeline working end to end, not how real judges "
+    "behave; their scores say nothing about judges."
 )
+TEST_MODELS_NOTE = "Note: these are random-weight test models; their answers and verdicts are noise by design."
 
 
 def caveats(config: RunConfig) -> list[str]:
-    """What a reader of this run's results must be told: a run of sub-1B models only measures nothing."""
-    sizes = [config.card(m).parameters_b for m in config.all_models()]
-    return [SMALL_MODELS_NOTE] if all(b is not None and b < 1 for b in sizes) else []
+    """What a reader of this run's results must be told: a run of test models or of sub-1B models only
+    measures nothing."""
+    cards = [config.card(m) for m in config.all_models()]
+    if all(c.family == "test" for c in cards):
+        return [TEST_MODELS_NOTE]
+    if all(c.parameters_b is not None and c.parameters_b < 1 for c in cards):
+        return [SMALL_MODELS_NOTE.format(models=", ".join(c.name for c in cards))]
+    return []
 
 
 PROMPT_TOKENS = {"system": 350, "judge": 550}  # a request's own text: instructions, item, reference, rubric
@@ -58,7 +64,7 @@ def study_loads(config: RunConfig) -> dict[str, Load]:
     out = {}
     for model, roles in config.roles().items():
         card = config.card(model)
-        image = (card.image_tokens or DEFAULT_IMAGE_TOKENS) if config.testbed.modality == "image" else 0
+        image = image_tokens(card, config.testbed.size).count if config.testbed.modality == "image" and not card.hosted else 0
         tokens = max(
             PROMPT_TOKENS["system"] + image + config.systems.max_tokens if "system" in roles else 0,
             PROMPT_TOKENS["judge"] + config.systems.max_tokens + config.judges.max_tokens if "judge" in roles else 0,
@@ -69,6 +75,7 @@ def study_loads(config: RunConfig) -> dict[str, Load]:
 
 def preflight(config: RunConfig, for_run: bool = True) -> list[ModelCheck]:
     """Every model of the study checked against this machine, on the run's device groups, loading nothing."""
+    groups = all_groups(config)
     return check_models(
         config.roles(),
         config.cards(),
@@ -77,8 +84,8 @@ def preflight(config: RunConfig, for_run: bool = True) -> list[ModelCheck]:
         frozenset(config.engine.endpoints),
         for_run=for_run,
         regex=config.systems.sign_type == "constrained",
-        groups=all_groups(config),
-        loads=study_loads(config),
+        groups=groups,
+        loads=study_loads(config) if any(g.kind == "gpu" for g in groups) else None,  # the KV check is for GPUs only
     )
 
 
