@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without pandas or the s
     import pandas as pd
 
     from dualjudge.storage.store import Store
+    from dualjudge.studies.reproduce import Reproduction
 
 
 class _RichStage:
@@ -391,3 +392,57 @@ def view(
             console.print(f"wrote {png}")
         else:
             console.print(f"no screenshot: {browser} wrote nothing")
+
+
+def reproduce(
+    run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
+    sample: Annotated[int, typer.Option(help="How many of its stored requests to send again.", min=1)] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.", min=0)] = 0,
+    concurrency: Annotated[
+        Optional[int],
+        typer.Option(help="Requests in flight per model (default: 1, or 4 where the run sent one at a time).", min=1),
+    ] = None,
+    logs: Annotated[Optional[Path], typer.Option(help="Where the servers' logs go (default: a temporary folder).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Send a seeded sample of a finished run's requests again, cache bypassed, with its models started as the run
+    started them, at another concurrency; report the share of byte-identical answers and verdicts, the verdicts
+    whose parsed values changed, and what the run's manifest and this machine differ in. Writes nothing into the
+    run. Exit 0 when everything matched, 4 when something differed."""
+    import json
+
+    from dualjudge.studies.reproduce import reproduce as run_reproduce
+
+    result = run_reproduce(
+        run_dir, sample, seed, concurrency, logs, note=lambda line: err_console.print(line, highlight=False, markup=False)
+    )
+    if as_json:
+        console.print_json(json.dumps(result.as_dict()))
+    else:
+        _print_reproduction(result)
+    if not result.matched:
+        raise typer.Exit(4)
+
+
+def _print_reproduction(result: Reproduction) -> None:
+    answers, sent_answers = result.share("answer")
+    verdicts, sent_verdicts = result.share("verdict")
+    lines = [
+        f"{result.run}: {len(result.compared)} of its {result.requests} stored requests sent again (seed {result.seed}), "
+        f"{result.concurrency} in flight per model (the run: {', '.join(f'{m} {c}' for m, c in result.run_concurrency.items())})",
+        result.regeneration,
+        f"answers byte-identical: {answers} of {sent_answers}" + (f" ({answers / sent_answers:.0%})" if sent_answers else ""),
+        f"verdicts byte-identical: {verdicts} of {sent_verdicts}" + (f" ({verdicts / sent_verdicts:.0%})" if sent_verdicts else ""),
+    ]
+    for c in result.changed:
+        what = (
+            "failed: " + (c.error or "no text")
+            if c.again is None
+            else ("values changed" if c.values_changed else "text changed, values the same")
+        )
+        lines.append(f"  {c.kind} by {c.model} ({c.stage}) on {c.variant_id}, {c.system_model} {c.strategy}: {what}; {c.link}")
+    lines += [f"left out: {x}" for x in result.left_out]
+    lines.append("this machine differs from the run's manifest in: " + ("; ".join(result.differences) or "nothing recorded"))
+    lines.append("everything matched" if result.matched else "something differed (exit 4)")
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True)

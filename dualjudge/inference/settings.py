@@ -67,6 +67,10 @@ class EngineSettings(BaseModel):
     # the server's grammar backend (vLLM's names; sglang_server.py maps them to SGLang's)
     structured_backend: StructuredBackend = setting("xgrammar", affects_results=("vllm", "sglang"))
     grammar_backend: GrammarBackend = setting("xgrammar", affects_results="transformers")  # in-process Outlines
+    # vLLM's batch-invariant kernels: "auto" (on where the installed vLLM and every GPU support them), true
+    # (refused in one line where they cannot be had) or false. Resolved per run (inference/determinism.py);
+    # when on it is part of every local request's identity, so a cache never answers across the setting
+    batch_invariant: Literal["auto"] | Bool = setting("auto", affects_results=False)
     startup_timeout_s: Float = setting(900.0, affects_results=False, gt=0)
     retries: Int = setting(4, affects_results=False, ge=0, le=20)
     # seconds one request may take before it counts as failed (and, for a local server, as a hang)

@@ -74,6 +74,42 @@ SERVER_FLAGS = (
 ENV_API_KEY = "VLLM_API_KEY"
 ENV_CPU_KV_CACHE = "VLLM_CPU_KVCACHE_SPACE"
 ENV_CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
+ENV_BATCH_INVARIANT = "VLLM_BATCH_INVARIANT"  # batch-invariant kernels: engine.batch_invariant (inference/determinism.py)
+# vLLM variables that leave a server's answers alone (where files go, logging, ports, timeouts, telemetry):
+# an inherited one is not part of a request's identity; every other VLLM_* variable set is
+NEUTRAL_ENV = frozenset(
+    {
+        "VLLM_CACHE_ROOT",
+        "VLLM_CONFIG_ROOT",
+        "VLLM_ASSETS_CACHE",
+        "VLLM_XLA_CACHE_PATH",
+        "VLLM_RPC_BASE_PATH",
+        "VLLM_LOGGING_LEVEL",
+        "VLLM_LOGGING_PREFIX",
+        "VLLM_LOGGING_CONFIG_PATH",
+        "VLLM_LOGGING_STREAM",
+        "VLLM_LOGGING_COLOR",
+        "VLLM_CONFIGURE_LOGGING",
+        "VLLM_LOG_STATS_INTERVAL",
+        "VLLM_TRACE_FUNCTION",
+        "VLLM_HOST_IP",
+        "VLLM_PORT",
+        "VLLM_RPC_TIMEOUT",
+        "VLLM_HTTP_TIMEOUT_KEEP_ALIVE",
+        "VLLM_ENGINE_ITERATION_TIMEOUT_S",
+        "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH",
+        "VLLM_IMAGE_FETCH_TIMEOUT",
+        "VLLM_VIDEO_FETCH_TIMEOUT",
+        "VLLM_AUDIO_FETCH_TIMEOUT",
+        "VLLM_NO_USAGE_STATS",
+        "VLLM_DO_NOT_TRACK",
+        "VLLM_USAGE_SOURCE",
+        "VLLM_USAGE_STATS_SERVER",
+        "VLLM_NO_DEPRECATION_WARNING",
+        "VLLM_DISABLE_COMPILE_CACHE",
+        "VLLM_WORKER_MULTIPROC_METHOD",
+    }
+)
 # HTTP routes, and the package whose routers define them
 ROUTES = {
     "/health": "vllm.entrypoints.serve",
@@ -130,6 +166,7 @@ USES: tuple[Use, ...] = (
     Use("env", ENV_API_KEY, ("vllm.envs",), "the server's API key, kept off the command line"),
     Use("env", ENV_CPU_KV_CACHE, ("vllm.envs",), "KV cache size on CPU"),
     Use("env", ENV_CPU_BIND, ("vllm.envs",), "a CPU device group's cores"),
+    Use("env", ENV_BATCH_INVARIANT, ("vllm.envs",), "batch-invariant kernels (engine.batch_invariant)"),
     *(
         Use("route", route, (package,), "readiness, version, progress, served names and every request")
         for route, package in ROUTES.items()
@@ -252,9 +289,10 @@ def server_command(
     return cmd
 
 
-def server_environment(api_key: str) -> dict[str, str]:
-    """The variables a server needs beyond its placement: its API key, and on CPU a KV cache that fits."""
-    env = {ENV_API_KEY: api_key}
+def server_environment(api_key: str, batch_invariant: bool = False) -> dict[str, str]:
+    """The variables a server needs beyond its placement: its API key, whether its kernels are batch-invariant
+    (always said, so an inherited value never decides), and on CPU a KV cache that fits."""
+    env = {ENV_API_KEY: api_key, ENV_BATCH_INVARIANT: "1" if batch_invariant else "0"}
     if vllm_build() == "cpu":
         env[ENV_CPU_KV_CACHE] = "1"  # GiB; the default claims most of the RAM
     return env

@@ -51,7 +51,7 @@ class VllmServer(ServerProcess):
         )
 
     def backend_environment(self) -> dict[str, str]:
-        return server_environment(self.api_key)
+        return server_environment(self.api_key, self.batch_invariant)
 
 
 SERVER = VllmServer  # engine.backend = "vllm" (engines.server_class)

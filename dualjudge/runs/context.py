@@ -51,7 +51,12 @@ class RunContext:
         self.config = config
         self.out = out
         self.progress = progress or QuietProgress()
-        self.engines = engines or Engines(config.engine, seed=config.run.seed, log_dir=RunDir(out).logs)
+        self.engines = engines or Engines(
+            config.engine,
+            seed=config.run.seed,
+            log_dir=RunDir(out).logs,
+            local=any(runs_here(config, m) for m in config.all_models()),
+        )
         self.session = secrets.token_hex(6)
         self.report = RunReport(out)
         self.task: Task = config.task.load()

@@ -61,12 +61,28 @@ class StageCount:
         return {**asdict(self), "to_send": self.to_send}
 
 
-class CacheProbe:
-    """A caller that answers from the caches only and counts what it answered; a miss raises CacheMiss."""
+@dataclass(frozen=True)
+class Observed:
+    """A request a run made, with what the caches hold for it: what `dualjudge reproduce` re-sends."""
 
-    def __init__(self, caches: list[Store], identity: str) -> None:
+    model: str
+    stage: str
+    answer: AnswerKey  # the answer the request makes, restates or judges
+    request: GenerationRequest
+    cached: GenerationResult
+
+
+Observe = Callable[[GenerationRequest, GenerationResult], None]
+
+
+class CacheProbe:
+    """A caller that answers from the caches only and counts what it answered; a miss raises CacheMiss.
+    `observe` is told of every request the caches answered."""
+
+    def __init__(self, caches: list[Store], identity: str, observe: Observe | None = None) -> None:
         self.caches = caches
         self.identity = identity
+        self.observe = observe
         self.hits = 0
 
     async def __call__(self, request: GenerationRequest) -> GenerationResult:
@@ -76,6 +92,8 @@ class CacheProbe:
                 hit = cache.cache_get(key)
                 if hit is not None:
                     self.hits += 1
+                    if self.observe is not None:
+                        self.observe(request, hit)
                     return hit
         raise CacheMiss(request.key(self.identity))
 
@@ -146,9 +164,11 @@ class TokenCounter:
         return Charge(times * prompt, prefill, images + later_images)
 
 
-async def probe(work: Callable[[CacheProbe], Awaitable[T]], caches: list[Store], identity: str) -> tuple[T | None, int]:
+async def probe(
+    work: Callable[[CacheProbe], Awaitable[T]], caches: list[Store], identity: str, observe: Observe | None = None
+) -> tuple[T | None, int]:
     """Run one task's protocol against the caches: its result when every call was cached, and the hits."""
-    probe = CacheProbe(caches, identity)
+    probe = CacheProbe(caches, identity, observe)
     try:
         return await work(probe), probe.hits
     except CacheMiss:
@@ -178,6 +198,14 @@ class Planner:
     identities: dict[str, str]
     counters: dict[str, TokenCounter]
     answer_tokens: int  # an answer not yet generated, inside the prompts that carry it
+    collect: Callable[[Observed], None] | None = None  # told of every request the caches answer (reproduce)
+
+    def observer(self, model: str, stage: str, answer: AnswerKey) -> Observe | None:
+        """What tells `collect` of the cached requests of one task (None when nothing collects)."""
+        collect = self.collect
+        if collect is None:
+            return None
+        return lambda request, hit: collect(Observed(model, stage, answer, request, hit))
 
     async def judged(
         self,
@@ -197,7 +225,12 @@ class Planner:
             hits = 0
             if answer.key in known:
                 found = known[answer.key]
-                _, hits = await probe(lambda call: run(found, extra, call), self.caches, self.identities[judge])
+                _, hits = await probe(
+                    lambda call: run(found, extra, call),
+                    self.caches,
+                    self.identities[judge],
+                    self.observer(judge, stage, answer.key),
+                )
                 row.cached += hits
             if hits < calls:
                 pending = 0 if answer.key in known else self.answer_tokens

@@ -230,7 +230,25 @@ async def _estimate(
         {m: TokenCounter(cards[m], config.testbed.size) for m in cards},
         expected_answer_tokens(config, caches + logs),
     )
-    rows: dict[str, list[StageCount]] = {m: [] for m in cards}
+    rows = await count_study(study, variants, items)
+    flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
+    gpus = [] if for_gpu else visible_gpus()
+    gpu, gpu_basis = gpu_spec(for_gpu or (gpus[0].name if gpus else None))
+    if for_gpu:
+        gpu_basis = f"an {gpu.name} (asked for)"
+    cpu = None
+    local = any(runs_on_devices(c, config.engine) for c in cards.values())
+    if not gpus and not for_gpu and config.engine.backend == "vllm" and local:
+        cpu = min(all_groups(config), key=lambda g: len(g.ids))  # the smallest group a model may get
+        cpu = cpu if cpu.kind == "cpu" else None
+    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu) for m in cards]
+
+
+async def count_study(study: Planner, variants: list[Variant], items: list[Item]) -> dict[str, list[StageCount]]:
+    """Every stage of every model's jobs counted, in the runner's order (systems jobs, then judges jobs):
+    the requests the runner would build, answered from the planner's caches where they can be."""
+    config = study.config
+    rows: dict[str, list[StageCount]] = {m: [] for m in config.all_models()}
     by_id = {v.variant_id: v for v in variants}
     every = [
         Answer(t.answer, "", None, by_id[t.item.variant_id].sign_code, by_id[t.item.variant_id].category)
@@ -243,17 +261,7 @@ async def _estimate(
         rows[model] += [r for r in counted if r is not None]
     for judge in config.judges.models:
         rows[judge] += await judges_job(study, judge, seen)
-    flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
-    gpus = [] if for_gpu else visible_gpus()
-    gpu, gpu_basis = gpu_spec(for_gpu or (gpus[0].name if gpus else None))
-    if for_gpu:
-        gpu_basis = f"an {gpu.name} (asked for)"
-    cpu = None
-    local = any(runs_on_devices(c, config.engine) for c in cards.values())
-    if not gpus and not for_gpu and config.engine.backend == "vllm" and local:
-        cpu = min(all_groups(config), key=lambda g: len(g.ids))  # the smallest group a model may get
-        cpu = cpu if cpu.kind == "cpu" else None
-    return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu) for m in cards]
+    return rows
 
 
 def estimate(

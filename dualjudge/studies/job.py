@@ -14,7 +14,8 @@ from pydantic import SecretStr
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir, write_text
-from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency
+from dualjudge.inference.determinism import Regeneration
+from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency, regeneration
 from dualjudge.inference.image_tokens import image_tokens
 from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
@@ -23,7 +24,7 @@ from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
 from dualjudge.runs.context import RunContext, RunReport
 from dualjudge.runs.job_log import recorded_jobs
-from dualjudge.runs.jobs import all_groups, device_groups
+from dualjudge.runs.jobs import all_groups, device_groups, runs_here
 from dualjudge.runs.progress import Progress
 from dualjudge.runs.runner import Runner
 from dualjudge.storage.lock import run_lock
@@ -202,25 +203,40 @@ def validate_run(config: RunConfig) -> None:
     config.cards()
 
 
-def check_before_run(config: RunConfig, out: Path) -> None:
+def check_before_run(config: RunConfig, out: Path) -> Regeneration:
     """Everything a run can check in a second, before the preflight loads vLLM and before anything is
-    written: the output folder, the store files, and validate_run."""
+    written: the output folder, the store files, validate_run, and the regeneration settings (batch
+    invariance asked for where it cannot be had is one line); those settings, resolved."""
     check_output_dir(out, "--out", (*RUN_FILES, *ANALYSIS_FILES, EXPLORER), (RunDir.LOGS, RunDir.TESTBED, *ANALYSIS_FOLDERS))
     check_store_files(RunDir(out).store, Path(config.engine.cache).expanduser() if config.engine.cache else None)
     validate_run(config)
+    return run_regeneration(config)
+
+
+async def model_identities(engines: EngineFactory, config: RunConfig) -> dict[str, str]:
+    """The identity each model's requests are cached under (what `dualjudge reproduce` looks them up by)."""
+    return {m: await engines.identity(config.card(m)) for m in config.all_models()}
+
+
+def run_regeneration(config: RunConfig) -> Regeneration:
+    """Whether this run's answers regenerate identically on this machine (inference/determinism.py)."""
+    return regeneration(config.engine, local=any(runs_here(config, m) for m in config.all_models()))
 
 
 def run_job(config: RunConfig, out: Path, progress: Progress | None = None, engines: EngineFactory | None = None) -> JobResult:
     """The whole run under the directory's lock; the output folder and everything else that can be checked
     without a model (check_before_run) are checked before anything is written."""
-    check_before_run(config, out)
+    regen = check_before_run(config, out)
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
-        return _run_locked(config, out, progress, engines)
+        return _run_locked(config, out, progress, engines, regen)
 
 
-def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines: EngineFactory | None) -> JobResult:
+def _run_locked(
+    config: RunConfig, out: Path, progress: Progress | None, engines: EngineFactory | None, regen: Regeneration
+) -> JobResult:
     ctx = RunContext(config, out, progress, engines)
+    ctx.progress.note(regen.line)
     try:
         report = asyncio.run(Runner(ctx).run())
         table = export_run(config, out, ctx.store)
@@ -233,16 +249,19 @@ def _run_locked(config: RunConfig, out: Path, progress: Progress | None, engines
             failures=report.failures,
             verdict_failures_by_judge=report.verdict_failures,
         )
+        identities = asyncio.run(model_identities(ctx.engines, config))
         write_manifest(
             build_manifest(
                 config,
                 out,
+                identities,
                 last_session=last,
                 counts=c,
                 requests=ctx.store.requests(),
                 devices=[g.label for g in ctx.groups],
                 jobs=recorded_jobs(ctx.store),
                 cache_file=config.engine.cache or str(RunDir(out).store),
+                regeneration=regen.record(),
             ),
             out,
         )

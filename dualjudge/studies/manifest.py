@@ -93,6 +93,7 @@ class ModelRecord(BaseModel):
     base_llm: str
     card: dict[str, Any]  # the model card as the run used it
     weights: dict[str, Any] | None  # where its weights were found, with their identity (None: hosted or absent)
+    identity: str | None = None  # the identity its requests were cached under (inference/engines.py result_identity)
 
 
 class LastSession(BaseModel):
@@ -134,13 +135,16 @@ class Manifest(BaseModel):
     devices: list[str] | None = None  # the device groups of the last session
     jobs: list[JobRecord] | None = None  # every job of every session
     cache_file: str | None = None
+    # whether answers regenerate identically: batch invariance as resolved, its line, the inherited environment's
+    # answer-changing variables (inference/determinism.py)
+    regeneration: dict[str, Any] | None = None
     clarification: dict[str, Any] | None = None  # the rubric clarification's settings, split, clauses, arms
 
 
-def build_manifest(config: RunConfig, out: Path, **session: Any) -> Manifest:
-    """The run's manifest, with what this session adds (`session`: the keys after `not_reproducible_because`).
-    A run that used a hosted model is marked not reproducible offline (its provider's model cannot be
-    loaded here); no API key is ever part of it."""
+def build_manifest(config: RunConfig, out: Path, identities: dict[str, str] | None = None, **session: Any) -> Manifest:
+    """The run's manifest, with what this session adds (`session`: the keys after `not_reproducible_because`;
+    `identities`: each model's request identity). A run that used a hosted model is marked not reproducible
+    offline (its provider's model cannot be loaded here); no API key is ever part of it."""
     models = {}
     task = config.task.load()
     hosted = [name for name in config.all_models() if config.card(name).hosted]
@@ -152,6 +156,7 @@ def build_manifest(config: RunConfig, out: Path, **session: Any) -> Manifest:
             "base_llm": card.base_llm,
             "card": card.model_dump(mode="json"),
             "weights": found.record if found else None,
+            **({"identity": identities[name]} if identities and name in identities else {}),
         }
     return Manifest.model_validate(
         {

@@ -72,6 +72,7 @@ async def count(planner: Planner, model: str, rubric: Rubric | None, seen: Seen)
             ),
             planner.caches,
             planner.identities[model],
+            planner.observer(model, "answers", t.answer),
         )
         row.cached += hits
         if ans is not None and ans.text is not None:

@@ -80,6 +80,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
                 lambda call: run_order_probe(sign(first.sign_code), first.text or "", second.text or "", call, sampling, rubric),
                 planner.caches,
                 planner.identities[judge],
+                planner.observer(judge, "order probe", a.key),
             )
             row.cached += hits
         r = build_pairwise_request(sign(a.sign_code), first.text or "", second.text or "", sampling, rubric)

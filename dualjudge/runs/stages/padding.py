@@ -55,7 +55,10 @@ async def count(planner: Planner, model: str, rubric: Rubric | None, seen: Seen)
     sampling = steps.padding_sampling(c)
     for a in sample[: row.requests]:
         text, hits = await probe(
-            lambda call: pad(a.text or "", call, sampling, planner.task.prompts), planner.caches, planner.identities[model]
+            lambda call: pad(a.text or "", call, sampling, planner.task.prompts),
+            planner.caches,
+            planner.identities[model],
+            planner.observer(model, "padding", a.key),
         )
         row.cached += hits
         if text is not None and text.text is not None:
