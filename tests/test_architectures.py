@@ -35,6 +35,8 @@ from tests.helpers.processes import ROOT
 pytestmark = [pytest.mark.slow, pytest.mark.architectures]
 SERVED = [name for name in ARCHITECTURES if name != "llava"]  # tiny-llava: tests/test_engines.py
 BACKENDS = ("xgrammar", "guidance")  # benchmarks/cross-family.toml and paper.toml; the CPU demo
+# CI (make test) serves every architecture with xgrammar; guidance too in make test-architectures and test-full
+TIERS = {"xgrammar": (), "guidance": (pytest.mark.long,)}
 
 
 def _one_architecture(arch: str, backend: str, folder: Path) -> Path:
@@ -86,7 +88,7 @@ def test_every_architecture_of_the_shipped_cards_has_a_tiny_instance():
         assert get_card(f"tiny-{arch}").architecture == ARCHITECTURES[arch].model_class
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=TIERS[b]) for b in BACKENDS])
 @pytest.mark.parametrize("arch", SERVED)
 def test_each_architecture_answers_and_judges_images_in_vllm(arch, backend, tmp_path, cli):
     fetch(get_card(f"tiny-{arch}"), log=lambda _: None)

@@ -439,7 +439,8 @@ def test_a_server_compiling_a_grammar_is_not_restarted_for_it_then_a_stall_after
         compiling_done, reason, took, results = asyncio.run(go())
     assert not compiling_done
     assert reason.startswith("no token produced in ") and "engine.stall_s = 1" in reason
-    assert 1.0 < took < 4 and all(isinstance(r, EngineDown) for r in results)  # stall_s counted from the compile's end
+    # stall_s counted from the compile's end, as the watch last saw it compiling (at most one poll before it ended)
+    assert 1.0 - 0.2 < took < 4 and all(isinstance(r, EngineDown) for r in results)
 
 
 def test_a_busy_server_whose_tokens_move_is_not_hung():
