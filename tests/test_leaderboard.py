@@ -96,7 +96,10 @@ def test_scores_differences_and_rank_intervals_cover_the_planted_truth():
             covered["difference"] += [d["ci_low"] <= t[d["higher"]] - t[d["lower"]] <= d["ci_high"] for d in b["differences"]]
             est = {r["group"]: r["estimate"] for r in b["rows"]}
             wrong_pairs += sum(est[g] <= est[h] for g in t for h in t if t[g] - t[h] > 0.3)
-            assert abs(sum(r["p_best"] for r in b["rows"]) - 1) < 1e-9
+            if b["settled"]:  # P(best) only where no refit puts another group first
+                assert abs(sum(r["p_best"] for r in b["rows"]) - 1) < 1e-9
+            else:
+                assert all(r["p_best"] is None for r in b["rows"]) and b["unsettled"]
             assert all(r["rank_low"] <= r["rank"] <= r["rank_high"] for r in b["rows"])
     assert np.mean(covered["score"]) >= 0.9 and np.mean(covered["difference"]) >= 0.9
     assert all(covered["rank"]) and wrong_pairs == 0
@@ -249,6 +252,6 @@ def test_each_judge_variant_has_its_own_leaderboard_in_the_summary_and_report(cl
     holistic = summary["systems"]["overall"]["system_model"]["rows"]
     other = summary["variants"]["rubric"]["systems"]["overall"]["system_model"]["rows"]
     assert other[0]["group"] == "meta-j" != holistic[0]["group"]  # every rubric judge lifts meta-j: its quality
-    assert f"best system model with the judges' biases taken out: {holistic[0]['group']} " in out  # the reference
+    assert f"Best system model with the judges' biases taken out: {holistic[0]['group']}," in " ".join(out.split())  # the reference
     md = (tmp_path / "a" / "report.md").read_text()
     assert md.index("## Judge variant: rubric") < md.index("### Which system is best", md.index("## Judge variant: rubric"))

@@ -3,12 +3,14 @@
 A judge's own-family effect is in doubt when the design cannot separate it from its family's quality
 (identification), when the full fit holds the judge at a boundary or finds that its neutral judges hardly
 track quality (diagnostics.fit_problems), or when the fit did not converge. The board then refits with
-each such judge's own-family effects held at 0 and at its naive gap (its mean verdict minus the other
-judges' mean on the same answers, on its own family's answers less on the others'), one judge at a time
+each such judge's own-family effects held at 0 and at its naive gap (its difference from each neutral judge,
+one of neither its family nor the answer's, on its own family's answers less on the others'), one judge at a time
 (all together where the design cannot be fitted otherwise), and reads those refits beside the
 leave-one-judge-out and leave-one-family-out refits: each group's score range over the held refits, its
 rank range over every refit, and whether the top group is the same in all of them. A group whose rank
-is the same in every refit holds it; the top holds only if no refit puts another group first.
+is the same in every refit holds it; the top holds only if no refit puts another group first. Score
+ranges are read on the outcome's scale: a held refit can extrapolate past its ends, and the range then
+stops at the end (said in `clipped`).
 """
 
 from __future__ import annotations
@@ -27,20 +29,41 @@ MAX_JOINT = 4  # judges held together in every combination of 0 and naive (2^4 r
 
 
 def naive_gaps(grid: Grid) -> dict[str, float]:
-    """Each judge's naive own-family gap: on its own family's answers, its verdict minus the mean of the other
-    judges' verdicts on the same answer, less that difference on the other answers it rated (its leniency)."""
+    """Each judge's naive own-family gap against neutral judges: for each judge k of another family, the judge's
+    mean verdict minus k's on the judge's own family's answers, less that difference on the other answers it
+    rated, both over answers where k is of neither family (so k is a yardstick on both sides, and its leniency
+    cancels); the mean over such judges, weighted by the own-family answers each compared. A sibling of the
+    judge, or of an answer's generator, is no yardstick: it may share the preference being measured. A judge
+    with no neutral judge (two families only) is measured against the mean of the others, as the design allows."""
     d = grid.design
     y, present = d.y, d.present.astype(bool)
-    count, total = present.sum(axis=0), (y * present).sum(axis=0)
+    fams = sorted(set(grid.judge_family.values()) | set(grid.families))
+    judge_fam = np.array([fams.index(grid.judge_family[j]) for j in grid.judges])  # (J,)
+    answer_fam = np.array([fams.index(grid.families[f]) for f in grid.answer_family])  # (A,)
     out: dict[str, float] = {}
     for j, judge in enumerate(grid.judges):
-        others = count - present[j]
-        ok = present[j] & (others > 0)
-        diff = y[j] - (total - y[j] * present[j]) / np.maximum(others, 1)
-        own = d.terms[:, j, :].sum(axis=0) > 0
-        a, b = ok & own, ok & ~own
-        out[judge] = float(diff[a].mean() - (diff[b].mean() if b.any() else 0.0)) if a.any() else 0.0
+        own = answer_fam == judge_fam[j]
+        total = weight = 0.0
+        for k in np.flatnonzero(judge_fam != judge_fam[j]):
+            both = present[j] & present[k] & (answer_fam != judge_fam[k])  # k neutral on the answer
+            a, b = both & own, both & ~own
+            if a.any() and b.any():
+                diff = y[j] - y[k]
+                total += a.sum() * (diff[a].mean() - diff[b].mean())
+                weight += a.sum()
+        out[judge] = float(total / weight) if weight else _against_others(y, present, own, j)
     return out
+
+
+def _against_others(y: np.ndarray, present: np.ndarray, own: np.ndarray, j: int) -> float:
+    """The judge's verdict minus the other judges' mean on the same answer, on its own family's answers less on
+    the others' (0 where it has no own-family answer rated by another judge)."""
+    count, total = present.sum(axis=0), (y * present).sum(axis=0)
+    others = count - present[j]
+    ok = present[j] & (others > 0)
+    diff = y[j] - (total - y[j] * present[j]) / np.maximum(others, 1)
+    a, b = ok & own, ok & ~own
+    return float(diff[a].mean() - (diff[b].mean() if b.any() else 0.0)) if a.any() else 0.0
 
 
 def held(grid: Grid, values: dict[str, float]) -> np.ndarray:
@@ -82,10 +105,12 @@ def bounds(
     groupings: Iterable[Grouping],
     full: Scores | None,
     leave_outs: Mapping[Grouping, list[dict[str, Any]]] | None,
+    limits: tuple[float, float] = (-np.inf, np.inf),
 ) -> dict[Grouping, dict[str, Any]]:
-    """Per grouping: the refits (name, ranking, top), each group's score range over the held refits and its
-    rank range over every refit (the full fit and the leave-outs included), the groups whose rank holds and
-    whether the top does."""
+    """Per grouping: the refits (name, ranking, top), each group's score range over the held refits (on the
+    scale `limits`) and its rank range over every refit (the full fit and the leave-outs included), the groups
+    whose rank holds and whether the top does."""
+    lo_end, hi_end = limits
     fitted = [(name, score(values)) for name, values in refits]
     out: dict[Grouping, dict[str, Any]] = {}
     for by in groupings:
@@ -108,14 +133,17 @@ def bounds(
         rankings += [x["ranking"] for x in (leave_outs or {}).get(by, []) if x.get("ranking")]
         groups = sorted({g for r in rankings for g in r})
         rows = []
+        clipped = []
         for g in groups:
             ranks = [r.index(g) + 1 for r in rankings if g in r]
             values = [s[g] for s in scores if g in s]
+            if values and (min(values) < lo_end or max(values) > hi_end):
+                clipped.append(g)
             rows.append(
                 {
                     "group": g,
-                    "low": min(values) if values else None,
-                    "high": max(values) if values else None,
+                    "low": float(np.clip(min(values), lo_end, hi_end)) if values else None,
+                    "high": float(np.clip(max(values), lo_end, hi_end)) if values else None,
                     "rank_best": min(ranks),
                     "rank_worst": max(ranks),
                 }
@@ -129,5 +157,6 @@ def bounds(
             "top_holds": len(tops) == 1,
             "top": next(iter(tops)) if len(tops) == 1 else None,
             "holding": [r["group"] for r in rows if r["rank_best"] == r["rank_worst"]],
+            "clipped": clipped,
         }
     return out

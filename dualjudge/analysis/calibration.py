@@ -15,8 +15,11 @@ The fit is alternating least squares, weighted by each judge's precision 1/psi[j
 leverage correction every sweep). Without the weights, a noisier judge would pull the latent quality
 toward itself (least squares on a rank-one factor is consistent only with equal noise); with them, the
 fixed point is the maximum-likelihood fit of a rank-one factor model with heteroscedastic noise.
-Normalisation: quality has weighted mean 0 and variance 1, so the effects are in each judge's own
-score points. `scale_free=False` fixes every scale at 1: the answer-matched two-way fixed-effects
+Normalisation: quality has weighted mean 0 and variance 1 within each connected block of the design
+(judges linked by answers they both rated), so the effects are in each judge's own score points. Two
+blocks that share no judge have no common scale: normalised together, their relative offset and spread
+would be a direction the fit can drift along without end (it never converges); normalised apart, each
+block is the fit it would be alone. `scale_free=False` fixes every scale at 1: the answer-matched two-way fixed-effects
 model (unweighted), kept as a sensitivity check.
 
 Exact sufficient statistics make the bootstrap cheap. Given the judges' parameters, an answer's
@@ -75,16 +78,22 @@ class Design:
 
 @dataclass(frozen=True)
 class Types:
-    """Answers grouped by type, and per sign each type's verdict statistics (absent verdicts are 0)."""
+    """Answers grouped by type, and each (sign, type) cell's verdict statistics (absent verdicts are 0). Only the
+    cells that hold answers are kept (at most one per answer), so the statistics take the answers' size, not
+    signs x types x judges^2."""
 
     present: np.ndarray  # (T, J) 0/1
     terms: np.ndarray  # (T, K, J) 0/1, and 0 where the judge did not rate the type
     group: np.ndarray  # (T,) generator-family code
     of_answer: np.ndarray  # (A,) type of each answer
-    n: np.ndarray  # (G, T) answers
-    sy: np.ndarray  # (G, T, J) sums of verdicts
-    syy: np.ndarray  # (G, T, J, J) sums of verdict cross-products
+    n_signs: int
+    cell_sign: np.ndarray  # (C,) each cell's sign
+    cell_type: np.ndarray  # (C,) each cell's type
+    cell_n: np.ndarray  # (C,) answers
+    cell_sy: np.ndarray  # (C, J) sums of verdicts
+    cell_syy: np.ndarray  # (C, J, J) sums of verdict cross-products
     unit: np.ndarray | None = None  # (T,) each type's unit code, when the design has units
+    component: np.ndarray | None = None  # (T,) each type's connected block (blocks(): judges linked by shared answers)
 
     @classmethod
     def of(cls, d: Design) -> Types:
@@ -96,26 +105,78 @@ class Types:
         unit = None
         if d.unit is not None:
             unit, uniq = uniq[:, 0].astype(int), uniq[:, 1:]
-        n_t, g = len(uniq), d.n_clusters
-        cell = d.cluster * n_t + of_answer  # (sign, type) of each answer
+        n_t = len(uniq)
+        cells, of_cell = np.unique(d.cluster.astype(np.int64) * n_t + of_answer, return_inverse=True)  # (sign, type) cells
+        of_cell = of_cell.reshape(-1)
         y = (d.y * d.present).T  # (A, J)
-        n = np.bincount(cell, minlength=g * n_t).reshape(g, n_t).astype(np.float64)
-        sy = _cell_sums(cell, y, g * n_t).reshape(g, n_t, n_j)
-        syy = _cell_sums(cell, (y[:, :, None] * y[:, None, :]).reshape(a, n_j * n_j), g * n_t).reshape(g, n_t, n_j, n_j)
+        n = np.bincount(of_cell, minlength=len(cells)).astype(np.float64)
+        sy = _cell_sums(of_cell, y, len(cells))
+        syy = _cell_sums(of_cell, (y[:, :, None] * y[:, None, :]).reshape(a, n_j * n_j), len(cells)).reshape(-1, n_j, n_j)
         present = uniq[:, 1 : 1 + n_j].astype(np.float64)
         terms = uniq[:, 1 + n_j :].reshape(n_t, k, n_j).astype(np.float64) * present[:, None, :]  # where rated
-        return cls(present, terms, uniq[:, 0].astype(int), of_answer, n, sy, syy, unit)
+        return cls(
+            present,
+            terms,
+            uniq[:, 0].astype(int),
+            of_answer,
+            d.n_clusters,
+            (cells // n_t).astype(int),
+            (cells % n_t).astype(int),
+            n,
+            sy,
+            syy,
+            unit,
+            blocks(present),
+        )
+
+    def block(self, t: np.ndarray, j: np.ndarray) -> Types:
+        """The types `t` (sorted) and judges `j` of one block of the design, as a design of their own."""
+        keep = np.isin(self.cell_type, t)
+        return Types(
+            self.present[np.ix_(t, j)],
+            self.terms[t][:, :, j],
+            self.group[t],
+            self.of_answer,  # not used by a fit
+            self.n_signs,
+            self.cell_sign[keep],
+            np.searchsorted(t, self.cell_type[keep]),
+            self.cell_n[keep],
+            self.cell_sy[keep][:, j],
+            self.cell_syy[keep][:, j][:, :, j],
+            None if self.unit is None else self.unit[t],
+            np.zeros(len(t), dtype=int),
+        )
 
     def resampled(self, sign_counts: np.ndarray | None) -> Sums:
-        """Per-type statistics of B resamples from (B, G) sign counts (default: the data once)."""
-        c = np.ones((1, self.n.shape[0])) if sign_counts is None else np.asarray(sign_counts, dtype=np.float64)
-        b, (g, n_t, n_j) = len(c), self.sy.shape
-        return Sums(
-            self,
-            c @ self.n,
-            (c @ self.sy.reshape(g, -1)).reshape(b, n_t, n_j),
-            (c @ self.syy.reshape(g, -1)).reshape(b, n_t, n_j, n_j),
-        )
+        """Per-type statistics of B resamples from (B, G) sign counts (default: the data once): each cell weighted
+        by how often its sign was drawn, summed over its type's cells."""
+        from scipy.sparse import csr_matrix
+
+        c = np.ones((1, self.n_signs)) if sign_counts is None else np.asarray(sign_counts, dtype=np.float64)
+        n_t, n_j, n_c = len(self.group), self.present.shape[1], len(self.cell_type)
+        w = c[:, self.cell_sign]  # (B, C)
+        to_type = csr_matrix((np.ones(n_c), (self.cell_type, np.arange(n_c))), shape=(n_t, n_c))
+        n = np.asarray(to_type @ (w * self.cell_n).T).T
+        sy = np.stack([np.asarray(to_type @ (wb[:, None] * self.cell_sy)) for wb in w])
+        flat = self.cell_syy.reshape(n_c, n_j * n_j)
+        syy = np.stack([np.asarray(to_type @ (wb[:, None] * flat)).reshape(n_t, n_j, n_j) for wb in w])
+        return Sums(self, n, sy, syy)
+
+
+def blocks(present: np.ndarray) -> np.ndarray:
+    """(T,) the connected block of each type of answer: judges are linked when they rated answers of one type,
+    and a type belongs to the block of the judges that rated it."""
+    n_t, n_j = present.shape
+    if n_t == 0 or n_j == 0:
+        return np.zeros(n_t, dtype=int)
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    rows, cols = np.nonzero(present)
+    graph = coo_matrix((np.ones(len(rows)), (rows, n_t + cols)), shape=(n_t + n_j, n_t + n_j))
+    _, labels = connected_components(graph, directed=False)
+    _, codes = np.unique(labels[:n_t], return_inverse=True)
+    return np.asarray(codes.reshape(-1), dtype=int)
 
 
 def unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,13 +197,12 @@ def unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _cell_sums(cell: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
-    order = np.argsort(cell, kind="stable")
-    sorted_cells = cell[order]
-    starts = np.flatnonzero(np.r_[True, sorted_cells[1:] != sorted_cells[:-1]]) if len(cell) else np.array([], int)
-    out = np.zeros((n_cells, values.shape[1]))
-    if len(cell):
-        out[sorted_cells[starts]] = np.add.reduceat(values[order], starts, axis=0)
-    return out
+    """(n_cells, V) the sum of `values`' rows in each cell: a sparse one-hot product, so its cost is the
+    values' size once (no sort of a large matrix)."""
+    from scipy.sparse import csr_matrix
+
+    onehot = csr_matrix((np.ones(len(cell)), (cell, np.arange(len(cell)))), shape=(n_cells, len(cell)))
+    return np.asarray(onehot @ values, dtype=np.float64)
 
 
 class Sums:
@@ -193,7 +253,77 @@ def fit(
 ) -> Fit:
     """Fit the calibration model once per resample in `sums` (Types.resampled). `fixed` (J, K): effects held
     at a given value instead of estimated (NaN: estimated), for the bounds over effects the data cannot
-    identify (a judge's own-family effect at 0, and at its naive value)."""
+    identify (a judge's own-family effect at 0, and at its naive value). A design of several blocks is fitted
+    block by block (they share no parameter), each to its own convergence, and put back together."""
+    component = sums.types.component
+    if component is None or component.max(initial=0) == 0:
+        return _fit(sums, scale_free, start, tol, max_sweeps, fixed)
+    return _fit_blocks(sums, component, scale_free, start, tol, max_sweeps, fixed)
+
+
+def _fit_blocks(
+    sums: Sums,
+    component: np.ndarray,
+    scale_free: bool,
+    start: Fit | None,
+    tol: float,
+    max_sweeps: int,
+    fixed: np.ndarray | None,
+) -> Fit:
+    b, n_j, k = sums.wx.shape
+    n_t = len(component)
+    out = Fit(
+        np.zeros((b, n_j)),
+        np.ones((b, n_j)),
+        np.full((b, n_j, k), np.nan),
+        np.ones((b, n_j)),
+        np.zeros((b, n_t, n_j)),
+        np.zeros((b, n_t)),
+        0,
+        True,
+        np.full((b, n_j), np.nan),
+        np.zeros((b, n_j), dtype=bool),
+    )
+    types = sums.types
+    for c in range(int(component.max()) + 1):
+        t = np.flatnonzero(component == c)
+        j = np.flatnonzero(types.present[t].any(axis=0))
+        part = types.block(t, j)
+        sub = Sums(part, sums.n[:, t], sums.sy[:, t][:, :, j], sums.syy[np.ix_(np.arange(b), t, j, j)])
+        begun = None if start is None else _restricted(start, t, j)
+        f = _fit(sub, scale_free, begun, tol, max_sweeps, None if fixed is None else fixed[j])
+        out.leniency[:, j], out.scale[:, j], out.effects[:, j], out.precision[:, j] = f.leniency, f.scale, f.effects, f.precision
+        out.psi[:, j], out.at_bound[:, j] = f.psi, f.at_bound
+        out.a[np.ix_(np.arange(b), t, j)] = f.a
+        out.b[:, t] = f.b
+        out.sweeps, out.converged = max(out.sweeps, f.sweeps), out.converged and f.converged
+    return out
+
+
+def _restricted(f: Fit, t: np.ndarray, j: np.ndarray) -> Fit:
+    """A fit's parameters of one block (a warm start)."""
+    return Fit(
+        f.leniency[:, j],
+        f.scale[:, j],
+        f.effects[:, j],
+        f.precision[:, j] / np.maximum(f.precision[:, j].mean(axis=1, keepdims=True), 1e-300),
+        f.a[:, t][:, :, j],
+        f.b[:, t],
+        f.sweeps,
+        f.converged,
+        f.psi[:, j],
+        f.at_bound[:, j],
+    )
+
+
+def _fit(
+    sums: Sums,
+    scale_free: bool,
+    start: Fit | None,
+    tol: float,
+    max_sweeps: int,
+    fixed: np.ndarray | None,
+) -> Fit:
     b, n_j, k = sums.wx.shape
     if start is not None and scale_free:
         lam = np.broadcast_to(start.leniency, (b, n_j)).copy()
@@ -230,7 +360,7 @@ def refits(
     full = fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS, fixed=fixed)
     yield full_sums, full
     n_j = types.present.shape[1]
-    sign_counts = resample_counts(types.n.shape[0], n_resamples, seed)
+    sign_counts = resample_counts(types.n_signs, n_resamples, seed)
     batch = max(1, MAX_CELLS // max(1, len(types.group) * n_j**2))
     for start in range(0, n_resamples, batch):
         sums = types.resampled(sign_counts[start : start + batch])
@@ -256,17 +386,26 @@ def _quality(
     alpha = p[None] * c[:, None, :] / safe[:, :, None]  # (B, T, J)
     offset = lam[:, None, :] + np.einsum("bjk,tkj->btj", eff, x)  # (B, T, J)
     beta = (alpha * offset).sum(axis=2)  # (B, T)
-    weight = p.sum(axis=1)  # verdicts per answer of each type
-    s1 = np.einsum("btj,btj->bt", alpha, sums.sy) - beta * sums.n  # sum of q over a type's answers
-    s2 = (
-        np.einsum("bti,btij,btj->bt", alpha, sums.syy, alpha)
-        - 2 * beta * np.einsum("btj,btj->bt", alpha, sums.sy)
-        + beta**2 * sums.n
-    )
-    total = sums.n @ weight
+    ay = np.einsum("btj,btj->bt", alpha, sums.sy)
+    s1 = ay - beta * sums.n  # sum of q over a type's answers
+    # alpha' syy alpha as two contractions of two operands each: a three-operand einsum runs unblocked, 4x slower
+    s2 = np.einsum("bti,bti->bt", alpha, np.einsum("btij,btj->bti", sums.syy, alpha)) - 2 * beta * ay + beta**2 * sums.n
+    # weighted by verdicts per answer, within each connected block of the design
+    types = sums.types
+    component = types.component if types.component is not None else np.zeros(len(types.group), dtype=int)
+    weight = _onehot_weights(p.sum(axis=1), component)  # (T, C)
+    total = np.maximum(sums.n @ weight, 1e-300)  # (B, C): a resample may leave a block without answers
     mean = (s1 @ weight) / total
     sd = np.sqrt(np.maximum((s2 @ weight) / total - mean**2, 1e-300)) if scale_free else np.ones_like(mean)
-    return alpha / sd[:, None, None], (-beta - mean[:, None]) / sd[:, None]
+    mean_t, sd_t = mean[:, component], sd[:, component]  # (B, T)
+    return alpha / sd_t[:, :, None], (-beta - mean_t) / sd_t
+
+
+def _onehot_weights(weight: np.ndarray, component: np.ndarray) -> np.ndarray:
+    """(T, C) each type's weight in the column of its block."""
+    out = np.zeros((len(weight), int(component.max()) + 1 if len(component) else 1))
+    out[np.arange(len(weight)), component] = weight
+    return out
 
 
 def type_sums_of_quality(sums: Sums, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from dualjudge.analysis import calibration
 
@@ -148,6 +149,21 @@ def copies(grid: Grid) -> list[tuple[str, str, float, int]]:
                 out.append((grid.judges[j], grid.judges[k], r, int(both.sum())))
                 merged.add(k)
     return out
+
+
+def merge_copies(frame: pd.DataFrame, grid: Grid, outcome: str) -> tuple[pd.DataFrame, list[str]]:
+    """The table without the judges that copy another (copies()), and one line for each merged: one model
+    entered twice counts once, in the self-preference fit and on the leaderboard alike."""
+    merged = copies(grid)
+    if not merged:
+        return frame, []
+    gone = {copy for _, copy, _, _ in merged}
+    lines = [
+        f"{copy} merged with {kept} before fitting: their {outcome} verdicts correlate at r = {r:.3f} on {shared} "
+        f"shared answers (one model entered twice?)"
+        for kept, copy, r, shared in merged
+    ]
+    return frame[~frame["judge_model"].astype(str).isin(gone)], lines
 
 
 def correlated_pairs(grid: Grid, full: calibration.Fit) -> list[Pair]:

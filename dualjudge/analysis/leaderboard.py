@@ -37,7 +37,9 @@ from dualjudge.analysis import calibration
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL
 from dualjudge.analysis.bounds import bounds, held, held_refits, naive_gaps
 from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
-from dualjudge.analysis.diagnostics import fit_problems
+from dualjudge.analysis.connectivity import Block, blocks
+from dualjudge.analysis.diagnostics import fit_problems, merge_copies
+from dualjudge.analysis.duplicates import Aliases, duplicate_keys
 from dualjudge.analysis.items import common_items, ease_gaps, ease_warnings
 from dualjudge.analysis.ranks import calibrated_board, competition_ranks, ranking_changes
 from dualjudge.analysis.self_preference import OUTCOMES, Grid, answer_keys, build_grid, identification, lineage_columns
@@ -199,7 +201,7 @@ def calibrated_scores(
     """Each grouping's calibrated scores from one fit, or None where no calibrated ranking can be made."""
     if frame["judge_model"].nunique() < 2:
         return None
-    grid, units, _ = _fit_or_reason(frame, outcome, lineage)
+    grid, units, _, _ = _fit_or_reason(frame, outcome, lineage)
     if units is None:
         return None
     return point_scores(grid, units, grid.design.n_judges >= 3)
@@ -277,11 +279,20 @@ def _reason(grid: Grid, outcome: Outcome) -> str | None:
     return None
 
 
-def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> tuple[Grid, Units | None, str | None]:
-    """The grid, and its units where a calibrated ranking can be made (else None and why not)."""
-    grid = build_grid(frame, outcome, lineage)
+def _fit_or_reason(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> tuple[Grid, Units | None, str | None, list[str]]:
+    """The grid (a judge that copies another merged into it: merged_grid), its units where a calibrated ranking
+    can be made (else None and why not), and a line for each judge merged."""
+    grid, merged = merged_grid(frame, outcome, lineage)
     reason = _reason(grid, outcome)
-    return (grid, None, reason) if reason else (grid, Units.of(grid), None)
+    return (grid, None, reason, merged) if reason else (grid, Units.of(grid), None, merged)
+
+
+def merged_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> tuple[Grid, list[str]]:
+    """The grid with every judge that copies another merged into it, as the self-preference fit merges it, and
+    the line that says so for each."""
+    grid = build_grid(frame, outcome, lineage)
+    kept, lines = merge_copies(frame, grid, outcome)
+    return (build_grid(kept, outcome, lineage) if lines else grid), lines
 
 
 def _doubts(grid: Grid, full: calibration.Fit, free_scales: bool) -> dict[str, str]:
@@ -301,8 +312,9 @@ def _bounds(
     blocked: set[str],
     full: dict[Grouping, dict[str, float]] | None,
     leave_outs: dict[Grouping, list[dict[str, Any]]] | None,
+    limits: tuple[float, float],
 ) -> dict[Grouping, dict[str, Any]]:
-    """The board's bounds over the doubtful judges' own-family effects (analysis/bounds.py)."""
+    """The board's bounds over the doubtful judges' own-family effects (analysis/bounds.py), on the scale."""
     free_scales = grid.design.n_judges >= 3
     refits = held_refits(doubts, blocked, naive_gaps(grid))
 
@@ -312,7 +324,7 @@ def _bounds(
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             return None
 
-    return bounds(doubts, refits, score, GROUPINGS, full, leave_outs)
+    return bounds(doubts, refits, score, GROUPINGS, full, leave_outs, limits)
 
 
 def sensitivity(grid: Grid, units: Units, outcome: Outcome, top: dict[Grouping, str | None]) -> dict[Grouping, dict[str, Any]]:
@@ -370,11 +382,86 @@ def _left_out(answers: pd.DataFrame, out_of_grid: np.ndarray, outcome: Outcome, 
 
 
 def leaderboard(
-    frame: pd.DataFrame, outcome: Outcome = "overall", lineage: Lineage = "family", n_resamples: int = N_RESAMPLES, seed: int = 0
+    frame: pd.DataFrame,
+    outcome: Outcome = "overall",
+    lineage: Lineage = "family",
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    scale_max: float = 10.0,
+    aliases: Aliases = (),
 ) -> dict[Grouping, dict[str, Any]]:
-    """One outcome's leaderboard for each grouping (system model, strategy, both)."""
+    """One outcome's leaderboard for each grouping (system model, strategy, both). A table of disconnected
+    blocks (connectivity.py) gets one board per block and none across them. `aliases`: pairs of keys declared
+    to name one model (flagged on the board: duplicates.py)."""
+    parts = blocks(frame)
+    if len(parts) > 1:
+        return _blocked(frame, parts, outcome, lineage, n_resamples, seed, scale_max, aliases)
+    return _board(frame, outcome, lineage, n_resamples, seed, scale_max, aliases)
+
+
+def _blocked(
+    frame: pd.DataFrame,
+    parts: list[Block],
+    outcome: Outcome,
+    lineage: Lineage,
+    n_resamples: int,
+    seed: int,
+    scale_max: float,
+    aliases: Aliases,
+) -> dict[Grouping, dict[str, Any]]:
+    """The boards of a disconnected design: each block ranked on its own; no row, mean or sentence across blocks."""
+    reason = (
+        f"the table is {len(parts)} blocks that share no judge, system or item, so nothing puts their scores on one "
+        f"scale: each block is ranked on its own, never against the others"
+    )
+    per_block = [(part, _board(frame[part.rows], outcome, lineage, n_resamples, seed, scale_max, aliases)) for part in parts]
+    out: dict[Grouping, dict[str, Any]] = {}
+    for by in GROUPINGS:
+        board = _empty_board(outcome, by, reason)
+        board["blocks"] = [
+            {"name": part.name, "words": part.words(), "judges": part.judges, "systems": part.systems, "board": boards[by]}
+            for part, boards in per_block
+        ]
+        board["warnings"] = [f"{reason}: {'; '.join(part.words() for part in parts)}"]
+        out[by] = board
+    return out
+
+
+def _empty_board(outcome: Outcome, by: Grouping, reason: str | None) -> dict[str, Any]:
+    return {
+        "outcome": outcome,
+        "by": by,
+        "unit": "points" if outcome == "overall" else "probability",
+        "unit_words": None,
+        "estimable": False,
+        "reason": reason,
+        "n_signs": None,
+        "rows": [],
+        "differences": [],
+        "naive": [],
+        "self_excluded": [],
+        "judges": {},
+        "common_items": [],
+        "common_items_n": 0,
+        "changes": [],
+        "changes_total": 0,
+        "sensitivity": None,
+        "bounds": None,
+        "settled": True,
+        "unsettled": [],
+        "blocks": [],
+        "warnings": [],
+    }
+
+
+def _board(
+    frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_resamples: int, seed: int, scale_max: float, aliases: Aliases
+) -> dict[Grouping, dict[str, Any]]:
+    """One connected table's leaderboard for each grouping."""
     unit = "points" if outcome == "overall" else "probability"
-    grid, units, reason = _fit_or_reason(frame, outcome, lineage)
+    limits = (0.0, scale_max if outcome == "overall" else 1.0)
+    grid, units, reason, merged = _fit_or_reason(frame, outcome, lineage)
+    flagged = [*merged, *duplicate_keys(frame, outcome, aliases)]
     boards: dict[Grouping, dict[str, Any]] = {}
     rated = _rated(frame, outcome)
     item_warnings: dict[Grouping, list[str]] = {}
@@ -388,30 +475,18 @@ def leaderboard(
         common = mean_ranking(rated[shared], by, groups) if n_common else []
         item_warnings[by] = ease_warnings(ease_gaps(rated, labels), outcome, n_common)
         boards[by] = {
-            "outcome": outcome,
-            "by": by,
-            "unit": unit,
-            "unit_words": None,
-            "estimable": False,
-            "reason": reason,
-            "n_signs": None,
-            "rows": [],
-            "differences": [],
+            **_empty_board(outcome, by, reason),
             "naive": plain.pop("naive"),
             "self_excluded": plain.pop("self_excluded"),
             "judges": {name.removeprefix("judge:"): rows for name, rows in plain.items()},
             "common_items": common,
             "common_items_n": n_common,
-            "changes": [],
-            "changes_total": 0,
-            "sensitivity": None,
-            "bounds": None,
-            "warnings": ([] if reason is None else [f"no calibrated ranking: {reason}"]) + item_warnings[by],
+            "warnings": ([] if reason is None else [f"no calibrated ranking: {reason}"]) + flagged + item_warnings[by],
         }
     if units is None:
         blocked = _blocking(grid) if grid.design.n_answers and grid.design.n_clusters >= 2 else {}
         if blocked:
-            held_boards = _bounds(grid, Units.of(grid), blocked, set(blocked), None, None)
+            held_boards = _bounds(grid, Units.of(grid), blocked, set(blocked), None, None, limits)
             for by in GROUPINGS:
                 boards[by]["bounds"] = held_boards[by]
         return boards
@@ -446,7 +521,7 @@ def leaderboard(
             n_signs=g,
             rows=rows,
             differences=board.differences,
-            warnings=[*warnings, *_left_out(answers, out_of_grid, outcome, by), *item_warnings[by]],
+            warnings=[*flagged, *warnings, *_left_out(answers, out_of_grid, outcome, by), *item_warnings[by]],
         )
         b["changes"], b["changes_total"] = ranking_changes(
             board,
@@ -468,9 +543,53 @@ def leaderboard(
             by: [*boards[by]["sensitivity"]["leave_one_judge_out"], *boards[by]["sensitivity"]["leave_one_family_out"]]
             for by in GROUPINGS
         }
-        for by, b in _bounds(grid, units, doubts, set(), full_scores, leave_outs).items():
+        for by, b in _bounds(grid, units, doubts, set(), full_scores, leave_outs, limits).items():
             boards[by]["bounds"] = b
+    for settled in boards.values():
+        settle(settled, unit)
     return boards
+
+
+def refit_rankings(board: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(name, ranking) of every refit the board was read beside: one judge or family left out, a doubtful
+    judge's own-family effect held at 0 or at its naive gap."""
+    s, b = board["sensitivity"] or {}, board["bounds"] or {}
+    out = [
+        (f"without {x['left_out']}", x["ranking"]) for x in (*s.get("leave_one_judge_out", []), *s.get("leave_one_family_out", []))
+    ]
+    out += [(f"with the {x['name']}", x["ranking"]) for x in b.get("refits", [])]
+    return [(name, ranking) for name, ranking in out if ranking]
+
+
+def settle(board: dict[str, Any], unit: str) -> None:
+    """One answer on every surface, in place: what the refits and bounds contradict is not shown as settled.
+    Each row's rank interval also covers its rank in every refit; when a refit puts another group first, no
+    group gets a probability of being best and `unsettled` says which refits; a ranking change that some refit
+    reverses says so in its sentence and is marked not settled."""
+    rows = board["rows"]
+    refits = refit_rankings(board)
+    for r in rows:
+        ranks = [order.index(r["group"]) + 1 for _, order in refits if r["group"] in order]
+        if ranks and r["rank"] is not None:
+            r["rank_low"], r["rank_high"] = min(r["rank_low"], *ranks), max(r["rank_high"], *ranks)
+    top = rows[0]["group"] if rows and len(rows) > 1 else None
+    board["unsettled"] = [f"{name}: {order[0]} first" for name, order in refits if top is not None and order[0] != top]
+    board["settled"] = not board["unsettled"]
+    if not board["settled"]:
+        for r in rows:
+            r["p_best"] = None
+    for c in board["changes"]:
+        reversed_by = [
+            name
+            for name, order in refits
+            if c["higher"] in order and c["lower"] in order and order.index(c["lower"]) < order.index(c["higher"])
+        ]
+        c["settled"] = not reversed_by
+        if reversed_by:
+            c["sentence"] = (
+                f"{change_sentence(c, unit)} in the full fit, but the refit {reversed_by[0]} puts {c['lower']} ahead "
+                f"({len(reversed_by)} refit(s) in all), so the order is not settled"
+            )
 
 
 def _fit_warnings(grid: Grid, full: calibration.Fit, free_scales: bool, n_signs: int) -> list[str]:
@@ -496,16 +615,18 @@ def systems(
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
     outcomes: tuple[Outcome, ...] = ("overall", "equivalent"),
+    scale_max: float = 10.0,
+    aliases: Aliases = (),
 ) -> dict[str, Any]:
     """summary.json's `systems`: the leaderboard of each outcome and grouping (docs/summary.md)."""
     result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": INTERVALS, "resamples": n_resamples, "seed": seed}
     for outcome in outcomes:
-        result[outcome] = leaderboard(frame, outcome, lineage, n_resamples, seed)
+        result[outcome] = leaderboard(frame, outcome, lineage, n_resamples, seed, scale_max, aliases)
     return result
 
 
 CLI_ROW = ("group", "estimate", "ci_low", "ci_high", "rank", "rank_low", "rank_high", "p_best")
-CLI_CHANGE = ("higher", "lower", "ranking", "difference", "ci_low", "ci_high")
+CLI_CHANGE = ("higher", "lower", "ranking", "difference", "ci_low", "ci_high", "settled")
 
 
 def cli_json(board: dict[str, Any], variant: str) -> dict[str, Any]:
@@ -532,5 +653,10 @@ def cli_json(board: dict[str, Any], variant: str) -> dict[str, Any]:
         "changes_total": board["changes_total"],
         "sensitivity": board["sensitivity"],
         "bounds": board["bounds"],
+        "settled": board["settled"],
+        "unsettled": board["unsettled"],
+        "blocks": [
+            {k: v for k, v in b.items() if k != "board"} | {"board": cli_json(b["board"], variant)} for b in board["blocks"]
+        ],
         "warnings": board["warnings"],
     }

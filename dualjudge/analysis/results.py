@@ -260,6 +260,7 @@ class RankingChange(_Result):
     ci_low: float
     ci_high: float
     sentence: str
+    settled: bool = True  # no refit (a judge or family left out, a doubtful effect held) reverses the pair
 
 
 class LeaveOut(_Result):
@@ -304,6 +305,7 @@ class Bounds(_Result):
     top_holds: bool  # every refit (held, full, leave-outs) puts the same group first
     top: str | None  # that group, when it holds
     holding: list[str]  # groups whose rank is the same in every refit
+    clipped: list[str] = []  # groups whose score range a held refit took past an end of the scale (shown at the end)
 
 
 class Leaderboard(_Result):
@@ -325,7 +327,25 @@ class Leaderboard(_Result):
     changes_total: int = 0  # how many changes there are in all (more than listed on a large board)
     sensitivity: PanelSensitivity | None
     bounds: Bounds | None = None  # when a judge's own-family effect is in doubt
+    # the top holds in every refit and bound: a best group may be named and P(best) shown; else `unsettled`
+    # says which refits put another group first (every rank interval then also covers the refits' ranks)
+    settled: bool = True
+    unsettled: list[str] = []
+    blocks: list[BoardBlock] = []  # a disconnected table: each block's own board, none across them
     warnings: list[str]
+
+
+class BoardBlock(_Result):
+    """One connected block of a disconnected table (analysis/connectivity.py) and its own board."""
+
+    name: str
+    words: str
+    judges: list[str]
+    systems: list[str]
+    board: Leaderboard
+
+
+Leaderboard.model_rebuild()
 
 
 class Systems(_Result):

@@ -37,6 +37,7 @@ from dualjudge.analysis.diagnostics import (
     fit_problems,
     flagged,
     imputed_estimates,
+    merge_copies,
     missing_gaps,
     missing_warning,
     pair_warning,
@@ -401,13 +402,8 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
     merged = copies(grid)  # one model entered twice counts once: the copy is merged before fitting
     family_of = dict(grid.judge_family)
     if merged:
-        gone = {copy for _, copy, _, _ in merged}
-        frame = frame[~frame["judge_model"].astype(str).isin(gone)]
-        for kept, copy, r, shared in merged:
-            result["warnings"].append(
-                f"{copy} merged with {kept} before fitting: their {outcome} verdicts correlate "
-                f"at r = {r:.3f} on {shared} shared answers (one model entered twice?)"
-            )
+        frame, lines = merge_copies(frame, grid, outcome)
+        result["warnings"] += lines
         grid = build_grid(frame, outcome, lineage)
     result["missing"] = missing_by_family(frame, outcome, lineage)
     result["warnings"] += result["missing"]["warnings"]
@@ -557,11 +553,14 @@ def judge_warnings(
             if sub.design.n_answers and sub.design.n_clusters >= 2:
                 left_out[gone] = point_estimates(sub)
         for e in entries.values():
-            if e["identified"]:
+            if not e["identified"]:
+                continue
+            shown = [
+                v for gone, estimates in left_out.items() if gone != e["judge"] and (v := estimates.get(e["judge"])) is not None
+            ]
+            if moves(e, shown):  # a pair warns a judge only where leaving a member out moves its estimate
                 e["warnings"].append(pair_warning(pair, left_out, e["judge"]))
-                alternatives.setdefault(e["judge"], []).extend(
-                    v for gone, estimates in left_out.items() if gone != e["judge"] and (v := estimates.get(e["judge"])) is not None
-                )
+                alternatives.setdefault(e["judge"], []).extend(shown)
     shifts, unit = (SHIFTS, "points") if outcome == "overall" else (tuple(x / 5 for x in SHIFTS), "probability")
     for judge, rates in missing_gaps(result["missing"]["by_judge_family"], grid.judge_family).items():
         e = entries.get(judge)
@@ -573,6 +572,15 @@ def judge_warnings(
             worst = next(iter(imputed_estimates(grid, full, judge, scale_free=free_scales, value=0.0).values()))
         e["warnings"].append(missing_warning(judge, rates, e["estimate"], e["ci_high"] - e["estimate"], imputed, unit, worst))
         alternatives.setdefault(judge, []).extend([*imputed.values(), *([worst] if worst is not None else [])])
+
+
+def moves(entry: dict[str, Any], estimates: list[float]) -> bool:
+    """Whether any of these estimates (a pair member left out) falls outside the judge's interval: only then
+    does the pair change what the judge's estimate says."""
+    low, high = entry.get("ci_low"), entry.get("ci_high")
+    if low is None or high is None:
+        return bool(estimates)
+    return any(not low <= v <= high for v in estimates if np.isfinite(v))
 
 
 def label_warnings(frame: pd.DataFrame, lineage: Lineage) -> list[str]:

@@ -22,6 +22,7 @@ from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.clarification import clarification_near, experiment
 from dualjudge.analysis.decision import decision_risk
 from dualjudge.analysis.designs import compare_designs, variant_order
+from dualjudge.analysis.duplicates import Aliases
 from dualjudge.analysis.identification import identification
 from dualjudge.analysis.missingness import missingness
 from dualjudge.analysis.planted import planted_near, task_near
@@ -44,6 +45,7 @@ def summarize(
     n_resamples: int = N_RESAMPLES,
     scale: Scale = PAPER_SCALE,
     progress: Progress | None = None,
+    aliases: Aliases = (),
     **extra: Any,
 ) -> Summary:
     tell = progress or (lambda _: None)
@@ -62,7 +64,7 @@ def summarize(
         "system_models": dual_judge.system_means(frame, "system_model"),
     }
     tell(f"calibrated leaderboard ({n_resamples} resamples)")
-    parts["systems"] = leaderboard.systems(frame, lineage, seed, n_resamples)
+    parts["systems"] = leaderboard.systems(frame, lineage, seed, n_resamples, scale_max=scale.maximum, aliases=aliases)
     parts["paired_tests"] = dual_judge.paired_tests(frame)
     tell(f"self-preference ({n_resamples} resamples)")
     parts["self_preference"] = self_preference(frame, lineage, seed, n_resamples)
@@ -129,6 +131,7 @@ def summarize_table(
     n_resamples: int = N_RESAMPLES,
     scale: Scale = PAPER_SCALE,
     progress: Progress | None = None,
+    aliases: Aliases = (),
 ) -> tuple[pd.DataFrame, Summary]:
     """Read a verdict table (and the probe, passes and human tables beside it) and summarise it: one
     summary per judge variant (the reference one on top, the others under `variants`) and, with
@@ -152,6 +155,7 @@ def summarize_table(
             n_resamples,
             scale,
             named,
+            aliases,
             probes=probes_of(order, padding, variant, seed, n_resamples) or None,
             table=str(table),
             stability=stability_near(table, scale, variant),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -19,7 +19,7 @@ from dualjudge.analysis.choices import (
     Metric,
     Outcome,
 )
-from dualjudge.cli.common import ScaleMax, console, err_console, stage_progress
+from dualjudge.cli.common import Alias, ScaleMax, aliases, console, err_console, stage_progress
 from dualjudge.errors import DualjudgeError
 from dualjudge.rundir import RunDir
 
@@ -47,6 +47,7 @@ def analyze(
     low: Annotated[float, typer.Option(help='"Poor" below this score (Type I; the paper: 5).')] = 5.0,
     high_inclusive: Annotated[bool, typer.Option(help="Count a score equal to --high as good.")] = False,
     low_inclusive: Annotated[bool, typer.Option(help="Count a score equal to --low as poor.")] = False,
+    alias: Alias = None,
 ) -> None:
     """Tables 1-3, self-preference with CIs, agreement, probes and more; writes the report.
 
@@ -54,12 +55,12 @@ def analyze(
     column of the contract is optional and unlocks its sections (docs/verdict-table.md)."""
     from dualjudge.analysis.scale import Scale
     from dualjudge.report.build import analyze as run_analysis
-    from dualjudge.report.systems import top_doubts
+    from dualjudge.report.findings import best_system
 
     scale = Scale(scale_max, high, low, high_inclusive, low_inclusive)
     try:
         with stage_progress("analysing") as progress:
-            summary = run_analysis(table, out, lineage, seed, resamples, scale=scale, progress=progress)
+            summary = run_analysis(table, out, lineage, seed, resamples, scale=scale, progress=progress, aliases=aliases(alias))
     except ValueError as e:
         raise DualjudgeError(str(e)) from None
     except KeyboardInterrupt:
@@ -74,21 +75,9 @@ def analyze(
         f"estimated for {len(estimated)} of {len(judges)} judges"
         + ("" if len(estimated) == len(judges) else " (report.md says why not for the others)")
     )
-    board = (summary.systems.overall or {}).get("system_model")
-    doubts = top_doubts(board) if board is not None and board.estimable else []
-    if board is not None and board.estimable and len(board.rows) > 1 and doubts:
-        console.print(
-            f"no single best system model: {board.rows[0].group} first with every judge, but {'; '.join(doubts)} (report.md)",
-            markup=False,
-        )
-    elif board is not None and board.estimable and len(board.rows) > 1:
-        top = board.rows[0]
-        changes = max(board.changes_total, len(board.changes))
-        console.print(
-            f"best system model with the judges' biases taken out: {top.group} (first in "
-            f"{100 * (top.p_best or 0):.0f}% of resamples; {changes} ranking change(s) in report.md)",
-            markup=False,
-        )
+    headline = best_system(summary)  # the report's own sentence: one answer on every surface
+    if headline:
+        console.print(headline, markup=False, highlight=False)
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
 
 
@@ -201,6 +190,7 @@ def stats_systems(
         Optional[str], typer.Option(help="The judge variant to rank by (default: the reference one, holistic when present).")
     ] = None,
     scale_max: ScaleMax = 10.0,
+    alias: Alias = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Which system is best with the judges' biases taken out: calibrated scores, rank intervals, P(best),
@@ -208,11 +198,10 @@ def stats_systems(
     from dualjudge.analysis.leaderboard import cli_json, leaderboard
     from dualjudge.analysis.scale import Scale
     from dualjudge.analysis.table import read_table
-    from dualjudge.report.tables import num
 
     frame = read_table(table, Scale.with_maximum(scale_max))
     frame, chosen, others = _one_variant(frame, variant)
-    board = leaderboard(frame, outcome, lineage, resamples, seed)[by]
+    board = leaderboard(frame, outcome, lineage, resamples, seed, scale_max, aliases(alias))[by]
     result = cli_json(board, chosen)
     if others:
         result["warnings"].append(
@@ -221,35 +210,56 @@ def stats_systems(
     if as_json:
         print(json.dumps(result))
         return
-    console.print(
-        f"{result['method']}\nunit: {board['unit_words'] or board['unit']}\nintervals: {result['interval']}", markup=False
-    )
+    console.print(f"{result['method']}\nintervals: {result['interval']}", markup=False)
+    if result["blocks"]:
+        console.print(f"no ranking across blocks: {result['reason']}", markup=False)
+        for block in result["blocks"]:
+            console.print(f"{block['words']}:", markup=False)
+            _print_board(block["board"], "  ")
+    else:
+        _print_board(result, "")
+    for warning in result["warnings"]:
+        console.print(f"warning: {warning}", markup=False)
+
+
+def _print_board(result: dict[str, Any], indent: str) -> None:
+    """One connected board as `stats systems` prints it: the same rows, settledness and sentences as report.md."""
+    from dualjudge.report.tables import num
+
+    if result["unit_words"]:
+        console.print(f"{indent}unit: {result['unit_words']}", markup=False)
     if not result["rows"]:
-        console.print(f"no calibrated ranking: {result['reason']}", markup=False)
+        console.print(f"{indent}no calibrated ranking: {result['reason']}", markup=False)
     for r in result["rows"]:
         console.print(
-            f"  {r['rank']}. {r['group']}: {num(r['estimate'], 3)} [{num(r['ci_low'], 3)}, {num(r['ci_high'], 3)}]"
+            f"{indent}  {r['rank']}. {r['group']}: {num(r['estimate'], 3)} [{num(r['ci_low'], 3)}, {num(r['ci_high'], 3)}]"
             f" rank {r['rank_low']}-{r['rank_high']}, P(best) {num(r['p_best'])}",
             markup=False,
         )
+    if not result["settled"]:
+        console.print(f"{indent}the top is not settled ({'; '.join(result['unsettled'])}): no P(best) is given", markup=False)
     console.print(
-        "naive: " + ", ".join(f"{r['rank']}. {r['group']} {num(r['estimate'], 3)}" for r in result["naive"]), markup=False
+        f"{indent}naive: " + ", ".join(f"{r['rank']}. {r['group']} {num(r['estimate'], 3)}" for r in result["naive"]),
+        markup=False,
     )
     bounds = result["bounds"]
     if bounds:
         held = f"{bounds['top']} first in every refit" if bounds["top_holds"] else "no group first in every refit"
         console.print(
-            f"bounds (own-family effect of {', '.join(bounds['judges'])} held at 0 and at its naive gap, "
+            f"{indent}bounds (own-family effect of {', '.join(bounds['judges'])} held at 0 and at its naive gap, "
             f"{len(bounds['refits'])} refits): {held}; ranks "
             + ", ".join(f"{r['group']} {r['rank_best']}-{r['rank_worst']}" for r in bounds["rows"]),
             markup=False,
         )
     for c in result["changes"]:
-        console.print(f"  change: {c['sentence']}", markup=False)
+        console.print(f"{indent}  change: {c['sentence']}", markup=False)
     if result["changes_total"] > len(result["changes"]):
-        console.print(f"  ({result['changes_total']} ranking changes in all; the largest per ranking are listed)", markup=False)
-    for warning in result["warnings"]:
-        console.print(f"warning: {warning}", markup=False)
+        console.print(
+            f"{indent}  ({result['changes_total']} ranking changes in all; the largest per ranking are listed)", markup=False
+        )
+    if indent:
+        for warning in result["warnings"]:
+            console.print(f"{indent}warning: {warning}", markup=False)
 
 
 def _one_variant(frame: pd.DataFrame, variant: str | None) -> tuple[pd.DataFrame, str, list[str]]:

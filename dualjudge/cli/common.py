@@ -40,6 +40,23 @@ def floats(value: Optional[str], option: str) -> Optional[list[float]]:
         raise DualjudgeError(f"{option} takes numbers separated by commas, got {value!r}") from None
 
 
+# Two keys of a table declared to name one model, flagged on the leaderboard (analysis/duplicates.py).
+Alias = Annotated[
+    Optional[list[str]],
+    typer.Option("--alias", help="KEY=KEY: two keys of the table that name one model (repeatable); flagged on the board."),
+]
+
+
+def aliases(values: Optional[list[str]]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for v in values or []:
+        a, sep, b = v.partition("=")
+        if not sep or not a.strip() or not b.strip():
+            raise DualjudgeError(f"--alias {v!r}: give two keys as KEY=KEY")
+        out.append((a.strip(), b.strip()))
+    return tuple(out)
+
+
 # The quality scale's maximum: one option, the same for every command that reads a verdict table.
 ScaleMax = Annotated[
     float,

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
+from dualjudge.analysis.duplicates import Aliases
 from dualjudge.analysis.results import Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.summary import Progress, summarize_table
@@ -52,11 +53,12 @@ def analyze(
     scale: Scale = PAPER_SCALE,
     links: bool | None = None,
     progress: Progress | None = None,
+    aliases: Aliases = (),
 ) -> Summary:
     """`links`: the report's numbers link to the run explorer beside it (default: when out holds one);
     `progress` is told each part of the analysis as it starts."""
     check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
-    _, summary = summarize_table(table, lineage, seed, n_resamples, scale, progress)
+    _, summary = summarize_table(table, lineage, seed, n_resamples, scale, progress, aliases)
     if progress:
         progress("report and figures")
     out.mkdir(parents=True, exist_ok=True)

@@ -9,10 +9,10 @@ uneven missing verdicts). With `links`, the numbers open the run explorer on the
 from __future__ import annotations
 
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
-from dualjudge.analysis.results import JudgeSummary, Summary
+from dualjudge.analysis.results import JudgeSummary, Leaderboard, Summary
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import sentence
-from dualjudge.report.systems import top_doubts
+from dualjudge.report.systems import main_outcome
 from dualjudge.report.tables import num, rate
 
 
@@ -34,7 +34,7 @@ def section(summary: Summary, links: bool = False) -> list[str]:
         parts.append("")
     elif overall is not None:
         parts += [f"- Self-preference: not estimable ({overall.reason}).", ""]
-    best = _best_system(summary)
+    best = best_system(summary)
     if best:
         parts += [f"- {best}", ""]
     warnings = _warnings(summary)
@@ -93,10 +93,22 @@ def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
     return text + "."
 
 
-def _best_system(summary: Summary) -> str | None:
+def best_system(summary: Summary) -> str | None:
     """The calibrated leaderboard's headline: the best system model, and whether the naive panel agrees."""
-    board = (summary.systems.overall or {}).get("system_model")
-    if board is None or len(board.naive) < 2:
+    board = (summary.systems.outcomes().get(main_outcome(summary.systems)) or {}).get("system_model")
+    if board is None:
+        return None
+    if board.blocks:
+        return f"Which system is best: {board.reason}. " + " ".join(
+            f"In {b.name} ({len(b.judges)} judges): {_best_of(b.board) or 'fewer than two systems'}" for b in board.blocks
+        )
+    if len(board.naive) < 2:
+        return None
+    return _best_of(board)
+
+
+def _best_of(board: Leaderboard) -> str | None:
+    if len(board.naive) < 2:
         return None
     if not board.estimable or not board.rows:
         b = board.bounds
@@ -112,12 +124,11 @@ def _best_system(summary: Summary) -> str | None:
         return f"Which system is best: no calibrated ranking ({board.reason}); {held}."
     top = board.rows[0]
     naive_top = board.naive[0].group if board.naive and board.naive[0].rank == 1 else None
-    doubts = top_doubts(board)
-    if doubts:
+    if not board.settled:
         return (
             f"Which system is best is not settled: with the judges' biases taken out {top.group} comes first with "
             f"every judge, but a refit without one judge or family, or with a doubtful judge's own-family effect "
-            f"held, puts another first ({'; '.join(doubts)})."
+            f"held, puts another first ({'; '.join(board.unsettled)})."
         )
     text = (
         f"Best system model with the judges' biases taken out: {top.group}, {num(top.estimate)} "

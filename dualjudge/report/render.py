@@ -94,6 +94,7 @@ def markdown(
         f"# dualjudge report{SIMULATED_TITLE if summary.simulation else ''}",
         "",
         *([_regeneration(regeneration), ""] if regeneration else []),
+        *_disconnected(summary),
         *_simulation(summary),
         *_task(summary),
         *(findings or []),
@@ -128,6 +129,20 @@ def markdown(
     for caption, src in images:
         parts += [f"![{caption}]({src})", ""]
     return "\n".join(parts) + "\n"
+
+
+def _disconnected(summary: Summary) -> list[str]:
+    """A table of blocks that share no judge, system or item says so before anything else: nothing ranks across."""
+    for boards in summary.systems.outcomes().values():
+        board = boards.get("system_model")
+        if board is not None and board.blocks:
+            return [
+                f"**This table is {len(board.blocks)} disconnected blocks** that share no judge, system or item: "
+                f"{'; '.join(b.words for b in board.blocks)}. Systems are ranked within each block, never across "
+                f'("Which system is best").',
+                "",
+            ]
+    return []
 
 
 def _regeneration(settings: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dualjudge.analysis.choices import Outcome
 from dualjudge.analysis.results import Bounds, Leaderboard, LeaderRow, RankedMean, Simulation, Systems
 from dualjudge.report.tables import num, table
 
@@ -40,34 +41,63 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
         f"Calibrated score: {systems.method}. Intervals: {systems.interval}; {systems.resamples} resamples.",
         "",
     ]
-    overall = systems.overall or {}
-    equivalent = systems.equivalent or {}
-    first = overall.get("system_model")
+    outcomes = systems.outcomes()
+    main = main_outcome(systems)
+    boards = outcomes.get(main) or {}
+    first = boards.get("system_model")
     if first is None:
-        return parts + ["Not computed: the table has no overall verdicts.", ""]
+        return parts + ["Not computed: the table has no verdicts to rank by.", ""]
+    if first.blocks:
+        parts += [f"The table is {len(first.blocks)} disconnected blocks: {first.reason}.", ""]
+        for i, block in enumerate(first.blocks):
+            parts += [f"### {block.name[0].upper()}{block.name[1:]}", "", f"{block.words}.", ""]
+            per_block = {by: b.blocks[i].board for by, b in boards.items() if len(b.blocks) > i}
+            other = {by: b.blocks[i].board for by, b in (outcomes.get("equivalent") or {}).items() if len(b.blocks) > i}
+            parts += _boards(per_block, other if main == "overall" else {}, main, simulation)
+        return parts
+    return parts + _boards(boards, outcomes.get("equivalent") or {} if main == "overall" else {}, main, simulation)
+
+
+def main_outcome(systems: Systems) -> Outcome:
+    """What the board ranks by: the 0-10 score where the table has it, else the binary verdict."""
+    overall = (systems.overall or {}).get("system_model")
+    has = overall is not None and (overall.estimable or overall.blocks or any(r.estimate is not None for r in overall.naive))
+    return "overall" if has or systems.equivalent is None else "equivalent"
+
+
+def _boards(
+    boards: dict[str, Leaderboard], equivalent: dict[str, Leaderboard], main: Outcome, simulation: Simulation | None
+) -> list[str]:
+    """One connected table's boards: the table of every grouping, then each grouping's words and warnings."""
+    parts: list[str] = []
+    first = boards.get("system_model")
+    assert first is not None
     if not first.estimable:
         held = [
-            line for by, kind in KINDS.items() if (b := overall.get(by)) and b.bounds for line in bound_words(b.bounds, kind, False)
+            line for by, kind in KINDS.items() if (b := boards.get(by)) and b.bounds for line in bound_words(b.bounds, kind, False)
         ]
-        return parts + [f"No calibrated ranking: {first.reason}.", "", *held, *_plain_only(overall)]
+        return parts + [f"No calibrated ranking: {first.reason}.", "", *held, *_plain_only(boards), *_board_warnings(boards)]
+    if main == "equivalent":
+        parts += ["The table has binary verdicts only: the board ranks by the probability of an equivalent verdict.", ""]
     parts += [f"Scores are in {first.unit_words}; own-family effects are removed.", ""]
     planted = simulation.truth_systems if simulation else None
+    digits = 2 if main == "overall" else 3
     header = [
         "",
         "system",
-        "calibrated overall [95% CI]",
+        f"calibrated {main} [95% CI]",
         "rank [interval]",
         "P(best)",
         "naive mean (rank)",
         "without same-family judges (rank)",
-        "equivalent, calibrated",
-        "equivalent rank",
     ]
+    if equivalent:
+        header += ["equivalent, calibrated", "equivalent rank"]
     if planted:
-        header.insert(3, "planted overall (this sample)")
+        header.insert(3, f"planted {main} (this sample)")
     rows = []
     for by, kind in KINDS.items():
-        board, eq = overall.get(by), equivalent.get(by)
+        board, eq = boards.get(by), equivalent.get(by)
         if board is None or not board.rows:
             continue
         eq_rows = {r.group: r for r in eq.rows} if eq and eq.estimable else {}
@@ -76,44 +106,35 @@ def section(systems: Systems, simulation: Simulation | None = None) -> list[str]
             row = [
                 kind,
                 r.group,
-                _calibrated(r, 2),
+                _calibrated(r, digits),
                 _rank(r),
                 _p_best(r),
-                _plain(board.naive, r.group, 2),
-                _plain(board.self_excluded, r.group, 2),
-                _calibrated(e, 3) if e else "-",
-                _rank(e) if e else "-",
+                _plain(board.naive, r.group, digits),
+                _plain(board.self_excluded, r.group, digits),
             ]
+            if equivalent:
+                row += [_calibrated(e, 3) if e else "-", _rank(e) if e else "-"]
             if planted:
-                row.insert(3, num(planted.get("overall", {}).get(by, {}).get(r.group)))
+                row.insert(3, num(planted.get(main, {}).get(by, {}).get(r.group)))
             rows.append(row)
     parts += [table(header, rows), ""]
     for by, kind in KINDS.items():
-        board = overall.get(by)
+        board = boards.get(by)
         if board is not None and board.estimable:
             parts += _words(board, kind)
-    for board in overall.values():
+    return parts + _board_warnings(boards)
+
+
+def _board_warnings(boards: dict[str, Leaderboard]) -> list[str]:
+    """Every warning the boards carry (summary.json holds the same), each once."""
+    seen: set[str] = set()
+    out = []
+    for board in boards.values():
         for w in board.warnings:
-            parts.append(f"**Warning ({KINDS.get(board.by, board.by)}):** {w}")
-        if board.warnings:
-            parts.append("")
-    return parts
-
-
-def top_doubts(board: Leaderboard) -> list[str]:
-    """The refits (one judge or one judge family left out, or a doubtful judge's own-family effect held at 0
-    or at its naive gap) whose top group differs from the full panel's: "without X: Y first". Where there
-    are any, the board names no best group: the data do not settle it."""
-    s, top = board.sensitivity, board.rows[0].group if board.rows else None
-    if top is None:
-        return []
-    out = [
-        f"without {x.left_out}: {x.top} first"
-        for x in ((*s.leave_one_judge_out, *s.leave_one_family_out) if s is not None else ())
-        if x.top is not None and x.top != top
-    ]
-    b = board.bounds
-    return out + [f"with the {r.name}: {r.top} first" for r in (b.refits if b else []) if r.top is not None and r.top != top]
+            if w not in seen:
+                seen.add(w)
+                out.append(f"**Warning ({KINDS.get(board.by, board.by)}):** {w}")
+    return out + ([""] if out else [])
 
 
 def bound_words(b: Bounds, kind: str, leave_outs: bool = True) -> list[str]:
@@ -143,12 +164,11 @@ def bound_words(b: Bounds, kind: str, leave_outs: bool = True) -> list[str]:
 def _words(board: Leaderboard, kind: str) -> list[str]:
     out = []
     top = board.rows[0] if board.rows else None
-    doubts = top_doubts(board)
-    if top is not None and len(board.rows) > 1 and doubts:
+    if top is not None and len(board.rows) > 1 and not board.settled:
         out.append(
             f"- No single best {kind}: with every judge {top.group} comes first, but a refit without one judge or "
-            f"family, or with a doubtful judge's own-family effect held, changes the top ({'; '.join(doubts)}), so no "
-            f"probability of being best is given."
+            f"family, or with a doubtful judge's own-family effect held, changes the top ({'; '.join(board.unsettled)}), "
+            f"so no probability of being best is given and each rank interval covers the refits' ranks."
         )
     elif top is not None and len(board.rows) > 1:
         out.append(

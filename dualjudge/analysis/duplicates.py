@@ -1,0 +1,54 @@
+"""The same model under two keys: what the leaderboard flags before it ranks.
+
+A judge that copies another is merged before any fit (diagnostics.merge_copies). Beside it, two system keys
+or two judge keys whose verdicts are identical (the same judges on the same items with the same values), and
+two keys a user declares to name one model (`--alias A=B`), are flagged: the board then scores one model
+twice, and its ranks count it twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+
+from dualjudge.analysis.choices import Outcome
+from dualjudge.analysis.self_preference import OUTCOMES
+
+Aliases = tuple[tuple[str, str], ...]  # (key, key) pairs declared to name one model
+MIN_VERDICTS = 10  # identical vectors shorter than this are coincidence, not a copy
+
+
+def _fingerprints(rows: pd.DataFrame, key: str, other: str, value: str) -> dict[str, str]:
+    """Each key's verdicts (other x item -> value) hashed, for keys with enough of them."""
+    out = {}
+    for name, g in rows.groupby(rows[key].astype(str), sort=True):
+        if len(g) < MIN_VERDICTS:
+            continue
+        cells = sorted(zip(g[other].astype(str), g["item_id"].astype(str), g["system"].astype(str), g[value].astype(float)))
+        out[str(name)] = hashlib.sha256(repr(cells).encode()).hexdigest()
+    return out
+
+
+def duplicate_keys(frame: pd.DataFrame, outcome: Outcome, aliases: Aliases = ()) -> list[str]:
+    """One line per pair of keys that name one model: identical verdicts, or declared."""
+    value, status = OUTCOMES[outcome]
+    rows = frame[frame[status] == "ok"]
+    out = []
+    for key, other, what in (("system_model", "judge_model", "system models"), ("judge_model", "system_model", "judges")):
+        seen: dict[str, str] = {}
+        for name, fingerprint in _fingerprints(rows, key, other, value).items():
+            if fingerprint in seen:
+                out.append(
+                    f"{seen[fingerprint]} and {name} have identical {outcome} verdicts ({what}): one model under two "
+                    f"keys is scored twice; give it one key"
+                )
+            else:
+                seen[fingerprint] = name
+    present = set(frame["system_model"].astype(str)) | set(frame["judge_model"].astype(str))
+    for a, b in aliases:
+        if a in present and b in present:
+            out.append(
+                f"{a} and {b} are declared one model (--alias): each is scored on its own here; give it one key in the table"
+            )
+    return out
