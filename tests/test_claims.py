@@ -131,6 +131,63 @@ def test_every_warning_of_the_board_reaches_the_report_even_without_a_calibrated
     assert code == 0, err
     board = json.loads((tmp_path / "a" / "summary.json").read_text())["systems"]["overall"]["system_model"]
     assert not board["estimable"] and board["warnings"]
-    md = " ".join((tmp_path / "a" / "report.md").read_text().split())
+    from dualjudge.report.escape import md_strings
+    from dualjudge.report.once import explanations, unfold
+
+    shown = md_strings(json.loads((tmp_path / "a" / "summary.json").read_text()))  # as the report prints it
+    md = " ".join(unfold((tmp_path / "a" / "report.md").read_text(), explanations(shown)).split())
     for w in board["warnings"]:
         assert " ".join(w.split())[:60] in md, w
+
+
+def test_the_report_states_each_reason_once(cli, tmp_path):
+    """The demo's design (two judges of two families, two signs): every reason the summary gives for what it
+    cannot estimate is printed once and referred to after, however many judges and sections share it."""
+    from dualjudge.report.escape import md_strings
+    from dualjudge.report.once import explanations, unfold
+
+    frame = simulate(
+        Planted(
+            judges={"qwen-j": "qwen", "google-j": "google"},
+            generators={"qwen-j": "qwen", "google-j": "google"},
+            leniency={"qwen-j": 0.0, "google-j": 0.0},
+            quality={"qwen-j": 0.0, "google-j": 0.0},
+            family_bonus={"qwen-j": 0.0, "google-j": 0.0},
+        ),
+        n_signs=2,
+        items_per_sign=4,
+        repeats=1,
+        seed=6,
+    )
+    table = tmp_path / "t.csv"
+    frame.to_csv(table, index=False)
+    code, _, err = cli("analyze", str(table), "--out", str(tmp_path / "a"), "--resamples", "100")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    md = (tmp_path / "a" / "report.md").read_text()
+    shared = [t for t in explanations(summary) if "\\" not in t and "no chain of neutral judgements" in t]
+    assert shared  # the design's reason is among the summary's explanations
+    for text in explanations(summary):
+        if "\\" not in text and "|" not in text:  # as the report prints it (no Markdown escapes in the text)
+            assert md.count(text) <= 1, text
+    assert re.search(r"reason \d+, above", md)
+    for text in (t for t in shared if t.startswith("no chain")):  # nothing lost: each reference reads as its text
+        assert unfold(md, explanations(md_strings(summary))).count(text) > 1, text
+
+
+def test_the_multivac_table_is_shipped_and_ranked_block_by_block():
+    """The real table ships with its licence and provenance, and its board is two blocks, none across."""
+    from tests.helpers.processes import ROOT
+
+    folder = ROOT / "benchmarks" / "real" / "multivac"
+    assert "MIT License" in (folder / "LICENSE").read_text() and "ba0f7b5" in (folder / "README.md").read_text()
+    frame = validate(pd.read_csv(folder / "verdicts.csv"), "multivac")
+    assert len(frame) == 21413 and frame["judge_model"].nunique() == 46
+    board = leaderboard(frame, n_resamples=20, aliases=(("judge_gpt54", "gpt_5_4"),))["system_model"]
+    assert [len(b["judges"]) for b in board["blocks"]] == [32, 14] and board["rows"] == []
+    assert any("judge_gpt54 and gpt_5_4 are declared one model" in w for w in board["blocks"][0]["board"]["warnings"])
+    first = board["blocks"][0]["board"]
+    if not first["settled"]:  # whatever the refits say, the rows say the same
+        assert all(r["p_best"] is None for r in first["rows"]) and first["rows"][0]["rank_low"] < first["rows"][0]["rank_high"]
+    page = (ROOT / "docs" / "multivac.md").read_text()
+    assert "+0.406" in page and "Table 3" in page and "two blocks" in page.lower()

@@ -26,16 +26,24 @@ Exact sufficient statistics make the bootstrap cheap. Given the judges' paramete
 quality is an affine function of its verdicts whose coefficients depend only on the answer's type
 (which judges rated it, and its generator family, which fixes the indicators). So every sum an ALS
 sweep needs is a function of per-(sign, type) counts, sums and cross-products of the verdicts; a
-bootstrap resample reweights signs, so all B refits run on (B, types, J, J) arrays, whatever the
-number of answers.
+bootstrap resample reweights signs, so all B refits run on per-type arrays, whatever the number of answers.
+The cross-products enter a sweep only as quadratic forms a' S a of each type's (J, J) matrix S, so they are
+kept in whichever form is smaller: dense (types x J x J), or as each (sign, type) cell's factor rows (S_c =
+sum of r r' over at most min(answers, J) rows, from its eigendecomposition), whose cost is the rows x J.
+Many judges and few answers per cell (a 46 x 46 peer matrix) take the rows; many answers per cell and a
+few judges (a million verdicts of four judges) take the dense form.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from threadpoolctl import threadpool_limits
 
 from dualjudge.analysis.bootstrap import resample_counts
 
@@ -46,7 +54,7 @@ MAX_SWEEPS = 500
 # judge's residual variance goes to 0, its precision takes all the weight, and "quality" becomes that
 # judge's own standardised score. A judge held at the bound is reported, never estimated.
 PSI_FLOOR = 0.01
-MAX_CELLS = 5_000_000  # bootstrap refits run in batches of at most this many (resample x type x judge x judge) cells
+MAX_CELLS = 5_000_000  # bootstrap refits run in batches of at most this many cells of their largest array
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,8 @@ class Types:
     cell_syy: np.ndarray  # (C, J, J) sums of verdict cross-products
     unit: np.ndarray | None = None  # (T,) each type's unit code, when the design has units
     component: np.ndarray | None = None  # (T,) each type's connected block (blocks(): judges linked by shared answers)
+    row_cell: np.ndarray | None = None  # (R,) the cell of each answer's verdicts (the rows of the cells' cross-products)
+    rows: np.ndarray | None = None  # (R, J) the verdicts (0 where absent): each cell's cross-products are the sum of r r'
 
     @classmethod
     def of(cls, d: Design) -> Types:
@@ -109,10 +119,10 @@ class Types:
         cells, of_cell = np.unique(d.cluster.astype(np.int64) * n_t + of_answer, return_inverse=True)  # (sign, type) cells
         of_cell = of_cell.reshape(-1)
         y = (d.y * d.present).T  # (A, J)
+        component = blocks(present := uniq[:, 1 : 1 + n_j].astype(np.float64))
         n = np.bincount(of_cell, minlength=len(cells)).astype(np.float64)
         sy = _cell_sums(of_cell, y, len(cells))
         syy = _cell_sums(of_cell, (y[:, :, None] * y[:, None, :]).reshape(a, n_j * n_j), len(cells)).reshape(-1, n_j, n_j)
-        present = uniq[:, 1 : 1 + n_j].astype(np.float64)
         terms = uniq[:, 1 + n_j :].reshape(n_t, k, n_j).astype(np.float64) * present[:, None, :]  # where rated
         return cls(
             present,
@@ -126,8 +136,40 @@ class Types:
             sy,
             syy,
             unit,
-            blocks(present),
+            component,
+            of_cell,
+            y,
         )
+
+    @cached_property
+    def content_key(self) -> str:
+        """A hash of everything a fit on these types reads: two equal keys give bitwise equal fits."""
+        h = hashlib.sha256(str(self.n_signs).encode())
+        for a in (self.present, self.terms, self.cell_sign, self.cell_type, self.cell_n, self.cell_sy, *self.factors):
+            a = np.ascontiguousarray(a)
+            h.update(f"{a.dtype}{a.shape}".encode() + a.tobytes())
+        h.update(b"" if self.component is None else np.ascontiguousarray(self.component).tobytes())
+        return h.hexdigest()
+
+    @property
+    def factors(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each cell's cross-products as rows r with S_c = sum r r': (R,) the cell of each row, (R, J) the rows
+        (the answers' verdicts)."""
+        if self.row_cell is None or self.rows is None:
+            return np.zeros(0, dtype=int), np.zeros((0, self.present.shape[1]))
+        return self.row_cell, self.rows
+
+    @cached_property
+    def dense(self) -> bool:
+        """Whether the (T, J, J) form costs less per resample than the cells' factor rows."""
+        n_t, n_j = self.present.shape
+        return bool(n_t * n_j * n_j <= len(self.factors[0]) * n_j)
+
+    @property
+    def cells_per_resample(self) -> int:
+        """The size of one resample's largest array in a sweep."""
+        n_t, n_j = self.present.shape
+        return int(max(n_t * n_j * (n_j if self.dense else 1), 0 if self.dense else len(self.factors[0]) * n_j))
 
     def block(self, t: np.ndarray, j: np.ndarray) -> Types:
         """The types `t` (sorted) and judges `j` of one block of the design, as a design of their own."""
@@ -145,22 +187,46 @@ class Types:
             self.cell_syy[keep][:, j][:, :, j],
             None if self.unit is None else self.unit[t],
             np.zeros(len(t), dtype=int),
+            *self._block_rows(keep, j),
         )
+
+    def _block_rows(self, keep: np.ndarray, j: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The factor rows of the kept cells, on the judges j, the cells numbered as the block numbers them."""
+        if self.row_cell is None or self.rows is None:
+            return None, None
+        mine = keep[self.row_cell]
+        renumbered = np.cumsum(keep) - 1
+        return renumbered[self.row_cell[mine]], self.rows[mine][:, j]
 
     def resampled(self, sign_counts: np.ndarray | None) -> Sums:
         """Per-type statistics of B resamples from (B, G) sign counts (default: the data once): each cell weighted
         by how often its sign was drawn, summed over its type's cells."""
-        from scipy.sparse import csr_matrix
-
         c = np.ones((1, self.n_signs)) if sign_counts is None else np.asarray(sign_counts, dtype=np.float64)
+        return self.weighted(c[:, self.cell_sign])
+
+    def weighted(self, w: np.ndarray) -> Sums:
+        """Per-type statistics with each cell weighted by w (B, C)."""
         n_t, n_j, n_c = len(self.group), self.present.shape[1], len(self.cell_type)
-        w = c[:, self.cell_sign]  # (B, C)
-        to_type = csr_matrix((np.ones(n_c), (self.cell_type, np.arange(n_c))), shape=(n_t, n_c))
+        to_type = self.to_type
         n = np.asarray(to_type @ (w * self.cell_n).T).T
         sy = np.stack([np.asarray(to_type @ (wb[:, None] * self.cell_sy)) for wb in w])
-        flat = self.cell_syy.reshape(n_c, n_j * n_j)
-        syy = np.stack([np.asarray(to_type @ (wb[:, None] * flat)).reshape(n_t, n_j, n_j) for wb in w])
-        return Sums(self, n, sy, syy)
+        syy = None
+        if self.dense:
+            flat = self.cell_syy.reshape(n_c, n_j * n_j)
+            syy = np.stack([np.asarray(to_type @ (wb[:, None] * flat)).reshape(n_t, n_j, n_j) for wb in w])
+        return Sums(self, n, sy, w, syy)
+
+    @cached_property
+    def to_type(self) -> csr_matrix:
+        """(T, C) the one-hot of each cell's type."""
+        n_c = len(self.cell_type)
+        return csr_matrix((np.ones(n_c), (self.cell_type, np.arange(n_c))), shape=(len(self.group), n_c))
+
+    @cached_property
+    def row_to_type(self) -> csr_matrix:
+        """(T, R) the one-hot of each factor row's type."""
+        cell, _ = self.factors
+        return csr_matrix((np.ones(len(cell)), (self.cell_type[cell], np.arange(len(cell)))), shape=(len(self.group), len(cell)))
 
 
 def blocks(present: np.ndarray) -> np.ndarray:
@@ -199,27 +265,54 @@ def unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _cell_sums(cell: np.ndarray, values: np.ndarray, n_cells: int) -> np.ndarray:
     """(n_cells, V) the sum of `values`' rows in each cell: a sparse one-hot product, so its cost is the
     values' size once (no sort of a large matrix)."""
-    from scipy.sparse import csr_matrix
-
     onehot = csr_matrix((np.ones(len(cell)), (cell, np.arange(len(cell)))), shape=(n_cells, len(cell)))
     return np.asarray(onehot @ values, dtype=np.float64)
 
 
 class Sums:
-    """B resamples' per-type statistics and the per-judge sums that do not involve quality."""
+    """B resamples' per-type statistics and the per-judge sums that do not involve quality. The verdicts'
+    cross-products are held as `syy` (B, T, J, J) when the types' dense form is the smaller (Types.dense), else
+    read through the cells' factor rows and the resample's cell weights `w` (B, C)."""
 
-    def __init__(self, types: Types, n: np.ndarray, sy: np.ndarray, syy: np.ndarray) -> None:
-        self.types, self.n, self.sy, self.syy = types, n, sy, syy  # (B, T), (B, T, J), (B, T, J, J)
+    def __init__(self, types: Types, n: np.ndarray, sy: np.ndarray, w: np.ndarray, syy: np.ndarray | None = None) -> None:
+        self.types, self.n, self.sy, self.w, self.syy = types, n, sy, w, syy  # (B, T), (B, T, J), (B, C)
         p, x = types.present, types.terms
         self.n_terms = x.shape[1]
         self.verdicts = n @ p  # (B, J)
         self.wy = np.einsum("btj,tj->bj", sy, p)
-        self.wyy = np.einsum("btjj,tj->bj", syy, p)
+        diagonal = np.einsum("cjj->cj", types.cell_syy) * p[types.cell_type]  # (C, J) where the judge is of the type
+        self.wyy = w @ diagonal
         self.wx = np.einsum("bt,tkj->bjk", n, x)
         self.wxy = np.einsum("btj,tkj->bjk", sy, x)
         self.wxx = np.einsum("bt,tkj,tlj->bjkl", n, x, x)
         self.answers = n @ p.sum(axis=1)  # (B,) verdict-weighted answer count, for the normalisation
         self.active = self.wx > 0  # (judge, term) pairs with verdicts, per resample
+
+    def times(self, a: np.ndarray) -> np.ndarray:
+        """(B, T, J) each type's cross-products times a (B, T, J): S_t a_t."""
+        if self.syy is not None:
+            return np.asarray(np.einsum("btij,btj->bti", self.syy, a))
+        cell, rows = self.types.factors
+        weighted = self.w[:, cell] * np.einsum("rj,brj->br", rows, a[:, self.types.cell_type[cell]])  # (B, R)
+        b, n_t, n_j = a.shape
+        spread = (weighted.T[:, :, None] * rows[:, None, :]).reshape(len(cell), b * n_j)  # (R, B J)
+        return np.asarray(self.types.row_to_type @ spread).reshape(n_t, b, n_j).transpose(1, 0, 2)
+
+    def quadratic(self, a: np.ndarray) -> np.ndarray:
+        """(B, T) each type's a_t' S_t a_t."""
+        if self.syy is not None:  # two contractions of two operands each: a three-operand einsum runs unblocked, 4x slower
+            return np.asarray(np.einsum("bti,bti->bt", a, np.einsum("btij,btj->bti", self.syy, a)))
+        cell, rows = self.types.factors
+        u = np.einsum("rj,brj->br", rows, a[:, self.types.cell_type[cell]])  # (B, R)
+        return np.asarray(self.types.row_to_type @ (self.w[:, cell] * u * u).T).T
+
+    def resamples(self, which: np.ndarray) -> Sums:
+        """The statistics of some of the resamples."""
+        return self.types.weighted(self.w[which])
+
+    def block(self, t: np.ndarray, j: np.ndarray) -> Sums:
+        """The statistics of the types `t` (sorted) and judges `j` of one block of the design."""
+        return self.types.block(t, j).weighted(self.w[:, np.isin(self.types.cell_type, t)])
 
 
 @dataclass
@@ -236,6 +329,24 @@ class Fit:
     converged: bool
     psi: np.ndarray  # (B, J) residual variance in the judge's own score units (NaN where it has too few verdicts)
     at_bound: np.ndarray  # (B, J) bool: the residual variance is held at its lower bound (PSI_FLOOR)
+
+    def judges(self, j: np.ndarray) -> Fit:
+        """The parameters of some judges (a block's, or those another design keeps), precision normalised to mean 1
+        among them: a warm start (a fit reads no quality from its start)."""
+        prec = self.precision[:, j]
+        b = len(prec)
+        return Fit(
+            self.leniency[:, j],
+            self.scale[:, j],
+            self.effects[:, j],
+            prec / np.maximum(prec.mean(axis=1, keepdims=True), 1e-300),
+            np.zeros((b, 0, len(prec[0]) if b else 0)),
+            np.zeros((b, 0)),
+            self.sweeps,
+            self.converged,
+            self.psi[:, j],
+            self.at_bound[:, j],
+        )
 
     def quality(self, d: Design, types: Types, i: int = 0) -> np.ndarray:
         """(A,) each answer's latent quality in fit i."""
@@ -256,9 +367,10 @@ def fit(
     identify (a judge's own-family effect at 0, and at its naive value). A design of several blocks is fitted
     block by block (they share no parameter), each to its own convergence, and put back together."""
     component = sums.types.component
-    if component is None or component.max(initial=0) == 0:
-        return _fit(sums, scale_free, start, tol, max_sweeps, fixed)
-    return _fit_blocks(sums, component, scale_free, start, tol, max_sweeps, fixed)
+    with threadpool_limits(1, user_api="blas"):  # small solves: a second BLAS thread only spins (Multivac: 38 s CPU, not 26)
+        if component is None or component.max(initial=0) == 0:
+            return _fit(sums, scale_free, start, tol, max_sweeps, fixed)
+        return _fit_blocks(sums, component, scale_free, start, tol, max_sweeps, fixed)
 
 
 def _fit_blocks(
@@ -288,10 +400,14 @@ def _fit_blocks(
     for c in range(int(component.max()) + 1):
         t = np.flatnonzero(component == c)
         j = np.flatnonzero(types.present[t].any(axis=0))
-        part = types.block(t, j)
-        sub = Sums(part, sums.n[:, t], sums.sy[:, t][:, :, j], sums.syy[np.ix_(np.arange(b), t, j, j)])
-        begun = None if start is None else _restricted(start, t, j)
-        f = _fit(sub, scale_free, begun, tol, max_sweeps, None if fixed is None else fixed[j])
+        sub = sums.block(t, j)
+        begun = None if start is None else start.judges(j)
+        held = None if fixed is None else fixed[j]
+        key = _block_key(sub, scale_free, begun, tol, max_sweeps, held)
+        f = _BLOCK_FITS.get(key) or _fit(sub, scale_free, begun, tol, max_sweeps, held)
+        _BLOCK_FITS[key] = f
+        while len(_BLOCK_FITS) > 16:
+            _BLOCK_FITS.pop(next(iter(_BLOCK_FITS)))
         out.leniency[:, j], out.scale[:, j], out.effects[:, j], out.precision[:, j] = f.leniency, f.scale, f.effects, f.precision
         out.psi[:, j], out.at_bound[:, j] = f.psi, f.at_bound
         out.a[np.ix_(np.arange(b), t, j)] = f.a
@@ -300,20 +416,22 @@ def _fit_blocks(
     return out
 
 
-def _restricted(f: Fit, t: np.ndarray, j: np.ndarray) -> Fit:
-    """A fit's parameters of one block (a warm start)."""
-    return Fit(
-        f.leniency[:, j],
-        f.scale[:, j],
-        f.effects[:, j],
-        f.precision[:, j] / np.maximum(f.precision[:, j].mean(axis=1, keepdims=True), 1e-300),
-        f.a[:, t][:, :, j],
-        f.b[:, t],
-        f.sweeps,
-        f.converged,
-        f.psi[:, j],
-        f.at_bound[:, j],
-    )
+_BLOCK_FITS: dict[str, Fit] = {}  # the last blocks fitted: a design with one judge left out refits only its block
+
+
+def _block_key(sums: Sums, scale_free: bool, start: Fit | None, tol: float, max_sweeps: int, fixed: np.ndarray | None) -> str:
+    """Everything a block's fit is computed from, hashed: equal keys give bitwise the same fit."""
+    h = hashlib.sha256(f"{scale_free}|{tol}|{max_sweeps}|{start is None}|{fixed is None}".encode())
+    t = sums.types
+    arrays = [t.present, t.terms, t.cell_sign, t.cell_type, t.cell_n, t.cell_sy, sums.w, *t.factors]
+    if start is not None:
+        arrays += [start.leniency, start.scale, start.effects, start.precision]
+    if fixed is not None:
+        arrays.append(fixed)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype}{a.shape}".encode() + a.tobytes())
+    return h.hexdigest()
 
 
 def _fit(
@@ -324,6 +442,12 @@ def _fit(
     max_sweeps: int,
     fixed: np.ndarray | None,
 ) -> Fit:
+    """Alternating least squares, accelerated (SQUAREM: Varadhan and Roland 2008). One ALS sweep is a map G of
+    the judges' parameters (leniency, scale, effects, log precision); its fixed point is the fit. Plain sweeps
+    converge linearly, and slowly where the data barely separate a judge's scale from quality (a bootstrap
+    resample of a real table took thousands of sweeps, and 500 left scales off by whole points); each
+    SQUAREM step takes two sweeps, extrapolates along them (a step length per resample) and settles with a
+    third, reaching the same fixed point in a fraction of the sweeps. `max_sweeps` bounds the sweeps (G)."""
     b, n_j, k = sums.wx.shape
     if start is not None and scale_free:
         lam = np.broadcast_to(start.leniency, (b, n_j)).copy()
@@ -333,38 +457,174 @@ def _fit(
     else:
         lam = sums.wy / np.maximum(sums.verdicts, 1e-300)
         scale, eff, prec = np.ones((b, n_j)), np.zeros((b, n_j, k)), np.ones((b, n_j))
-    converged, sweep = False, 0
-    qa = qb = np.zeros((b, 0))
-    psi = np.full((b, n_j), np.nan)
-    at_bound = np.zeros((b, n_j), dtype=bool)
-    for sweep in range(1, max_sweeps + 1):
-        before = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
-        qa, qb = _quality(sums, lam, scale, eff, prec, scale_free)
-        lam, scale, eff, rss = _judge_step(sums, qa, qb, scale_free, fixed)
-        if scale_free:
-            prec, psi, at_bound = _precision(sums, rss, scale, prec)
-        after = np.concatenate([lam, scale, eff.reshape(b, -1)], axis=1)
-        if np.max(np.abs(after - before)) < tol:
-            converged = True
-            break
-    return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, sweep, converged, psi, at_bound)
+    whole = _Sweep(sums, scale_free, fixed)
+    x = whole.pack(lam, scale, eff, prec)
+    left = np.arange(b)  # the resamples still moving: a converged one is set aside, so a batch costs what its
+    sweep, count = whole, 0  # resamples need, not B times its slowest
+    while len(left) and count + 3 <= max_sweeps:
+        here = x[left]
+        x1 = sweep(here)
+        r = x1 - here
+        settled = np.abs(r).max(axis=1) < tol
+        x2 = sweep(x1)
+        v = x2 - 2 * x1 + here
+        nr, nv = np.linalg.norm(r, axis=1), np.linalg.norm(v, axis=1)
+        alpha = np.minimum(np.where(nv > 0, -nr / np.maximum(nv, 1e-300), -1.0), -1.0)[:, None]  # -1: the plain x2
+        jumped = sweep(here - 2 * alpha * r + alpha**2 * v)
+        bad = ~np.isfinite(jumped).all(axis=1)  # a jump too far for some resample: its plain sweeps instead
+        new = np.where(bad[:, None], x2, jumped)
+        new = np.where(settled[:, None], x1, new)
+        settled |= np.abs(new - here).max(axis=1) < tol
+        x[left] = new
+        count += 3
+        if settled.any():
+            left = left[~settled]
+            if not len(left):
+                break
+            sweep = _Sweep(sums.resamples(left), scale_free, fixed)
+    x = whole(x)  # the returned fit is one sweep's image: quality, residual variances and bounds are its own
+    lam, scale, eff, prec = whole.unpack(x)
+    qa, qb, psi, at_bound = whole.last
+    return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, count + 1, len(left) == 0, psi, at_bound)
+
+
+class _Sweep:
+    """One ALS sweep of the judges' parameters packed per resample as [leniency, scale, effects, log precision]."""
+
+    def __init__(self, sums: Sums, scale_free: bool, fixed: np.ndarray | None) -> None:
+        self.sums, self.scale_free, self.fixed = sums, scale_free, fixed
+        self.b, self.n_j, self.k = sums.wx.shape
+        self.last: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
+            np.zeros((self.b, 0)),
+            np.zeros((self.b, 0)),
+            np.full((self.b, self.n_j), np.nan),
+            np.zeros((self.b, self.n_j), dtype=bool),
+        )
+
+    def pack(self, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray) -> np.ndarray:
+        return np.concatenate([lam, scale, eff.reshape(self.b, -1), np.log(prec)], axis=1)
+
+    def unpack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        n, k = self.n_j, self.k
+        return x[:, :n], x[:, n : 2 * n], x[:, 2 * n : 2 * n + n * k].reshape(self.b, n, k), np.exp(x[:, 2 * n + n * k :])
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        lam, scale, eff, prec = self.unpack(x)
+        qa, qb = _quality(self.sums, lam, scale, eff, prec, self.scale_free)
+        lam, scale, eff, rss = _judge_step(self.sums, qa, qb, self.scale_free, self.fixed)
+        psi, at_bound = self.last[2], self.last[3]
+        if self.scale_free:
+            prec, psi, at_bound = _precision(self.sums, rss, scale, prec)
+        self.last = (qa, qb, psi, at_bound)
+        return self.pack(lam, scale, eff, prec)
 
 
 def refits(
-    types: Types, scale_free: bool, n_resamples: int, seed: int, fixed: np.ndarray | None = None
+    types: Types,
+    scale_free: bool,
+    n_resamples: int,
+    seed: int,
+    fixed: np.ndarray | None = None,
+    read_on: Types | None = None,
 ) -> Iterator[tuple[Sums, Fit]]:
     """The full fit, then `n_resamples` sign-cluster bootstrap refits warm-started from it, in batches
     (a batch's arrays stay under MAX_CELLS cells): (sums, fit) pairs, the full data's first. Every
-    statistic drawn from one seed's refits comes from the same resamples of signs."""
+    statistic drawn from one seed's refits comes from the same resamples of signs. Each fit is returned as one
+    sweep from its converged parameters, so that a fit taken from memory below is the same, bitwise.
+
+    `read_on`: the same answers grouped more finely (the leaderboard's types, split by system). The judges'
+    parameters do not depend on the grouping, so they are fitted on `types` and each fit is read on `read_on`
+    (its sums, and one sweep for its types' quality). A bootstrap of the same types made earlier in the process
+    (self-preference's, before the leaderboard's) is taken as it was: the same parameters, bitwise."""
+    key = _fits_key(types, scale_free, n_resamples, seed, fixed)
+    known = _FITTED.get(key)
+    shown = read_on or types
     full_sums = types.resampled(None)
-    full = fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS, fixed=fixed)
-    yield full_sums, full
-    n_j = types.present.shape[1]
+    full = None if known else fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS, fixed=fixed)
+    full_parameters = known[0] if known else _Parameters.of(full)  # type: ignore[arg-type]
+    yield _read(full_sums if read_on is None else shown.resampled(None), full_parameters, scale_free, fixed)
     sign_counts = resample_counts(types.n_signs, n_resamples, seed)
-    batch = max(1, MAX_CELLS // max(1, len(types.group) * n_j**2))
+    batch = max(1, MAX_CELLS // max(1, types.cells_per_resample))
+    step = batch if read_on is None else max(1, MAX_CELLS // max(1, read_on.cells_per_resample))
+    made = []
     for start in range(0, n_resamples, batch):
-        sums = types.resampled(sign_counts[start : start + batch])
-        yield sums, fit(sums, scale_free=scale_free, start=full, tol=1e-6, fixed=fixed)
+        counts = sign_counts[start : start + batch]
+        sums = types.resampled(counts) if not known or read_on is None else None
+        if known:
+            parameters = known[1].rows(start, start + batch)
+        else:
+            parameters = _Parameters.of(fit(sums, scale_free=scale_free, start=full, tol=1e-5, fixed=fixed))  # type: ignore[arg-type]
+            made.append(parameters)
+        for at in range(0, len(counts), step):
+            part = sums if read_on is None and step >= len(counts) else shown.resampled(counts[at : at + step])
+            yield _read(part, parameters.rows(at, at + step), scale_free, fixed)  # type: ignore[arg-type]
+    if not known and n_resamples:  # a bootstrap's worth keeping; a single fit costs less than the memory
+        _remember(key, full_parameters, _Parameters.joined(made))
+
+
+def _read(sums: Sums, parameters: _Parameters, scale_free: bool, fixed: np.ndarray | None) -> tuple[Sums, Fit]:
+    """A fit as the bootstrap gives it: one sweep from the judges' parameters on these sums, whether the
+    parameters were fitted now or earlier, on these types or on a coarser grouping of the same answers."""
+    return sums, _from_parameters(sums, parameters, scale_free, fixed)
+
+
+def _remember(key: str, full: _Parameters, resamples: _Parameters) -> None:
+    _FITTED[key] = (full, resamples)
+    while len(_FITTED) > 8:
+        _FITTED.pop(next(iter(_FITTED)))
+
+
+@dataclass(frozen=True)
+class _Parameters:
+    """The judges' parameters of B fits, as a sweep takes them in (what a fit's quality was computed from)."""
+
+    leniency: np.ndarray
+    scale: np.ndarray
+    effects: np.ndarray
+    precision: np.ndarray
+    sweeps: int
+    converged: bool
+
+    @classmethod
+    def of(cls, f: Fit) -> _Parameters:
+        return cls(f.leniency, f.scale, np.nan_to_num(f.effects), f.precision, f.sweeps, f.converged)
+
+    @classmethod
+    def joined(cls, parts: list[_Parameters]) -> _Parameters:
+        if not parts:
+            empty = np.zeros((0, 0))
+            return cls(empty, empty, empty, empty, 0, True)
+        arrays = [np.concatenate([getattr(p, k) for p in parts]) for k in ("leniency", "scale", "effects", "precision")]
+        lam, scale, eff, prec = arrays
+        return cls(lam, scale, eff, prec, max(p.sweeps for p in parts), all(p.converged for p in parts))
+
+    def rows(self, start: int, stop: int) -> _Parameters:
+        return _Parameters(
+            self.leniency[start:stop],
+            self.scale[start:stop],
+            self.effects[start:stop],
+            self.precision[start:stop],
+            self.sweeps,
+            self.converged,
+        )
+
+
+_FITTED: dict[str, tuple[_Parameters, _Parameters]] = {}  # the last few refits' parameters, by _fits_key
+
+
+def _fits_key(types: Types, scale_free: bool, n_resamples: int, seed: int, fixed: np.ndarray | None) -> str:
+    held = b"" if fixed is None else np.ascontiguousarray(fixed, dtype=np.float64).tobytes()
+    return hashlib.sha256(f"{types.content_key}|{scale_free}|{n_resamples}|{seed}|".encode() + held).hexdigest()
+
+
+def _from_parameters(sums: Sums, known: _Parameters, scale_free: bool, fixed: np.ndarray | None) -> Fit:
+    """The fit these sums would give, from the judges' parameters another grouping of the same answers reached:
+    one sweep from them (a fit's quality and residual variances are one sweep's)."""
+    sweep = _Sweep(sums, scale_free, fixed)
+    x = sweep(sweep.pack(known.leniency, known.scale, known.effects, known.precision))
+    lam, scale, eff, prec = sweep.unpack(x)
+    qa, qb, psi, at_bound = sweep.last
+    return Fit(lam, scale, np.where(sums.active, eff, np.nan), prec, qa, qb, known.sweeps, known.converged, psi, at_bound)
 
 
 def verdict_variance(sums: Sums) -> np.ndarray:
@@ -388,8 +648,7 @@ def _quality(
     beta = (alpha * offset).sum(axis=2)  # (B, T)
     ay = np.einsum("btj,btj->bt", alpha, sums.sy)
     s1 = ay - beta * sums.n  # sum of q over a type's answers
-    # alpha' syy alpha as two contractions of two operands each: a three-operand einsum runs unblocked, 4x slower
-    s2 = np.einsum("bti,bti->bt", alpha, np.einsum("btij,btj->bti", sums.syy, alpha)) - 2 * beta * ay + beta**2 * sums.n
+    s2 = sums.quadratic(alpha) - 2 * beta * ay + beta**2 * sums.n
     # weighted by verdicts per answer, within each connected block of the design
     types = sums.types
     component = types.component if types.component is not None else np.zeros(len(types.group), dtype=int)
@@ -411,7 +670,7 @@ def _onehot_weights(weight: np.ndarray, component: np.ndarray) -> np.ndarray:
 def type_sums_of_quality(sums: Sums, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per type: the sum of its answers' quality, and of (their verdicts' product with it), (B, T), (B, T, J)."""
     ay = np.einsum("btj,btj->bt", qa, sums.sy)
-    return ay + qb * sums.n, np.einsum("btij,btj->bti", sums.syy, qa) + qb[:, :, None] * sums.sy
+    return ay + qb * sums.n, sums.times(qa) + qb[:, :, None] * sums.sy
 
 
 def _judge_step(

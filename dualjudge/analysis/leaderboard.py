@@ -182,7 +182,8 @@ def calibrated_draws(
     grid: Grid, units: Units, scale_free: bool, n_resamples: int, seed: int, fixed: np.ndarray | None = None
 ) -> tuple[Draws, calibration.Fit]:
     design = calibration.Design(**{**grid.design.__dict__, "unit": units.codes})
-    fits = calibration.refits(calibration.Types.of(design), scale_free, n_resamples, seed, fixed)
+    by_unit = calibration.Types.of(design)  # the judges are fitted on the plain types (as self-preference fits them)
+    fits = calibration.refits(calibration.Types.of(grid.design), scale_free, n_resamples, seed, fixed, read_on=by_unit)
     full_sums, full = next(fits)
     parts = [_unit_statistics(full_sums, full, len(units.fine))]
     parts += [_unit_statistics(sums, refit, len(units.fine)) for sums, refit in fits]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from dualjudge.analysis import agreement, dual_judge, leaderboard
 from dualjudge.analysis.annotations import human_check_near
@@ -63,11 +64,11 @@ def summarize(
         "strategies": dual_judge.system_means(frame),
         "system_models": dual_judge.system_means(frame, "system_model"),
     }
+    tell(f"self-preference ({n_resamples} resamples)")  # first: the leaderboard takes the judges' fits from it
+    parts["self_preference"] = self_preference(frame, lineage, seed, n_resamples)
     tell(f"calibrated leaderboard ({n_resamples} resamples)")
     parts["systems"] = leaderboard.systems(frame, lineage, seed, n_resamples, scale_max=scale.maximum, aliases=aliases)
     parts["paired_tests"] = dual_judge.paired_tests(frame)
-    tell(f"self-preference ({n_resamples} resamples)")
-    parts["self_preference"] = self_preference(frame, lineage, seed, n_resamples)
     tell("agreement, identification, missingness, decision risk")
     parts.update(
         agreement=agreement.between_judges(frame),
@@ -135,7 +136,21 @@ def summarize_table(
 ) -> tuple[pd.DataFrame, Summary]:
     """Read a verdict table (and the probe, passes and human tables beside it) and summarise it: one
     summary per judge variant (the reference one on top, the others under `variants`) and, with
-    several variants, the designs compared side by side."""
+    several variants, the designs compared side by side. BLAS runs on one thread: the analysis's matrices are
+    small, and a second thread spins more than it computes (Multivac: 66 s of CPU with two, fewer with one)."""
+    with threadpool_limits(1, user_api="blas"):
+        return _summarize_table(table, lineage, seed, n_resamples, scale, progress, aliases)
+
+
+def _summarize_table(
+    table: Path,
+    lineage: Lineage,
+    seed: int,
+    n_resamples: int,
+    scale: Scale,
+    progress: Progress | None,
+    aliases: Aliases,
+) -> tuple[pd.DataFrame, Summary]:
     t0 = time.perf_counter()
     frame = read_table(table, scale)
     order, padding = probe_frames(table)

@@ -20,8 +20,14 @@ def section(summary: Summary, links: bool = False) -> list[str]:
     """The findings, every number read from the summary."""
     parts = ["## Findings", "", _what_was_run(summary), ""]
     variant = summary.judge_variant
+    alone = [judge for judge, js in summary.judges.items() if js.point_biserial_n == 0]
     for judge, js in summary.judges.items():
-        parts.append(f"- {_dual_judge(judge, js, links, variant)}")
+        if js.point_biserial_n:
+            parts.append(f"- {_dual_judge(judge, js, links, variant)}")
+    if alone:  # said once for every judge it holds for
+        parts.append(
+            f"- {', '.join(alone)}: no row has both verdicts of the judge, so the dual-judge statistics are not available."
+        )
     if summary.judges:
         parts.append("")
     overall = summary.self_preference.overall
@@ -74,8 +80,6 @@ def _where(summary: Summary) -> str:
 
 
 def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
-    if js.point_biserial_n == 0:
-        return f"{judge}: no row has both of its verdicts, so the dual-judge statistics are not available."
     r_ci = f" [{num(js.point_biserial_ci[0])}, {num(js.point_biserial_ci[1])}]" if js.point_biserial_ci else ""
     count = linked(str(js.type2.count), links, judge=judge, type="type2", variant=variant)
     text = (

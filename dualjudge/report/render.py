@@ -17,6 +17,7 @@ from dualjudge.report.designs import section as designs_section
 from dualjudge.report.designs import variant_sections
 from dualjudge.report.escape import markdown_to_html, md_strings, md_text
 from dualjudge.report.findings import section as findings_section
+from dualjudge.report.once import explanations, once
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.report.systems import section as systems_section
@@ -189,7 +190,8 @@ def render_report(
     made = [(md_text(c), p) for c, p in _figures(summary, out, lineage)] if figures else []
     shown = as_text(summary)
     findings = findings_section(shown, links)
-    md = reword(markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links, regeneration), summary.task)
+    md = markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links, regeneration)
+    md = reword(once(md, explanations(shown.model_dump())), summary.task)  # each reason said once
     write_text(RunDir(out).report_md, md)
     embedded = {str(p.relative_to(out)): "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode() for _, p in made}
     write_text(RunDir(out).report_html, _html(md, embedded))
