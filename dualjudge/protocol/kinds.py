@@ -82,9 +82,18 @@ class JudgeKind:
     def prompt(
         self, convention: OverallConvention = "mean_of_subscores", rubric: bool = False, prompts: PromptSet = SIGN_PROMPTS
     ) -> Prompt:
-        """Its prompt: from its own folder when it has one, else the task's (the project's prompts/ for uk-signs)."""
+        """Its prompt: a task folder's own (its prompts folder, or the generic task prompts), else for uk-signs from
+        the kind's own folder when it has one, else the project's prompts/. A kind whose prompt a task folder does
+        not have is refused in one line: its own prompt is worded for the signs."""
         given = convention == "judge_given" and self.judge_given is not None
         name = f"judge_{self.name}_rubric" if rubric else f"judge_{self.name}_overall" if given else f"judge_{self.name}"
+        if prompts.dirs and prompts.has(name):
+            return prompts.load(name)
+        if prompts.dirs and self.prompts is not None:
+            raise DualjudgeError(
+                f"judge kind {self.name}: the task has no prompt {name}.toml; write one in the task folder's prompts "
+                f'folder (task.toml: prompts = "prompts"), worded for the task'
+            )
         return load_prompt(name, self.prompts) if self.prompts is not None else prompts.load(name)
 
     def read(self, verdict: _Verdict | None) -> dict[str, int | float | bool | None]:

@@ -123,6 +123,10 @@ class PromptSet:
                 return load_prompt(name, d)
         return load_prompt(name)
 
+    def has(self, name: str) -> bool:
+        """Whether one of the task's own folders holds the prompt (the project's prompts/ are not looked at)."""
+        return any((d / f"{name}.toml").is_file() for d in self.dirs)
+
     def render(self, prompt: Prompt, **values: str) -> tuple[str, str]:
         """Fill `prompt` with the values and task words it declares (the caller's values win): a task's own
         prompt may leave out what the default one uses, never use a name it is not given."""

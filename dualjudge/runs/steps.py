@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from dualjudge.config import RunConfig
-from dualjudge.inference.cards import RemoteWeights
-from dualjudge.inference.dialects import dialect
+from dualjudge.inference.engines import enforces_schema
 from dualjudge.inference.types import Sampling
 from dualjudge.protocol.judges import UNCONSTRAINED_RETRIES
 from dualjudge.protocol.rubric import Rubric
@@ -54,10 +53,9 @@ class Context:
 
     def verdict_retries(self, judge: str) -> int:
         """How often a failed verdict is asked again: only for an engine that does not enforce the verdict
-        schema (a hosted API that takes it as response_format), never where the schema is a constraint."""
-        w = self.config.card(judge).weights
-        enforced = not isinstance(w, RemoteWeights) or dialect(w.structured_outputs).enforces_schema
-        return 0 if enforced else UNCONSTRAINED_RETRIES
+        schema (a hosted API or an attached endpoint that takes it as response_format), never where the schema
+        is a constraint."""
+        return 0 if enforces_schema(self.config.card(judge), self.config.engine) else UNCONSTRAINED_RETRIES
 
     def rubric(self, variant: str) -> Rubric | None:
         """The rubric a judge variant scores with (None: holistic)."""

@@ -18,6 +18,7 @@ from dualjudge.inference.determinism import Regeneration
 from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency, regeneration
 from dualjudge.inference.image_tokens import image_tokens
 from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
+from dualjudge.protocol.kinds import judge_kind
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
@@ -201,6 +202,9 @@ def validate_run(config: RunConfig) -> None:
             f"relative to the configuration file)"
         )
     config.cards()
+    prompts = config.task.load().prompts
+    for kind in config.judges.kinds:  # a kind without the task's prompt: one line, before anything is written
+        judge_kind(kind).prompt(config.judges.overall, prompts=prompts)
 
 
 def check_before_run(config: RunConfig, out: Path) -> Regeneration:

@@ -169,9 +169,7 @@ def build_manifest(config: RunConfig, out: Path, identities: dict[str, str] | No
                 "systems": "derived per request from (run seed, variant, repeat, strategy, step)",
                 "judges": config.run.seed,
             },
-            "structured_outputs_backend": config.engine.structured_backend
-            if config.engine.backend != "transformers"
-            else config.engine.grammar_backend,
+            "structured_outputs_backend": config.engine.structured_backend,
             "engine_backend": config.engine.backend,
             "versions": versions(),
             "git_commit": git_commit(),

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.paths import project_root
+from dualjudge.protocol.kinds import declared
 from dualjudge.protocol.prompts import PromptSet, parse_prompt, prompts_dir
 from dualjudge.protocol.rubric import load_rubric
 from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME
@@ -160,6 +161,7 @@ def _prompts(folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: An
         return PromptSet((task_prompts_dir(),), words)
     own = _inside(folder, spec.prompts, "prompts folder", directory=True)
     known = {p.stem for d in (task_prompts_dir(), prompts_dir()) for p in d.glob("*.toml")}
+    known |= {f"judge_{k.name}{end}" for k in declared() for end in ("", "_rubric", "_overall")}  # kinds declared in code
     for path in sorted(own.glob("*.toml")):
         if path.stem not in known:
             raise DualjudgeError(f"{path}: no default prompt is called {path.stem!r}; name the file after the prompt it replaces")

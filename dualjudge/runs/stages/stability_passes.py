@@ -48,6 +48,7 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
             ctx.pass_sampling(t.pass_index),
             ctx.config.judges.overall,
             ctx.rubric(t.task.variant),
+            retries=ctx.verdict_retries(judge),
         )
         ctx.store.record(
             JudgePassRow(
