@@ -48,6 +48,7 @@ from threadpoolctl import threadpool_limits
 from dualjudge.analysis.bootstrap import resample_counts
 
 TOL = 1e-7
+BOOTSTRAP_TOL = 1e-5  # a refit's parameters to 1e-5 score points: far inside any interval they make
 MAX_SWEEPS = 500
 # A judge's residual variance is kept at or above this share of its verdicts' variance. Without a bound,
 # a judge nearly uncorrelated with the others lets the fit run to a boundary (Heywood) solution: another
@@ -331,16 +332,16 @@ class Fit:
     at_bound: np.ndarray  # (B, J) bool: the residual variance is held at its lower bound (PSI_FLOOR)
 
     def judges(self, j: np.ndarray) -> Fit:
-        """The parameters of some judges (a block's, or those another design keeps), precision normalised to mean 1
-        among them: a warm start (a fit reads no quality from its start)."""
-        prec = self.precision[:, j]
-        b = len(prec)
+        """The parameters of some judges (a block's, or those another design keeps): a warm start. A fit reads no
+        quality from its start, and precision only relative to the other judges of an answer, so nothing is
+        renormalised: a block's start is the same, bitwise, whichever judges another block lost."""
+        b = len(self.leniency)
         return Fit(
             self.leniency[:, j],
             self.scale[:, j],
             self.effects[:, j],
-            prec / np.maximum(prec.mean(axis=1, keepdims=True), 1e-300),
-            np.zeros((b, 0, len(prec[0]) if b else 0)),
+            self.precision[:, j],
+            np.zeros((b, 0, len(j))),
             np.zeros((b, 0)),
             self.sweeps,
             self.converged,
@@ -553,7 +554,7 @@ def refits(
         if known:
             parameters = known[1].rows(start, start + batch)
         else:
-            parameters = _Parameters.of(fit(sums, scale_free=scale_free, start=full, tol=1e-5, fixed=fixed))  # type: ignore[arg-type]
+            parameters = _Parameters.of(fit(sums, scale_free=scale_free, start=full, tol=BOOTSTRAP_TOL, fixed=fixed))  # type: ignore[arg-type]
             made.append(parameters)
         for at in range(0, len(counts), step):
             part = sums if read_on is None and step >= len(counts) else shown.resampled(counts[at : at + step])
@@ -757,16 +758,26 @@ def residual_correlations(fit: Fit, d: Design, types: Types, min_shared: int = 3
     """(J, J) correlation of two judges' residuals over the answers both rated (NaN with fewer than
     `min_shared`). The model says the judges' errors are independent given quality; a pair whose
     residuals move together (the same backbone, or one model entered twice) breaks it."""
-    e = residuals(fit, d, types)
-    n_j = d.n_judges
-    out = np.full((n_j, n_j), np.nan)
-    for j in range(n_j):
-        for k in range(j + 1, n_j):
-            both = d.present[j] & d.present[k]
-            if both.sum() >= min_shared:
-                a, b = e[j, both], e[k, both]
-                if a.std() > 0 and b.std() > 0:
-                    out[j, k] = out[k, j] = float(np.corrcoef(a, b)[0, 1])
+    return pairwise_correlations(residuals(fit, d, types), d.present, min_shared)
+
+
+def pairwise_correlations(values: np.ndarray, present: np.ndarray, min_shared: int = 1) -> np.ndarray:
+    """(J, J) Pearson correlation of two rows of `values` (J, A) over the columns both have (`present`), all
+    pairs at once from shared-column sums; NaN on the diagonal, with fewer than `min_shared` shared columns,
+    or where a row is constant over them."""
+    p = np.asarray(present, dtype=np.float64)
+    x = np.where(present, np.nan_to_num(values), 0.0)
+    n = p @ p.T
+    sx = x @ p.T  # [j, k]: sum of row j over the columns j and k share
+    sxx = (x * x) @ p.T
+    sxy = x @ x.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = n * sxy - sx * sx.T
+        var = (n * sxx - sx**2) * (n * sxx - sx**2).T
+        out = cov / np.sqrt(var)
+    var_ok = ((n * sxx - sx**2) > 1e-9 * np.maximum(n * sxx, 1e-300)) & ((n * sxx - sx**2).T > 1e-9 * np.maximum(n * sxx, 1e-300).T)
+    out = np.where((n >= min_shared) & var_ok, np.clip(out, -1.0, 1.0), np.nan)
+    np.fill_diagonal(out, np.nan)
     return out
 
 

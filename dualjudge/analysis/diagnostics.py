@@ -166,7 +166,7 @@ def merge_copies(frame: pd.DataFrame, grid: Grid, outcome: str) -> tuple[pd.Data
     return frame[~frame["judge_model"].astype(str).isin(gone)], lines
 
 
-def correlated_pairs(grid: Grid, full: calibration.Fit) -> list[Pair]:
+def correlated_pairs(grid: Grid, full: calibration.Fit, types: calibration.Types | None = None) -> list[Pair]:
     """Pairs of judges whose residuals are correlated beyond what the model allows, strongest first.
 
     The residuals of independent judges still correlate (negatively) through the estimated quality;
@@ -175,19 +175,20 @@ def correlated_pairs(grid: Grid, full: calibration.Fit) -> list[Pair]:
     excess for one pair and for the complementary pair fit the data equally well (one-factor tetrads),
     so both are named."""
     d = grid.design
-    types = calibration.Types.of(d)
+    types = types or calibration.Types.of(d)
     observed = calibration.residual_correlations(full, d, types)
     expected = calibration.expected_residual_correlations(full)
+    raws = np.nan_to_num(calibration.pairwise_correlations(d.y, d.present), nan=0.0)  # the verdicts themselves
+    shares = d.present.astype(np.int64) @ d.present.T.astype(np.int64)
     out = []
     n_j = d.n_judges
     for j in range(n_j):
         for k in range(j + 1, n_j):
-            shared = int((d.present[j] & d.present[k]).sum())
+            shared = int(shares[j, k])
             if not np.isfinite(observed[j, k]) or shared < 30:
                 continue
             excess = float(observed[j, k] - expected[j, k])
-            both = d.present[j] & d.present[k]
-            raw = float(np.corrcoef(d.y[j, both], d.y[k, both])[0, 1]) if d.y[j, both].std() and d.y[k, both].std() else 0.0
+            raw = float(raws[j, k])
             copied = raw > COPIED
             if copied or (excess > EXCESS_MIN and excess > EXCESS_Z / np.sqrt(shared)):
                 rest = [grid.judges[i] for i in range(n_j) if i not in (j, k)]

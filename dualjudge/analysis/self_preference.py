@@ -518,8 +518,9 @@ def explaining_pairs(grid: Grid, full: calibration.Fit) -> list[Pair]:
             if sub.design.n_judges >= 4 and sub.design.n_answers and sub.design.n_clusters >= 2:
                 kept = np.array([grid.judges.index(j) for j in sub.judges])
                 start = full.judges(kept)  # the others' parameters move little without one judge
-                fit = calibration.fit(calibration.Types.of(sub.design).resampled(None), start=start)
-                left = {frozenset((p.first, p.second)) for p in flagged(correlated_pairs(sub, fit))}
+                types = calibration.Types.of(sub.design)
+                fit = calibration.fit(types.resampled(None), start=start)
+                left = {frozenset((p.first, p.second)) for p in flagged(correlated_pairs(sub, fit, types))}
             if best is None or len(left) < len(best[1]):
                 best = (judge, left)
         assert best is not None
