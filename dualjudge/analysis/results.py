@@ -734,6 +734,7 @@ class Summary(_Result):
     clarification: Clarification | None = None  # the rubric clarification experiment (studies/clarify.py)
     simulation: Simulation | None = None  # a simulated table: what was planted (planted.json beside it)
     task: TaskWords | None = None  # a task other than uk-signs (task.json beside the table)
+    statistics: dict[str, dict[str, Any]] = {}  # the statistics declared in analysis/statistics.py, by name
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dualjudge.analysis import agreement, dual_judge, leaderboard
+from dualjudge.analysis import agreement, dual_judge, leaderboard, statistics
 from dualjudge.analysis.annotations import human_check_near
 from dualjudge.analysis.bootstrap import T_INTERVAL
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
@@ -75,6 +75,7 @@ def summarize(
         identification=identification(frame, scale),
         missingness=missingness(frame),
         decision_risk=decision_risk(frame, seed, n_resamples),
+        statistics=statistics.computed(frame),
     )
     return Summary.model_validate(
         {

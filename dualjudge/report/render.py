@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dualjudge.analysis.choices import Lineage
 from dualjudge.analysis.results import Summary
+from dualjudge.analysis.statistics import sections as statistic_sections
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
 from dualjudge.report.checks import section as checks_section
@@ -121,6 +122,7 @@ def markdown(
         summary.self_preference, summary.simulation.truth_self_preference if summary.simulation else None
     )
     parts += checks_section(summary)
+    parts += statistic_sections(summary.statistics)  # declared statistics (analysis/statistics.py)
     if summary.designs:
         parts += designs_section(summary.designs)
     if summary.clarification:
