@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -175,6 +175,25 @@ class RunConfig(_Section):
     probes: ProbesSection = ProbesSection()
     engine: EngineSection = EngineSection()
     models: ModelsSection = ModelsSection()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _modality_of_the_task(cls, data: Any) -> Any:
+        """testbed.modality, when not set: the task's own (a task folder states it in task.toml); uk-signs,
+        which has both, runs on images."""
+        if not isinstance(data, dict) or not isinstance(data.get("testbed", {}), dict):
+            return data
+        testbed = dict(data.get("testbed") or {})
+        if "modality" in testbed:
+            return data
+        task = data.get("task", {})
+        try:
+            section = task if isinstance(task, TaskSection) else TaskSection.model_validate(task or {})
+        except ValidationError:
+            return data  # the task section's own error is reported where it is validated
+        modalities = section.load().modalities
+        testbed["modality"] = modalities[0] if len(modalities) == 1 else "image"
+        return {**data, "testbed": testbed}
 
     @model_validator(mode="after")
     def _models_exist(self) -> RunConfig:

@@ -101,7 +101,8 @@ def test_a_drawn_image_task_runs_through_every_stage_report_and_explorer(tmp_pat
     assert set(table["sign_code"]) == {"red", "blue"}  # the bootstrap's cluster: the items' group
     assert set(table["category"]) == {"circle", "square", "triangle"}
     assert (table["predicted_category"] == "square").all()  # the constrained SHAPE line (the stand-in takes its last id)
-    assert set(table["meta_difficulty"]) == {"easy", "hard"} and set(table["meta_number"]) == {str(i) for i in range(10)}
+    assert set(table["meta_difficulty"]) == {"easy", "hard"} and set(table["meta_number"]) == set(range(10))
+    assert pd.api.types.is_integer_dtype(table["meta_number"])  # typed as the items file types it
     # two pairs and two padded answers, for each judge model and judge variant
     assert result.counts["order_probe"] == {"ok": 8} and result.counts["padding_probe"] == {"ok": 16}
     # the report speaks the task's words: no sign, its label, its unit
@@ -481,3 +482,20 @@ def test_data_task_checks_a_folder_and_says_what_it_holds(tmp_path, cli):
     assert code == 2 and err.strip().splitlines() == [
         f"error: {folder / 'items.jsonl'}: item s4: label 'hexagon' is not one of the task's labels (circle, square, triangle)"
     ]
+
+
+def test_the_modality_is_taken_from_the_task_unless_the_study_states_one(tmp_path):
+    """A task folder states its modality in task.toml: a study that does not repeat it runs on it; uk-signs, which
+    has both, runs on images; a study naming a modality the task lacks is one line."""
+    text_task(tmp_path / "apples")
+    image_task(tmp_path / "shapes")
+    unstated = STUDY.replace('modality = "{modality}"\n', "")
+    for folder, modality in (("apples", "text"), ("shapes", "image")):
+        path = tmp_path / f"{folder}.toml"
+        path.write_text(unstated.format(task=f'path = "{folder}"', systems=IMAGE_MODELS if modality == "image" else TEXT_MODELS))
+        assert load_config(path).testbed.modality == modality
+    path = tmp_path / "signs.toml"
+    path.write_text(unstated.format(task='name = "uk-signs"', systems=IMAGE_MODELS))
+    assert load_config(path).testbed.modality == "image"
+    with pytest.raises(DualjudgeError, match="testbed.modality: task apples is text only"):
+        load_config(study(tmp_path, 'path = "apples"', "image"))

@@ -107,8 +107,18 @@ def with_task_columns(frame: pd.DataFrame, task: Task, variants: dict[str, Varia
     names = list(dict.fromkeys(name for i in task.items for name, _ in i.metadata))
     meta = {i.id: dict(i.metadata) for i in task.items}
     for name in names:
-        out[META_PREFIX + name] = ids.map(lambda item, n=name: meta.get(item, {}).get(n))
+        out[META_PREFIX + name] = _typed(ids.map(lambda item, n=name: meta.get(item, {}).get(n)))
     return out
+
+
+def _typed(column: pd.Series) -> pd.Series:
+    """A metadata column as its values' one type (numbers, booleans or text, nullable), text where they mix."""
+    values = column.dropna()
+    if values.map(lambda v: isinstance(v, bool)).all() and len(values):
+        return column.astype("boolean")
+    if values.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all() and len(values):
+        return pd.to_numeric(column)
+    return column.map(lambda v: None if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)).astype("string")
 
 
 def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:

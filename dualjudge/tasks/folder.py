@@ -28,7 +28,7 @@ from dualjudge.protocol.kinds import declared
 from dualjudge.protocol.prompts import PromptSet, parse_prompt, prompts_dir
 from dualjudge.protocol.rubric import load_rubric
 from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME
-from dualjudge.tasks.task import Label, Task, TaskItem
+from dualjudge.tasks.task import Label, MetaValue, Task, TaskItem
 from dualjudge.tomlfile import first_error, read_toml
 
 TASK_FILE = "task.toml"
@@ -232,8 +232,8 @@ def _image_bytes(folder: Path, value: Any, where: str) -> bytes:
     return data
 
 
-def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
-    out = []
+def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, MetaValue], ...]:
+    out: list[tuple[str, MetaValue]] = []
     for name, value in row.items():
         if name in KNOWN:
             continue
@@ -244,7 +244,7 @@ def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, str], ...]:
         if isinstance(value, (bool, int, float, str)) or hasattr(value, "item"):
             scalar = value.item() if hasattr(value, "item") else value
             if isinstance(scalar, (bool, int, float, str)):
-                out.append((str(name), str(scalar)))
+                out.append((str(name), scalar))
                 continue
         raise DualjudgeError(
             f"{where}: column {name!r} holds a {type(value).__name__}; metadata columns hold text, numbers or booleans"

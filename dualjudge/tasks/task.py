@@ -24,6 +24,9 @@ def plural(noun: str) -> str:
     return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
 
 
+MetaValue = str | int | float | bool  # an item's metadata value
+
+
 @dataclass(frozen=True)
 class Label:
     id: str
@@ -47,7 +50,7 @@ class TaskItem:
     text: str | None = None
     image: bytes | None = field(default=None, repr=False)
     sign: str | None = None
-    metadata: tuple[tuple[str, str], ...] = ()
+    metadata: tuple[tuple[str, MetaValue], ...] = ()  # typed as the items file types them (CSV: text)
     prompts: PromptSet = PromptSet()
 
     @property
