@@ -499,3 +499,41 @@ def test_the_modality_is_taken_from_the_task_unless_the_study_states_one(tmp_pat
     assert load_config(path).testbed.modality == "image"
     with pytest.raises(DualjudgeError, match="testbed.modality: task apples is text only"):
         load_config(study(tmp_path, 'path = "apples"', "image"))
+
+
+@pytest.mark.parametrize("items_format", ["jsonl", "parquet"])
+def test_an_item_may_have_several_references_and_the_judges_see_them_all(tmp_path, items_format):
+    """A reference column holding a list (as inspect_ai's target may): every accepted reference reaches the
+    judges, numbered; a list holding something other than text is one line."""
+    folder = text_task(tmp_path / "apples")
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    (folder / "items.jsonl").unlink()
+    rows[0]["reference"] = ["There are 5 apples.", "Five apples in all."]
+    rows[1]["reference"] = ["Only one accepted answer: 15 apples."]
+    if items_format == "parquet":  # a Parquet column is lists throughout
+        rows = [{**r, "reference": r["reference"] if isinstance(r["reference"], list) else [r["reference"]]} for r in rows]
+    write_items(folder / f"items.{items_format}", rows)
+    (folder / "task.toml").write_text((folder / "task.toml").read_text().replace("items.jsonl", f"items.{items_format}"))
+    task = load_task(folder)
+    first = task.item("q0").reference
+    assert "1. There are 5 apples." in first and "2. Five apples in all." in first
+    assert task.item("q1").reference == "Only one accepted answer: 15 apples."
+    rec = Recorder()
+    run_job(load_config(study(tmp_path, 'path = "apples"', "text")), tmp_path / "run", engines=rec)
+    judged = [
+        r.messages[-1].text
+        for e in rec.opened
+        for r in e.requests
+        if r.constraint is not None and r.constraint.kind == "json" and "accepted references" in r.messages[-1].text
+    ]
+    assert judged and all("1. There are 5 apples.\n2. Five apples in all." in t for t in judged)
+    asked = [
+        m.text for e in rec.opened for r in e.requests if r.constraint is None or r.constraint.kind != "json" for m in r.messages
+    ]
+    assert asked and not any("Five apples in all." in t for t in asked)  # the systems never see a reference
+    rows[0]["reference"] = ["There are 5 apples.", {"not": "text"}]
+    (folder / f"items.{items_format}").unlink()
+    write_items(folder / "items.jsonl", rows)
+    (folder / "task.toml").write_text((folder / "task.toml").read_text().replace(f"items.{items_format}", "items.jsonl"))
+    with pytest.raises(DualjudgeError, match="item q0: column 'reference' holds a list with something other than text"):
+        load_task(folder)

@@ -232,6 +232,24 @@ def _image_bytes(folder: Path, value: Any, where: str) -> bytes:
     return data
 
 
+def _reference(value: Any, where: str) -> str | None:
+    """The item's reference: text, or a list of accepted references (as inspect_ai's `target` may be), which the
+    judges see all of, numbered."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        texts = [_text(v) if isinstance(v, (str, int, float, np.number, np.str_)) else False for v in value]
+        if any(t is False for t in texts):
+            raise DualjudgeError(f"{where}: column 'reference' holds a list with something other than text in it")
+        given = [t for t in texts if t]
+        if len(given) == 1:
+            return str(given[0])
+        if not given:
+            return None
+        return f"any one of {len(given)} accepted references:\n" + "\n".join(f"{n}. {t}" for n, t in enumerate(given, 1))
+    if value is not None and value is not pd.NA and not isinstance(value, (str, int, float, np.number, np.str_)):
+        raise DualjudgeError(f"{where}: column 'reference' holds a {type(value).__name__}; it must be text or a list of texts")
+    return _text(value)
+
+
 def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, MetaValue], ...]:
     out: list[tuple[str, MetaValue]] = []
     for name, value in row.items():
@@ -274,11 +292,11 @@ def _items(folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet
         if item_id in seen:
             raise DualjudgeError(f"{where}: duplicate id")
         seen.add(item_id)
-        for name in ("reference", "caption", "label", "group", "text"):
+        for name in ("caption", "label", "group", "text"):
             value = row.get(name)
             if value is not None and value is not pd.NA and not isinstance(value, (str, int, float, np.number, np.str_)):
                 raise DualjudgeError(f"{where}: column {name!r} holds a {type(value).__name__}; it must be text")
-        reference = _text(row.get("reference"))
+        reference = _reference(row.get("reference"), where)
         if reference is None:
             raise DualjudgeError(f"{where}: empty reference")
         label = _text(row.get("label"))
