@@ -371,6 +371,10 @@ def test_a_key_a_provider_echoes_back_is_stored_and_shown_scrubbed(tmp_path, mon
         ("http://user:sk-secret@host:8000/v1", "holds credentials"),
         ("http://host:99999/v1", "Port out of range"),
         ("ftp://host/v1", "not an http(s) URL"),
+        ("https://api.example.com/v1?api_key=sk-secret-0123456789", "holds a query or a fragment"),
+        ("https://api.example.com/v1#sk-secret-0123456789", "holds a query or a fragment"),
+        ("http://host:8000/v1?key=sk-secret#sk-secret", "holds a query or a fragment"),
+        ("https://\uff41\uff50\uff49.example.com/v1", "its host holds characters other than ASCII"),  # full-width letters
     ],
 )
 def test_an_endpoint_url_with_credentials_or_a_bad_port_is_refused_in_one_line(cli, tmp_path, url, needle):
