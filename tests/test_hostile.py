@@ -351,6 +351,21 @@ def test_a_hung_request_says_which_setting_bounds_it():
 
 
 # -- secrets: never stored, never printed ---------------------------------------------------------------------
+@pytest.mark.parametrize("fault", ["key_in_content", "key_in_body"])
+def test_a_key_in_any_reply_is_replaced_before_it_is_stored(tmp_path, monkeypatch, fault):
+    """The key written into a 200 answer's content, or into a non-JSON 200 body where the error shows its first
+    80 characters, reaches no table of the store (the key is replaced in the reply's bytes, wherever it is)."""
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    with Provider() as api:
+        api.always = fault
+        run_job(_hosted_config(api, tmp_path), tmp_path / "run")
+    raw = b"".join(p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file())
+    assert KEY.encode() not in raw and KEY[:20].encode() not in raw
+    with __import__("sqlite3").connect(tmp_path / "run" / "results.sqlite") as con:
+        shown = [t for row in con.execute("SELECT text, error FROM answers") for t in row if t]
+    assert shown and any("***" in t for t in shown)
+
+
 def test_a_key_a_provider_echoes_back_is_stored_and_shown_scrubbed(tmp_path, monkeypatch):
     monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
     with Provider() as api:

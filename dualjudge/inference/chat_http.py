@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from dualjudge.inference.urls import scrub
+from dualjudge.inference.urls import SECRET_SHOWN, scrub
 
 
 class Transient(Exception):
@@ -120,7 +120,8 @@ class ChatClient:
         except asyncio.TimeoutError:
             raise RequestTimeout("no answer in time") from None
         except (aiohttp.ClientError, OSError) as e:  # refused, reset, truncated, closed mid-reply
-            raise ConnectionFailed(scrub(f"{type(e).__name__}: {str(e)[:160]}", self._key)) from None
+            raise ConnectionFailed(scrub(f"{type(e).__name__}: {e}", self._key)[:200]) from None
+        raw = self._scrubbed(raw)  # a key anywhere in a reply (an error, a body, a 200's content) never goes further
         if status == 429:
             raise RateLimited(retry_after(after), _message(raw, self._key))
         if status >= 500:
@@ -130,11 +131,18 @@ class ChatClient:
         try:
             payload = json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: JSON nested past Python's stack
-            shown = scrub(" ".join(raw[:80].decode("utf-8", "replace").split()), self._key)
+            shown = " ".join(raw[:400].decode("utf-8", "replace").split())[:80]
             raise MalformedReply(f"the reply is not a chat completion (not JSON within bounds: {shown})") from None
         if not isinstance(payload, dict):
             raise MalformedReply(f"the reply is not a chat completion ({type(payload).__name__})")
         return payload
+
+    def _scrubbed(self, raw: bytes) -> bytes:
+        """The reply's bytes with the API key shown as *** wherever it is, whatever its length or offset."""
+        key = self._key.encode()
+        if self._key in ("", "EMPTY") or len(key) < 4 or key not in raw:
+            return raw
+        return raw.replace(key, SECRET_SHOWN.encode())
 
     async def close(self) -> None:
         if self._session is not None:

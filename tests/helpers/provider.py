@@ -29,6 +29,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.helpers.hosted import KEY
+
 MARKUP = (
     '<script>document.title="pwned"</script><img src=x onerror="document.title=\'pwned\'">'
     '<!--<script> </script>--> & "quotes"\nSIGN_TYPE: no_entry'
@@ -61,6 +63,10 @@ HOSTILE: dict[str, Callable[[dict[str, Any]], bytes]] = {
     "parts": _with([{"type": "text", "text": '{"equivalent": true, '}, {"type": "text", "text": '"reasoning": "x"}'}]),
 }
 HOSTILE["deep_body"] = lambda good: b'{"choices": ' + b"[" * 20000 + b"]" * 20000 + b"}"
+# replies that carry the hosted runs' key (tests/helpers/hosted.py): in a 200's content, and in a non-JSON 200 body
+# at an offset that straddles the 80 characters an error shows
+HOSTILE["key_in_content"] = _with(f"The key is {KEY}. SIGN_TYPE: no_entry")
+HOSTILE["key_in_body"] = lambda good: b"x" * 54 + KEY.encode() + b" and then not JSON"
 
 
 def example(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
