@@ -237,19 +237,21 @@ def test_a_malformed_reply_fails_that_request_and_a_retry_recovers(fault):
     assert "\n" not in lost.error and len(lost.error) < 400
 
 
-def test_content_given_as_parts_is_joined_as_text():
+@pytest.mark.parametrize("fault, text", [("parts", '{"equivalent": true, "reasoning": "x"}'), ("one_part", "SIGN_TYPE: no_entry")])
+def test_content_given_as_parts_is_joined_as_text(fault, text):
+    """A list of content parts, or one part object, is its text: never the Python repr of a list or a dict."""
     with Provider(served=("m",)) as api:
 
         async def go():
             engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=0, dialect="openai")
             try:
-                api.script("parts")
+                api.script(fault)
                 return await engine.generate(_request())
             finally:
                 await engine.close()
 
         result = asyncio.run(go())
-    assert result.ok and result.text == '{"equivalent": true, "reasoning": "x"}'  # not the list's repr
+    assert result.ok and result.text == text
 
 
 @pytest.mark.parametrize("fault", ["deep_content", "huge_int", "surrogate", "huge_usage"])

@@ -23,13 +23,16 @@ MAX_TOKENS = 10**9  # a usage count beyond this is no count
 
 
 def content_text(content: Any) -> str | None:
-    """The reply's message content as text: a string as is, a list of content parts joined (their text)."""
+    """The reply's message content as text: a string as is, a list of content parts joined (their text), one part
+    object ({"type": "text", "text": ...}) as its text; anything else has no text (None), never its repr."""
     if content is None or isinstance(content, str):
         return content
+    if isinstance(content, dict):
+        content = [content]
     if isinstance(content, list):
         parts = [p.get("text") if isinstance(p, dict) else p for p in content]
         return "".join(p for p in parts if isinstance(p, str))
-    return str(content)
+    return None
 
 
 def _json_problem(text: str) -> str | None:

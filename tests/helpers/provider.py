@@ -61,6 +61,7 @@ HOSTILE: dict[str, Callable[[dict[str, Any]], bytes]] = {
     "huge_usage": _with(completion_tokens=10**30),
     "negative_usage": _with(completion_tokens=-5),
     "parts": _with([{"type": "text", "text": '{"equivalent": true, '}, {"type": "text", "text": '"reasoning": "x"}'}]),
+    "one_part": _with({"type": "text", "text": "SIGN_TYPE: no_entry"}),  # one part object, not a list of them
 }
 HOSTILE["deep_body"] = lambda good: b'{"choices": ' + b"[" * 20000 + b"]" * 20000 + b"}"
 # replies that carry the hosted runs' key (tests/helpers/hosted.py): in a 200's content, and in a non-JSON 200 body
