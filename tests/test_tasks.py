@@ -537,3 +537,43 @@ def test_an_item_may_have_several_references_and_the_judges_see_them_all(tmp_pat
     (folder / "task.toml").write_text((folder / "task.toml").read_text().replace(f"items.{items_format}", "items.jsonl"))
     with pytest.raises(DualjudgeError, match="item q0: column 'reference' holds a list with something other than text"):
         load_task(folder)
+
+
+def _png_bomb(width: int, height: int) -> bytes:
+    """A 1-bit PNG of width x height zeros: about 100 KB that would decode to gigabytes."""
+    import struct
+    import zlib
+
+    raw = b"".join(b"\x00" + b"\x00" * (width // 8) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize("where", ["file", "parquet"])
+@pytest.mark.parametrize("bad, needle", [("bomb", "more than 40,000,000 pixels"), ("truncated", "image file is truncated")])
+def test_an_image_that_cannot_be_read_whole_is_one_line_at_data_task_and_before_a_run(cli, tmp_path, where, bad, needle):
+    """A decompression bomb or a JPEG cut at 60 %, as a file of the folder or as bytes in a Parquet items file:
+    `data task` and `run` each say so in one line naming the item, and the run writes nothing."""
+    folder = image_task(tmp_path / "shapes", items_format="parquet" if where == "parquet" else "jsonl")
+    if bad == "bomb":
+        data = _png_bomb(30000, 30000)
+    else:
+        buf = io.BytesIO()
+        draw("circle", "red", 3).save(buf, "JPEG")
+        data = buf.getvalue()[: int(len(buf.getvalue()) * 0.6)]
+    if where == "file":
+        (folder / "img" / "s3.png").write_bytes(data)
+    else:
+        frame = pd.read_parquet(folder / "items.parquet")
+        frame["image"] = [data if i == "s3" else (folder / p).read_bytes() for i, p in zip(frame["id"], frame["image"])]
+        frame.to_parquet(folder / "items.parquet", index=False)
+    code, out, err = cli("data", "task", str(folder))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "item s3" in lines[0] and needle in lines[0] and "Traceback" not in err
+    code, out, err = cli("run", str(study(tmp_path, 'path = "shapes"')), "--out", str(tmp_path / "run"))
+    assert code == 2 and "item s3" in err and needle in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()

@@ -208,6 +208,9 @@ def _text(value: Any) -> str | None:
     return None if value is pd.NA else str(value)
 
 
+MAX_IMAGE_PIXELS = 40_000_000  # 40 megapixels: far above any model's input, far below a bomb
+
+
 def _image_bytes(folder: Path, value: Any, where: str) -> bytes:
     if isinstance(value, dict) and isinstance(value.get("bytes"), (bytes, bytearray)):  # a Hugging Face Image
         data = bytes(value["bytes"])
@@ -222,14 +225,31 @@ def _image_bytes(folder: Path, value: Any, where: str) -> bytes:
         data = path.read_bytes()
     else:
         raise DualjudgeError(f"{where}: no image (a path in the task folder, or bytes in Parquet)")
+    checked_image(data, where)
+    return data
+
+
+def checked_image(data: bytes, where: str) -> None:
+    """The picture read whole under a pixel bound: a decompression bomb (a few hundred KB that would unpack to
+    gigabytes), a truncated file or an undecodable one is one line naming the item, never an uncaught error
+    in the middle of a run."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(io.BytesIO(data)) as im:
-            im.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError):
-        raise DualjudgeError(f"{where}: image is not a readable picture (PNG, JPEG, ...)") from None
-    return data
+            width, height = im.size
+            if width * height > MAX_IMAGE_PIXELS:
+                raise DualjudgeError(
+                    f"{where}: image is {width} x {height} pixels; the limit is {MAX_IMAGE_PIXELS:,} "
+                    f"(a picture this large is a decompression bomb or needs scaling down first)"
+                )
+            im.load()  # decoded whole: a truncated or corrupt picture fails here, not in a run
+    except DualjudgeError:
+        raise
+    except Image.DecompressionBombError:
+        raise DualjudgeError(f"{where}: image has more than {MAX_IMAGE_PIXELS:,} pixels (a decompression bomb?)") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        raise DualjudgeError(f"{where}: image is not a readable picture (PNG, JPEG, ...): {str(e)[:120]}") from None
 
 
 def _reference(value: Any, where: str) -> str | None:
