@@ -577,3 +577,19 @@ def test_an_image_that_cannot_be_read_whole_is_one_line_at_data_task_and_before_
     code, out, err = cli("run", str(study(tmp_path, 'path = "shapes"')), "--out", str(tmp_path / "run"))
     assert code == 2 and "item s3" in err and needle in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_system_prompt_that_would_show_the_reference_is_one_line_at_data_task_and_before_a_run(cli, tmp_path):
+    folder = text_task(tmp_path / "apples")
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "sa.text.toml").write_text(
+        'name = "sa.text"\nvariables = ["item_text", "reference"]\n'
+        'system = "Answer the question."\nuser = """$item_text\\n(The answer is: $reference)"""\n'
+    )
+    (folder / "task.toml").write_text((folder / "task.toml").read_text() + 'prompts = "prompts"\n')
+    code, out, err = cli("data", "task", str(folder))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "sa.text.toml: a system's prompt may not use $reference" in lines[0]
+    code, out, err = cli("run", str(study(tmp_path, 'path = "apples"', "text")), "--out", str(tmp_path / "run"))
+    assert code == 2 and "may not use $reference" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()

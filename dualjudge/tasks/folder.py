@@ -53,6 +53,9 @@ class TaskFile(BaseModel):
     rubric: str | None = None
 
 
+GOLD_VARIABLES = frozenset({"reference", "description", "caption"})  # what a system must never be shown
+
+
 def task_prompts_dir() -> Path:
     """The default prompts of a task folder (generic wording, filled with the task's words)."""
     return project_root() / "prompts" / "task"
@@ -165,7 +168,13 @@ def _prompts(folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: An
     for path in sorted(own.glob("*.toml")):
         if path.stem not in known:
             raise DualjudgeError(f"{path}: no default prompt is called {path.stem!r}; name the file after the prompt it replaces")
-        parse_prompt(path)  # one-line error if malformed
+        prompt = parse_prompt(path)  # one-line error if malformed
+        shown = sorted(prompt.variables & GOLD_VARIABLES)
+        if shown and not path.stem.startswith(("judge_", "padding", "rubric_editor")):
+            raise DualjudgeError(
+                f"{path}: a system's prompt may not use {', '.join('$' + v for v in shown)}: it would show the system the "
+                f"answer it is judged against (only the judges' prompts, judge_*.toml, take it)"
+            )
         digest.update(path.name.encode() + path.read_bytes())
     return PromptSet((own, task_prompts_dir()), words)
 
