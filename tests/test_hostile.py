@@ -335,6 +335,30 @@ def test_unconstrained_hosted_verdicts_that_come_back_truncated_or_off_schema_ar
     assert len(retried) == 3 and len({b["seed"] for b in retried}) >= 2  # fresh seeds, sampled
 
 
+def test_a_reply_that_inflates_past_the_bound_is_an_error_retried_never_held_whole():
+    """A gzip body of about 60 KB that inflates to 60 MiB: refused as it streams (the bound applies after
+    decompression), an error outcome after its retries, and the next good reply is taken."""
+    from dualjudge.inference.chat_http import MAX_REPLY_BYTES
+
+    assert MAX_REPLY_BYTES < 60 * 2**20
+    with Provider(served=("m",)) as api:
+
+        async def go(retries):
+            engine = EndpointEngine("m", [Endpoint(api.url)], "m@0", retries=retries, dialect="openai")
+            try:
+                return await engine.generate(_request())
+            finally:
+                await engine.close()
+
+        api.always = "gzip_bomb"
+        lost = asyncio.run(go(0))
+        api.always = None
+        api.script("gzip_bomb")
+        kept = asyncio.run(go(1))
+    assert not lost.ok and "over 32 MiB once decompressed" in lost.error
+    assert kept.ok and kept.tries == 2
+
+
 def test_a_hung_request_says_which_setting_bounds_it():
     with Provider(served=("m",), hang_limit_s=5) as api:
         api.always = "hang"

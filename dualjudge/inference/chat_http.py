@@ -92,6 +92,22 @@ def proxy_for(url: str) -> str | None:
     return urllib.request.getproxies_environment().get(parts.scheme)
 
 
+MAX_REPLY_BYTES = 32 * 2**20  # a chat completion, decompressed: a few KB; past this it is refused as it streams
+
+
+async def _bounded(content: aiohttp.StreamReader) -> bytes:
+    """The reply's body, read as it arrives (after any gzip or deflate is undone) and refused past
+    MAX_REPLY_BYTES: a body that inflates to gigabytes never sits in memory, and is an error outcome (retried,
+    never stored)."""
+    parts, size = [], 0
+    async for chunk in content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise MalformedReply(f"the reply is over {MAX_REPLY_BYTES // 2**20} MiB once decompressed; not read further")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
 class ChatClient:
     """POST /chat/completions to one endpoint. The session opens on first use (inside the event loop)."""
 
@@ -116,7 +132,8 @@ class ChatClient:
         data = json.dumps(body, separators=(",", ":")).encode()
         try:
             async with self._open().post(self.url, data=data, headers=self.headers, proxy=self.proxy) as resp:
-                status, raw, after = resp.status, await resp.read(), resp.headers.get("Retry-After")
+                status, after = resp.status, resp.headers.get("Retry-After")
+                raw = await _bounded(resp.content)
         except asyncio.TimeoutError:
             raise RequestTimeout("no answer in time") from None
         except (aiohttp.ClientError, OSError) as e:  # refused, reset, truncated, closed mid-reply

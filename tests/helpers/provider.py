@@ -10,7 +10,7 @@ Faults: "500", "503", "429" (Retry-After: 0), "reset" (the connection closed wit
 (a body shorter than its Content-Length), "hang" (no reply until `release()` or the hang limit),
 "html" (200 with an HTML page), "not_json" (200, application/json, not JSON), "empty_choices",
 "length" (finish_reason "length", the text cut in half), "off_schema" (valid JSON outside the schema),
-"markup" (an answer full of HTML and script markup),
+"markup" (an answer full of HTML and script markup), "gzip_bomb" (a gzip body that inflates to 60 MiB),
 "unconstrained" (prose whatever the constraint), "404" (as a base URL without /v1 gets).
 GET /health answers 200 unless `unhealthy`; GET /v1/models lists `served`; GET /metrics answers `metrics`
 (Prometheus text; with `count_tokens`, token counters that grow at every poll, as a busy vLLM's do).
@@ -232,6 +232,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, self._completion(body, json.dumps({"score": "great", "verdict": "yes"})))
         elif fault == "echo_401":  # a provider that echoes the request's Authorization header in its error
             self._json(401, {"error": {"message": f"Incorrect API key: {self.headers.get('Authorization')}"}})
+        elif fault == "gzip_bomb":  # 200, gzip: about 60 KB that inflate to 60 MiB (a JSON string of spaces)
+            import gzip
+
+            body_bytes = b'{"choices": [{"message": {"content": "' + b" " * (60 * 2**20) + b'"}}]}'
+            self._raw(200, gzip.compress(body_bytes, 9), "application/json", {"Content-Encoding": "gzip"})
         elif fault in HOSTILE:
             self._raw(200, HOSTILE[fault](self._completion(body, self._content(body))), "application/json")
         elif fault == "markup":
