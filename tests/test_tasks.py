@@ -593,3 +593,18 @@ def test_a_system_prompt_that_would_show_the_reference_is_one_line_at_data_task_
     code, out, err = cli("run", str(study(tmp_path, 'path = "apples"', "text")), "--out", str(tmp_path / "run"))
     assert code == 2 and "may not use $reference" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_tasks_text_is_printed_as_text_never_as_markup_links_or_escape_sequences(cli, tmp_path):
+    """A reference, question or domain holding rich markup ("[/]", "[link=...]") or an ANSI escape sequence:
+    `data task` prints it as it is, with the escape's ESC shown as its code, and nothing becomes a link."""
+    folder = text_task(tmp_path / "apples")
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    rows[0]["reference"] = "A [/] tricky [link=http://evil.example]click[/link] answer \x1b[31mred\x1b[0m\x1b]8;;http://x\x1b\\"
+    write_items(folder / "items.jsonl", rows)
+    toml = (folder / "task.toml").read_text().replace("arithmetic word problems", "[/] sums [link=http://x]y[/link]")
+    (folder / "task.toml").write_text(toml)
+    code, out, err = cli("data", "task", str(folder))
+    assert code == 0, err
+    assert "\x1b" not in out and "\\x1b[31mred" in out
+    assert "[link=http://evil.example]click[/link]" in out and "[/] sums [link=http://x]y[/link]" in out

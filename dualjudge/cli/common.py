@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -17,13 +18,30 @@ from dualjudge.errors import DualjudgeError
 # Tables stay readable when output goes to a file or a CI log (rich would otherwise assume 80 columns).
 # No markup: what the project prints holds names and data ("[gpu:0]", a task's "[/]"), never rich tags; a
 # style is given as a Text's style (`styled`).
-console = Console(width=None if sys.stdout.isatty() else 140, markup=False)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140, markup=False)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character (an escape sequence's ESC, a carriage return, a bidirectional
+    override) shown as its code, so data printed to a terminal can neither colour, move, rewrite nor link it."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+
+
+class PlainConsole(Console):
+    """A console that reads no markup and prints no control character from what it is given (`printable`):
+    every string it renders, table cells and error lines included, is data, not terminal instructions."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(printable(text), **kwargs)
+
+
+console = PlainConsole(width=None if sys.stdout.isatty() else 140, markup=False)
+err_console = PlainConsole(stderr=True, width=None if sys.stderr.isatty() else 140, markup=False)
 
 
 def styled(text: str, style: str) -> Text:
-    """`text` as it is, in a style (a table cell, a line)."""
-    return Text(text, style=style)
+    """`text` as it is (control characters shown as codes), in a style (a table cell, a line)."""
+    return Text(printable(text), style=style)
 
 
 def csv_list(value: Optional[str]) -> Optional[list[str]]:
