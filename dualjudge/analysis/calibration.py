@@ -539,27 +539,31 @@ def refits(
     (self-preference's, before the leaderboard's) is taken as it was: the same parameters, bitwise."""
     key = _fits_key(types, scale_free, n_resamples, seed, fixed)
     known = _FITTED.get(key)
-    shown = read_on or types
     full_sums = types.resampled(None)
-    full = None if known else fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS, fixed=fixed)
-    full_parameters = known[0] if known else _Parameters.of(full)  # type: ignore[arg-type]
-    yield _read(full_sums if read_on is None else shown.resampled(None), full_parameters, scale_free, fixed)
+    full: Fit | None = None
+    if known:
+        full_parameters = known[0]
+    else:
+        full = fit(full_sums, scale_free=scale_free, max_sweeps=4 * MAX_SWEEPS, fixed=fixed)
+        full_parameters = _Parameters.of(full)
+    yield _read(full_sums if read_on is None else read_on.resampled(None), full_parameters, scale_free, fixed)
     sign_counts = resample_counts(types.n_signs, n_resamples, seed)
     batch = max(1, MAX_CELLS // max(1, types.cells_per_resample))
     step = batch if read_on is None else max(1, MAX_CELLS // max(1, read_on.cells_per_resample))
     made = []
     for start in range(0, n_resamples, batch):
         counts = sign_counts[start : start + batch]
-        sums = types.resampled(counts) if not known or read_on is None else None
+        sums = types.resampled(counts) if full is not None or read_on is None else None
         if known:
             parameters = known[1].rows(start, start + batch)
         else:
-            parameters = _Parameters.of(fit(sums, scale_free=scale_free, start=full, tol=BOOTSTRAP_TOL, fixed=fixed))  # type: ignore[arg-type]
+            assert sums is not None and full is not None
+            parameters = _Parameters.of(fit(sums, scale_free=scale_free, start=full, tol=BOOTSTRAP_TOL, fixed=fixed))
             made.append(parameters)
         for at in range(0, len(counts), step):
-            part = sums if read_on is None and step >= len(counts) else shown.resampled(counts[at : at + step])
-            yield _read(part, parameters.rows(at, at + step), scale_free, fixed)  # type: ignore[arg-type]
-    if not known and n_resamples:  # a bootstrap's worth keeping; a single fit costs less than the memory
+            part = sums if read_on is None and sums is not None else (read_on or types).resampled(counts[at : at + step])
+            yield _read(part, parameters.rows(at, at + step), scale_free, fixed)
+    if full is not None and n_resamples:  # a bootstrap's worth keeping; a single fit costs less than the memory
         _remember(key, full_parameters, _Parameters.joined(made))
 
 
