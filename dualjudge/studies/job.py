@@ -19,6 +19,7 @@ from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency, r
 from dualjudge.inference.image_tokens import image_tokens
 from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
 from dualjudge.protocol.kinds import judge_kind
+from dualjudge.protocol.variants import HOLISTIC
 from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
@@ -203,8 +204,10 @@ def validate_run(config: RunConfig) -> None:
         )
     config.cards()
     prompts = config.task.load().prompts
+    rubric = any(v != HOLISTIC for v in config.judges.variants)
     for kind in config.judges.kinds:  # a kind without the task's prompt: one line, before anything is written
-        judge_kind(kind).prompt(config.judges.overall, prompts=prompts)
+        for with_rubric in {False, rubric}:
+            judge_kind(kind).prompt(config.judges.overall, rubric=with_rubric, prompts=prompts)
 
 
 def check_before_run(config: RunConfig, out: Path) -> Regeneration:
