@@ -106,22 +106,18 @@ def test_a_table_of_binary_verdicts_gets_a_board(cli, tmp_path):
     assert "binary verdicts only" in md and "calibrated equivalent [95% CI]" in md
 
 
+def _two_families(n_signs: int, items_per_sign: int, seed: int) -> pd.DataFrame:
+    """Two judges of two families judging each other's answers, nothing planted: the demo's design."""
+    pair = {"qwen-j": "qwen", "google-j": "google"}
+    zero = {"qwen-j": 0.0, "google-j": 0.0}
+    planted = Planted(judges=pair, generators=pair, leniency=zero, quality=zero, family_bonus=zero)
+    return simulate(planted, n_signs=n_signs, items_per_sign=items_per_sign, repeats=1, seed=seed)
+
+
 def test_every_warning_of_the_board_reaches_the_report_even_without_a_calibrated_ranking(cli, tmp_path):
     """Two judges of two families: no calibrated ranking, and the items each system answered differ in
     difficulty: the warnings summary.json holds are in report.md too."""
-    frame = simulate(
-        Planted(
-            judges={"qwen-j": "qwen", "google-j": "google"},
-            generators={"qwen-j": "qwen", "google-j": "google"},
-            leniency={"qwen-j": 0.0, "google-j": 0.0},
-            quality={"qwen-j": 0.0, "google-j": 0.0},
-            family_bonus={"qwen-j": 0.0, "google-j": 0.0},
-        ),
-        n_signs=10,
-        items_per_sign=5,
-        repeats=1,
-        seed=5,
-    )
+    frame = _two_families(n_signs=10, items_per_sign=5, seed=5)
     frame = frame[
         ~((frame["system_model"] == "qwen-j") & (frame["sign_code"].astype(str) < frame["sign_code"].astype(str).min() + "5"))
     ]
@@ -146,19 +142,7 @@ def test_the_report_states_each_reason_once(cli, tmp_path):
     from dualjudge.report.escape import md_strings
     from dualjudge.report.once import explanations, unfold
 
-    frame = simulate(
-        Planted(
-            judges={"qwen-j": "qwen", "google-j": "google"},
-            generators={"qwen-j": "qwen", "google-j": "google"},
-            leniency={"qwen-j": 0.0, "google-j": 0.0},
-            quality={"qwen-j": 0.0, "google-j": 0.0},
-            family_bonus={"qwen-j": 0.0, "google-j": 0.0},
-        ),
-        n_signs=2,
-        items_per_sign=4,
-        repeats=1,
-        seed=6,
-    )
+    frame = _two_families(n_signs=2, items_per_sign=4, seed=6)
     table = tmp_path / "t.csv"
     frame.to_csv(table, index=False)
     code, _, err = cli("analyze", str(table), "--out", str(tmp_path / "a"), "--resamples", "100")
