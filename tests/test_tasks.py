@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -608,3 +611,77 @@ def test_a_tasks_text_is_printed_as_text_never_as_markup_links_or_escape_sequenc
     assert code == 0, err
     assert "\x1b" not in out and "\\x1b[31mred" in out
     assert "[link=http://evil.example]click[/link]" in out and "[/] sums [link=http://x]y[/link]" in out
+
+
+@contextmanager
+def _deep_chain(root: Path, depth: int) -> Iterator[None]:
+    """`depth` nested folders under root, the deepest holding a file (made and removed a step at a time: the
+    whole path is longer than the system's limit, and too deep for shutil's recursive removal)."""
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        for _ in range(depth):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("f.txt").write_text("deep")
+    finally:
+        os.chdir(here)
+    try:
+        yield
+    finally:
+        os.chdir(root)
+        try:
+            for _ in range(depth):
+                os.chdir("d")
+            os.remove("f.txt")
+            for _ in range(depth):
+                os.chdir("..")
+                os.rmdir("d")
+        finally:
+            os.chdir(here)
+
+
+def test_a_task_folder_holding_a_deep_chain_or_a_cycle_of_links_is_read_without_walking_them(cli, tmp_path):
+    """A 1,500-deep chain of folders and a link back to the folder itself lie beside the task's files: `data task`
+    and the run read the task and nothing under them; a path the task names through a cycle of links, or nested
+    past the limit, is one line."""
+    folder = text_task(tmp_path / "apples")
+    (folder / "loop").symlink_to(folder, target_is_directory=True)
+    with _deep_chain(folder, 1500):
+        code, out, err = cli("data", "task", str(folder))
+    assert code == 0 and "Traceback" not in err, err
+    assert load_task(folder).files == (folder / "task.toml", folder / "items.jsonl")
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    for items, needle in (("a/items.jsonl", "cannot be read"), ("/".join(["x"] * 40) + "/items.jsonl", "the limit is 32")):
+        _replace(folder, 'items = "items.jsonl"', f'items = "{items}"')
+        code, out, err = cli("data", "task", str(folder))
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and needle in lines[0] and "Traceback" not in err, err
+        _replace(folder, f'items = "{items}"', 'items = "items.jsonl"')
+
+
+def test_a_task_folder_is_read_once_a_run_and_again_only_when_a_file_of_it_changes(tmp_path, monkeypatch):
+    """The task is loaded once however often a run asks for it; a file beside it that the task does not name
+    changes nothing; an edit of its items, or a prompt file added to its prompts folder, is read again."""
+    import dualjudge.tasks.registry as registry
+
+    folder = text_task(tmp_path / "apples")
+    (folder / "prompts").mkdir()
+    _replace(folder, 'items = "items.jsonl"', 'items = "items.jsonl"\nprompts = "prompts"')
+    loads: list[Path] = []
+    real = registry.load_task
+    monkeypatch.setattr(registry, "load_task", lambda f: loads.append(f) or real(f))
+    first = registry.task_at(folder)
+    for _ in range(12):
+        assert registry.task_at(folder) is first
+    (folder / "notes.txt").write_text("not part of the task")
+    assert registry.task_at(folder) is first and len(loads) == 1
+    (folder / "prompts" / "sa.text.toml").write_text(
+        'name = "sa.text"\nvariables = ["item_text"]\nsystem = "Answer briefly."\nuser = """$item_text"""\n'
+    )
+    second = registry.task_at(folder)
+    assert len(loads) == 2 and second.sha256 != first.sha256
+    _edit(folder, 0, reference="Seven apples.")
+    third = registry.task_at(folder)
+    assert len(loads) == 3 and third.items[0].reference == "Seven apples."

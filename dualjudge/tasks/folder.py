@@ -76,18 +76,20 @@ def load_task(folder: Path) -> Task:
         raise DualjudgeError(f"{spec_path}: {where}: {msg}") from None
     digest = hashlib.sha256()
     digest.update(spec_path.read_bytes())
-    labels = _labels(folder, spec, digest)
+    read: list[Path] = [spec_path]  # every file and folder the task is made of (nothing else is walked)
+    labels = _labels(folder, spec, digest, read)
     if spec.label and not labels:
         raise DualjudgeError(f"{spec_path}: label {spec.label!r} needs labels (a TOML file of [[label]] id, definition)")
     if labels and not spec.label:
         raise DualjudgeError(f"{spec_path}: labels given without label (the name of the answers' final line)")
-    prompts = _prompts(folder, spec, labels, digest)
+    prompts = _prompts(folder, spec, labels, digest, read)
     rubric = None
     if spec.rubric:
         rubric = _inside(folder, spec.rubric, "rubric")
         load_rubric(rubric)  # one-line error if malformed
         digest.update(rubric.read_bytes())
-    items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest)
+        read.append(rubric)
+    items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest, read)
     return Task(
         name=spec.name,
         modalities=(spec.modality,),
@@ -101,11 +103,12 @@ def load_task(folder: Path) -> Task:
         rubric=rubric,
         sha256=digest.hexdigest(),
         folder=folder.resolve(),
+        files=tuple(dict.fromkeys(read)),
     )
 
 
 def _inside(folder: Path, rel: str, what: str, *, directory: bool = False) -> Path:
-    path = (folder / rel).resolve()
+    path = _resolved(folder, rel, f"{folder / TASK_FILE}: {what} {rel!r}")
     if not path.is_relative_to(folder.resolve()):
         raise DualjudgeError(f"{folder / TASK_FILE}: {what} {rel!r} points outside the task folder")
     if not (path.is_dir() if directory else path.is_file()):
@@ -113,11 +116,30 @@ def _inside(folder: Path, rel: str, what: str, *, directory: bool = False) -> Pa
     return path
 
 
-def _labels(folder: Path, spec: TaskFile, digest: Any) -> tuple[Label, ...]:
+MAX_DEPTH = 32  # folders between a task folder and a file it names
+
+
+def _resolved(folder: Path, rel: str, where: str) -> Path:
+    """`rel` under the folder, its links followed: a path nested past MAX_DEPTH, a cycle of links or a name the
+    system cannot take is one line (nothing under a task folder is walked, so nothing deeper is ever read)."""
+    if len(Path(rel).parts) > MAX_DEPTH:
+        raise DualjudgeError(f"{where}: nested {len(Path(rel).parts)} folders deep; the limit is {MAX_DEPTH}")
+    try:
+        path = (folder / rel).resolve()
+        path.stat()
+    except FileNotFoundError:
+        return path
+    except (OSError, RuntimeError) as e:  # a link cycle (ELOOP, or RuntimeError from resolve), a name too long
+        raise DualjudgeError(f"{where}: cannot be read ({type(e).__name__}: {str(e)[:100]})") from None
+    return path
+
+
+def _labels(folder: Path, spec: TaskFile, digest: Any, read: list[Path]) -> tuple[Label, ...]:
     if not spec.labels:
         return ()
     path = _inside(folder, spec.labels, "labels")
     digest.update(path.read_bytes())
+    read.append(path)
     entries = read_toml(path, "labels file").get("label")
     if not isinstance(entries, list) or not entries:
         raise DualjudgeError(f"{path}: no [[label]] entries")
@@ -158,11 +180,12 @@ def task_words(domain: str, question: str, label: str | None, labels: tuple[Labe
     )
 
 
-def _prompts(folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: Any) -> PromptSet:
+def _prompts(folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: Any, read: list[Path]) -> PromptSet:
     words = task_words(spec.domain, spec.question, spec.label, labels)
     if not spec.prompts:
         return PromptSet((task_prompts_dir(),), words)
     own = _inside(folder, spec.prompts, "prompts folder", directory=True)
+    read.append(own)  # a folder's time changes when a file is added to it or taken out
     known = {p.stem for d in (task_prompts_dir(), prompts_dir()) for p in d.glob("*.toml")}
     known |= {f"judge_{k.name}{end}" for k in declared() for end in ("", "_rubric", "_overall")}  # kinds declared in code
     for path in sorted(own.glob("*.toml")):
@@ -176,6 +199,7 @@ def _prompts(folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: An
                 f"answer it is judged against (only the judges' prompts, judge_*.toml, take it)"
             )
         digest.update(path.name.encode() + path.read_bytes())
+        read.append(path)
     return PromptSet((own, task_prompts_dir()), words)
 
 
@@ -220,18 +244,19 @@ def _text(value: Any) -> str | None:
 MAX_IMAGE_PIXELS = 40_000_000  # 40 megapixels: far above any model's input, far below a bomb
 
 
-def _image_bytes(folder: Path, value: Any, where: str) -> bytes:
+def _image_bytes(folder: Path, value: Any, where: str, read: list[Path]) -> bytes:
     if isinstance(value, dict) and isinstance(value.get("bytes"), (bytes, bytearray)):  # a Hugging Face Image
         data = bytes(value["bytes"])
     elif isinstance(value, (bytes, bytearray)):
         data = bytes(value)
     elif isinstance(value, str) and value.strip():
-        path = (folder / value).resolve()
+        path = _resolved(folder, value, f"{where}: image {value!r}")
         if not path.is_relative_to(folder.resolve()):
             raise DualjudgeError(f"{where}: image {value!r} points outside the task folder")
         if not path.is_file():
             raise DualjudgeError(f"{where}: image {value!r} not found in {folder}")
         data = path.read_bytes()
+        read.append(path)
     else:
         raise DualjudgeError(f"{where}: no image (a path in the task folder, or bytes in Parquet)")
     checked_image(data, where)
@@ -299,10 +324,13 @@ def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, MetaValue], .
     return tuple(out)
 
 
-def _items(folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet, digest: Any) -> tuple[TaskItem, ...]:
+def _items(
+    folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet, digest: Any, read: list[Path]
+) -> tuple[TaskItem, ...]:
     path = _inside(folder, spec.items, "items file")
     frame = _read_items(path)
     digest.update(path.read_bytes())
+    read.append(path)
     for required in ("id", "reference", spec.modality):
         if required not in frame.columns:
             raise DualjudgeError(
@@ -336,7 +364,7 @@ def _items(folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet
             raise DualjudgeError(f"{where}: empty text (a text task's item is its text)")
         image = None
         if spec.modality == "image":
-            image = _image_bytes(folder, row.get("image"), where)
+            image = _image_bytes(folder, row.get("image"), where, read)
             digest.update(hashlib.sha256(image).digest())
         items.append(
             TaskItem(

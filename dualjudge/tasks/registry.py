@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 
 from dualjudge.errors import DualjudgeError
@@ -33,9 +32,20 @@ def builtin_task(name: str) -> Task:
 
 
 def task_at(path: Path) -> Task:
-    """The task folder at `path`, read again only when a file of it changed."""
+    """The task folder at `path`, read again only when a file it is made of changed (the files its last load
+    read are looked at, one stat each; nothing else under the folder is walked, however deep or cyclic)."""
     folder = path.expanduser().resolve()
-    return _cached(folder, _stamp(folder))
+    known = _LOADED.get(folder)
+    if known is not None and _stamp(known[0].files) == known[1]:
+        return known[0]
+    task = load_task(folder)
+    if task.name in BUILTIN:  # its runs would pass for the built-in task's (fingerprint, words, testbed)
+        raise DualjudgeError(f"{folder / TASK_FILE}: name {task.name!r} is a built-in task's; give the folder's task another name")
+    _LOADED.pop(folder, None)
+    while len(_LOADED) >= _KEPT:
+        _LOADED.pop(next(iter(_LOADED)))
+    _LOADED[folder] = (task, _stamp(task.files))
+    return task
 
 
 def resolve(name: str | None, path: str | None) -> Task:
@@ -44,21 +54,18 @@ def resolve(name: str | None, path: str | None) -> Task:
     return builtin_task(name or DEFAULT)
 
 
-@lru_cache(maxsize=8)
-def _cached(folder: Path, stamp: tuple[tuple[str, int, int], ...]) -> Task:
-    task = load_task(folder)
-    if task.name in BUILTIN:  # its runs would pass for the built-in task's (fingerprint, words, testbed)
-        raise DualjudgeError(f"{folder / TASK_FILE}: name {task.name!r} is a built-in task's; give the folder's task another name")
-    return task
+_LOADED: dict[Path, tuple[Task, tuple[tuple[int, int], ...]]] = {}  # folder -> its task, and its files' stamp
+_KEPT = 8  # task folders kept in memory (the oldest read goes first)
 
 
-def _stamp(folder: Path) -> tuple[tuple[str, int, int], ...]:
-    """Every file under the folder, with its size and time (a task edited in place is read again)."""
-    if not (folder / TASK_FILE).is_file():
-        return ()
+def _stamp(files: tuple[Path, ...]) -> tuple[tuple[int, int], ...]:
+    """Each file's size and time (a task edited in place is read again); a file gone is (-1, -1)."""
     out = []
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
+    for p in files:
+        try:
             st = p.stat()
-            out.append((str(p.relative_to(folder)), st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((-1, -1))
+        else:
+            out.append((st.st_size, st.st_mtime_ns))
     return tuple(out)

@@ -75,6 +75,7 @@ class Task:
     folder: Path | None = None
     builtin: bool = False
     situations: bool = False  # items carry a situation text beside the image (applied rules)
+    files: tuple[Path, ...] = ()  # a task folder's files and folders its load read (nothing else of it is walked)
 
     @property
     def unit(self) -> str:
