@@ -14,7 +14,16 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard, all_cards, get_card, user_cards_dir
@@ -44,6 +53,9 @@ class RunSection(_Section):
     seed: Int = Field(default=0, ge=0, le=2**63 - 1)
 
 
+RECORDED_TASK = "recorded_task"  # the validation context's key for a run's record of its task folder
+
+
 class TaskSection(_Section):
     """Which task the run studies: a built-in one by name (uk-signs, uk-signs-applied), or a task folder."""
 
@@ -51,15 +63,21 @@ class TaskSection(_Section):
     name: Str | None = setting(None, affects_results=False, pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$")
     path: Str | None = setting(None, affects_results=False)
 
+    _recorded: Task | None = PrivateAttr(default=None)  # what a run recorded of its task folder (an export's)
+
     @model_validator(mode="after")
-    def _one(self) -> TaskSection:
+    def _one(self, info: ValidationInfo) -> TaskSection:
         if self.name and self.path:
             raise ValueError("name a built-in task or give a task folder's path, not both")
+        recorded = (info.context or {}).get(RECORDED_TASK)
+        if self.path and isinstance(recorded, Task):
+            self._recorded = recorded
         return self
 
     def load(self) -> Task:
-        """The task, read (a folder) or built (a built-in one); a one-line error if it cannot be."""
-        return resolve(self.name, self.path)
+        """The task, read (a folder) or built (a built-in one); a one-line error if it cannot be. A run's stored
+        configuration read for an export holds the run's record of its folder instead (validation context)."""
+        return self._recorded if self._recorded is not None else resolve(self.name, self.path)
 
 
 class TestbedSection(_Section):
@@ -178,7 +196,7 @@ class RunConfig(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _modality_of_the_task(cls, data: Any) -> Any:
+    def _modality_of_the_task(cls, data: Any, info: ValidationInfo) -> Any:
         """testbed.modality, when not set: the task's own (a task folder states it in task.toml); uk-signs,
         which has both, runs on images."""
         if not isinstance(data, dict) or not isinstance(data.get("testbed", {}), dict):
@@ -188,7 +206,7 @@ class RunConfig(_Section):
             return data
         task = data.get("task", {})
         try:
-            section = task if isinstance(task, TaskSection) else TaskSection.model_validate(task or {})
+            section = task if isinstance(task, TaskSection) else TaskSection.model_validate(task or {}, context=info.context)
         except ValidationError:
             return data  # the task section's own error is reported where it is validated
         modalities = section.load().modalities

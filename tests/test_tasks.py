@@ -685,3 +685,19 @@ def test_a_task_folder_is_read_once_a_run_and_again_only_when_a_file_of_it_chang
     _edit(folder, 0, reference="Seven apples.")
     third = registry.task_at(folder)
     assert len(loads) == 3 and third.items[0].reference == "Seven apples."
+
+
+def test_export_works_on_a_run_whose_task_folder_moved(tmp_path, cli):
+    """The run records its task as it starts (task.json): once the folder has moved away, `export` writes the same
+    table from the record alone, metadata columns in the items file's order, as `status` and `analyze` already did."""
+    folder = text_task(tmp_path / "apples")
+    config = study(tmp_path, 'path = "apples"', "text")
+    run_job(load_config(config), tmp_path / "run", engines=Recorder())
+    before = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    folder.rename(tmp_path / "elsewhere")
+    (tmp_path / "run" / "verdicts.parquet").unlink()
+    code, out, err = cli("export", str(tmp_path / "run"))
+    assert code == 0, err
+    after = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    pd.testing.assert_frame_equal(before, after)
+    assert [c for c in after.columns if c.startswith("meta_")] == ["meta_source"]

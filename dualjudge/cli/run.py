@@ -261,7 +261,7 @@ def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 
     store = load_run_store(run_dir)
     try:
-        table = export_run(stored_config(store, run_dir), run_dir, store)
+        table = export_run(stored_config(store, run_dir, recorded_task=True), run_dir, store)
     finally:
         store.close()
     console.print(f"wrote {len(table)} rows to {run_dir}/verdicts.parquet and verdicts.csv")

@@ -7,11 +7,12 @@ import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pydantic import SecretStr
 
-from dualjudge.config import RunConfig
+from dualjudge.config import RECORDED_TASK, RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.inference.determinism import Regeneration
@@ -34,7 +35,10 @@ from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
 from dualjudge.studies.export import RUN_FILES, verdict_table, with_task_columns, write_probe_tables, write_table
 from dualjudge.studies.manifest import LastSession, build_manifest, write_manifest
 from dualjudge.tasks.folder import dumps as task_json
+from dualjudge.tasks.folder import recorded_task
 from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
+from dualjudge.tasks.registry import resolve
+from dualjudge.tasks.task import Task
 from dualjudge.testbed.variants import variants_by_id
 
 MASKED = "**********"  # how pydantic writes a secret
@@ -142,14 +146,17 @@ def exit_status(c: dict[str, dict[str, int]], failed_jobs: list[str] | None = No
     return 0, None
 
 
-def stored_config(store: Store, out: Path, needs_key: bool = False) -> RunConfig:
-    """The configuration a run directory was made with, as its store recorded it."""
+def stored_config(store: Store, out: Path, needs_key: bool = False, *, recorded_task: bool = False) -> RunConfig:
+    """The configuration a run directory was made with, as its store recorded it. With `recorded_task`, a task
+    folder that no longer reads (moved, removed) is taken from the run's record of it (task.json: enough for an
+    export, not for sending requests)."""
     raw = store.get_meta("config")
     if raw is None:
         raise DualjudgeError(f"{out}: the store has no configuration recorded; rerun `dualjudge run` on it")
     try:
         data = json.loads(raw)
-        config = RunConfig(**data)
+        context = {RECORDED_TASK: _task_record(data, out)} if recorded_task else None
+        config = RunConfig.model_validate(data, context=context)
     except (ValueError, TypeError) as e:  # not JSON, or JSON that is not a configuration
         first = str(e).splitlines()[0]
         raise DualjudgeError(
@@ -167,6 +174,18 @@ def stored_config(store: Store, out: Path, needs_key: bool = False) -> RunConfig
         key = key or "EMPTY"
         config = config.model_copy(update={"engine": config.engine.model_copy(update={"api_key": SecretStr(key)})})
     return config
+
+
+def _task_record(data: Any, out: Path) -> Task | None:
+    """The run's record of its task folder, where the folder its configuration names no longer reads."""
+    path = (data.get("task") or {}).get("path") if isinstance(data, dict) else None
+    if not path or not RunDir(out).task.is_file():
+        return None
+    try:
+        resolve(None, path)
+    except DualjudgeError:
+        return recorded_task(RunDir(out).task)
+    return None
 
 
 def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
@@ -244,6 +263,8 @@ def _run_locked(
 ) -> JobResult:
     ctx = RunContext(config, out, progress, engines)
     ctx.progress.note(regen.line)
+    if ctx.task.name != DEFAULT_TASK:  # the run holds its task's record from its start (an export needs no folder)
+        write_text(RunDir(out).task, task_json(ctx.task))
     try:
         report = asyncio.run(Runner(ctx).run())
         table = export_run(config, out, ctx.store)

@@ -391,12 +391,14 @@ def describe(task: Task) -> dict[str, Any]:
     return {
         "name": task.name,
         "noun": task.noun,
+        "modalities": list(task.modalities),
         "unit": task.unit,
         "domain": task.domain,
         "question": task.question,
         "label": task.label,
         "labels": [{"id": lab.id, "definition": lab.definition} for lab in task.labels],
         "sha256": task.sha256,
+        "metadata": list(dict.fromkeys(name for i in task.items for name, _ in i.metadata)),  # in the file's order
         "items": [
             {
                 "id": i.id,
@@ -410,6 +412,43 @@ def describe(task: Task) -> dict[str, Any]:
             for i in task.items
         ],
     }
+
+
+def recorded_task(path: Path) -> Task:
+    """The task a run recorded (task.json: what `describe` wrote), without its images and prompts: what an export
+    needs once the task folder has moved. A damaged record is one line."""
+    try:
+        data = json.loads(path.read_text())
+        order = {name: n for n, name in enumerate(data.get("metadata") or ())}  # the items file's column order
+        items = tuple(
+            TaskItem(
+                id=str(i["id"]),
+                reference=str(i["reference"]),
+                caption=str(i.get("caption") or ""),
+                label=i.get("label"),
+                cluster=str(i.get("group") or i["id"]),
+                stratum=str(i.get("group") or ""),
+                text=i.get("text"),
+                metadata=tuple(
+                    sorted(((str(k), v) for k, v in (i.get("metadata") or {}).items()), key=lambda kv: order.get(kv[0], len(order)))
+                ),
+            )
+            for i in data["items"]
+        )
+        labels = tuple(Label(str(lab["id"]), str(lab["definition"])) for lab in data.get("labels") or ())
+        return Task(
+            name=str(data["name"]),
+            modalities=tuple(data.get("modalities") or ("image", "text")),  # a record from before they were kept: either
+            domain=str(data["domain"]),
+            question=str(data["question"]),
+            items=items,
+            label=data.get("label"),
+            labels=labels,
+            noun=str(data.get("noun") or "item"),
+            sha256=data.get("sha256"),
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise DualjudgeError(f"{path}: unreadable task record ({type(e).__name__}: {str(e)[:100]})") from None
 
 
 def dumps(task: Task) -> str:
