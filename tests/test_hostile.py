@@ -613,3 +613,33 @@ def test_clarify_with_bad_options_touches_neither_the_lock_nor_the_rubrics(cli, 
     code, _, err = cli("rubric", "clarify", str(a_run), "--editor", "gemma-3-270m", "--k", "0")
     assert code == 2 and "--k must be" in err
     assert snapshot(a_run) == before and not (a_run / "rubrics").exists()
+
+
+@pytest.mark.parametrize("case", ["unreachable", "bad_key", "no_key", "endpoint_down"])
+def test_an_unreachable_api_or_a_refused_key_is_one_line_before_the_run_folder_exists(cli, tmp_path, monkeypatch, case):
+    """A hosted card's API that does not answer, or refuses the key, a key not set, and an attached endpoint that
+    does not answer: each stops a new run in one line, and no run folder is left behind."""
+    monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
+    (tmp_path / "cards").mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(HOSTED_RUN)
+    with Provider() as api:
+        api.key = "sk-the-right-one" if case == "bad_key" else None
+        url = "http://127.0.0.1:9/v1" if case == "unreachable" else api.url
+        (tmp_path / "cards" / "gpt-4o.toml").write_text(hosted_card(url))
+        if case == "no_key":
+            monkeypatch.delenv("DJ_HOSTED_KEY")
+        if case == "endpoint_down":
+            down = 'endpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }'
+            config.write_text(CONFIG.replace('backend = "vllm"', f'backend = "vllm"\n{down}'))
+        code, out, err = cli("run", str(config), "--out", str(tmp_path / "run"))
+    needle = {
+        "unreachable": "is unreachable",
+        "bad_key": "refused the API key (HTTP 401)",
+        "no_key": "DJ_HOSTED_KEY is not set",
+        "endpoint_down": "no endpoint of gemma-3-270m answers",
+    }[case]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and needle in lines[0] and "Traceback" not in err, err
+    assert KEY not in out + err
+    assert not (tmp_path / "run").exists()

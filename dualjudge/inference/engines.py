@@ -227,6 +227,17 @@ async def check_endpoint(url: str, api_key: str, served_name: str) -> None:
         )
 
 
+async def check_remote(cards: Sequence[ModelCard], settings: EngineSettings) -> None:
+    """Every hosted model's API answers with its key, and some endpoint of every attached model answers under its
+    name: what would otherwise stop a run after its folder exists is one line before it does."""
+    for card in cards:
+        where = placement(card, settings)
+        if where == "hosted" and isinstance(card.weights, RemoteWeights):
+            await check_hosted(card.weights.base_url, hosted_key(card), card.weights.model)
+        elif where == "attached":
+            await reachable_endpoints(settings.endpoints[card.name], settings.api_key.get_secret_value(), card.name, lambda _: None)
+
+
 @asynccontextmanager
 async def open_engine(
     card: ModelCard, engines: Engines, on_event: Callable[[str], None] = lambda _: None, group: DeviceGroup | None = None

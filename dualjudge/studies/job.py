@@ -16,7 +16,7 @@ from dualjudge.config import RECORDED_TASK, RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.inference.determinism import Regeneration
-from dualjudge.inference.engines import EngineFactory, gpu_server_concurrency, regeneration
+from dualjudge.inference.engines import EngineFactory, check_remote, gpu_server_concurrency, regeneration
 from dualjudge.inference.image_tokens import image_tokens
 from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
 from dualjudge.protocol.kinds import judge_kind
@@ -253,6 +253,8 @@ def run_job(config: RunConfig, out: Path, progress: Progress | None = None, engi
     """The whole run under the directory's lock; the output folder and everything else that can be checked
     without a model (check_before_run) are checked before anything is written."""
     regen = check_before_run(config, out)
+    if engines is None and not out.exists():  # a new run on the real engines: a remote refusal leaves no folder
+        asyncio.run(check_remote([config.card(m) for m in config.all_models()], config.engine))
     out.mkdir(parents=True, exist_ok=True)
     with run_lock(out):
         return _run_locked(config, out, progress, engines, regen)

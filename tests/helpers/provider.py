@@ -107,6 +107,7 @@ class Provider(ThreadingHTTPServer):
         self.always: str | None = None
         self.heal_at_models: int | None = None  # the n-th GET /v1/models (an engine opened again) clears `always`
         self.models_asked = 0
+        self.key: str | None = None  # the only API key taken (None: any); another is answered 401
         self.unhealthy = False
         self.bodies: list[dict[str, Any]] = []
         self.faults_sent: list[str] = []
@@ -172,6 +173,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._raw(200, text.encode(), "text/plain; version=0.0.4")
         elif self.path.endswith("/version"):
             self._json(200, {"version": "fake"})
+        elif self.path.endswith("/models") and self.server.key and self.headers.get("Authorization") != f"Bearer {self.server.key}":
+            self._json(401, {"error": {"message": "Incorrect API key provided"}})
         elif self.path.endswith("/models"):
             self.server.models_asked += 1
             if self.server.heal_at_models is not None and self.server.models_asked >= self.server.heal_at_models:
