@@ -7,6 +7,7 @@ factory so planning, caching, resuming and export can be checked exactly.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -313,3 +314,81 @@ def test_judge_given_overall_is_a_run_option_recorded_in_the_table(tmp_path):
     assert "the judge's own integer grade" in (tmp_path / "run" / "report.md").read_text()
     default = run_job(config(tmp_path, no_probes), tmp_path / "other", engines=ScriptedEngines(respond)).table
     assert set(default["overall_convention"]) == {"mean_of_subscores"}
+
+
+SHARED_RUN = """
+import sys, time
+from pathlib import Path
+from dualjudge.errors import DualjudgeError
+from dualjudge.studies.job import run_job
+from tests.helpers.runs import Recorder, config
+
+class Slow(Recorder):  # a model that takes its time: the two runs' writes interleave for seconds
+    def _respond(self, request):
+        time.sleep(0.005)
+        return super()._respond(request)
+
+try:
+    run_job(config(Path(sys.argv[1])), Path(sys.argv[2]), engines=Slow())
+except DualjudgeError as e:
+    sys.exit(f"error: {e}")
+"""
+
+
+def test_two_runs_at_once_on_one_shared_cache_both_finish_as_they_would_one_after_the_other(tmp_path):
+    """The same study twice at the same moment, in two processes, each in its own run folder and both on one
+    engine.cache: both finish (no "store is locked"), and their tables are those of the two runs made in turn."""
+    import subprocess
+    import sys
+
+    from tests.helpers.processes import ROOT, reset_signals
+
+    def runs(name: str, together: bool) -> list[pd.DataFrame]:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "c.toml").write_text(CONFIG + f'cache = "{folder / "shared.sqlite"}"\n')
+        outs = [folder / "a", folder / "b"]
+        command = [sys.executable, "-c", SHARED_RUN, str(folder)]
+        started = []
+        for out in outs:
+            started.append(
+                subprocess.Popen(
+                    [*command, str(out)],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    preexec_fn=reset_signals,
+                )
+            )
+            if not together:
+                started[-1].wait(timeout=300)
+        for proc in started:
+            try:
+                output, _ = proc.communicate(timeout=300)
+            finally:
+                proc.kill()
+            assert proc.returncode == 0, output
+        return [pd.read_parquet(out / "verdicts.parquet") for out in outs]
+
+    for a, b in zip(runs("together", together=True), runs("in_turn", together=False), strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_runs_open_batch_never_keeps_another_run_from_the_shared_cache(tmp_path):
+    """Run a has a reply in its open batch (it is analysing, say); run b, on the same engine.cache, keeps and finds
+    its replies at once, and each run sees the other's: the shared cache is written one reply at a time."""
+    from dualjudge.inference.types import GenerationResult
+
+    shared = tmp_path / "shared.sqlite"
+    a, b = Store(tmp_path / "a.sqlite", shared), Store(tmp_path / "b.sqlite", shared)
+    try:
+        a.cache_put("ka", "m", GenerationResult("from a", finish_reason="stop"), last=False)
+        started = time.monotonic()
+        b.cache_put("kb", "m", GenerationResult("from b", finish_reason="stop"))
+        b.flush()
+        assert time.monotonic() - started < 2.0  # not the five seconds of a busy wait, nor "database is locked"
+        assert a.cache_get("kb").text == "from b" and b.cache_get("ka").text == "from a"
+    finally:
+        a.close()
+        b.close()

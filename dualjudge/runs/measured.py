@@ -59,12 +59,8 @@ def measured_completion(stores: list[Store], model: str) -> dict[str, tuple[floa
     ):
         total, n = 0.0, 0
         for store in stores:
-            if not store.has_table("cache", store.cache_schema):
-                continue
-            got = store.db.execute(
-                f"SELECT SUM(completion_tokens), COUNT(*) FROM {store.cache_schema}.cache WHERE model = ? AND {where}", (model,)
-            ).fetchone()
-            total, n = total + float(got[0] or 0), n + int(got[1] or 0)
+            tokens, replies = store.cached_tokens(model, where)
+            total, n = total + tokens, n + replies
         if n >= MIN_MEASURED:
             out[kind] = (total / n, n)
     return out

@@ -2,7 +2,9 @@
 
 Tables:
 - `cache`: responses by content-addressed request key (only deterministic requests, only successes).
-  It can live in a separate, user-named file shared across runs (attached as schema `shared`).
+  It can live in a separate, user-named file shared across runs (engine.cache), on a connection of its own
+  where each reply is one short transaction: runs using the file at once never wait for one another's
+  batches, and a reply kept before its run's batch commits is found again on resume.
 - `answers`: one row per (variant, repeat, system model, strategy): the system's answer.
 - `verdicts`: one row per (answer, judge model, judge kind).
 - `order_probe`, `padding_probe`: the judge probes.
@@ -61,10 +63,11 @@ def table_ddl(row: type[Row]) -> str:
 
 SCHEMA = "\n".join([META_SCHEMA, *(table_ddl(row) for row in ROW_TYPES), REQUEST_LOG_SCHEMA]) + "\n"
 CACHE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS {schema}.cache (
+CREATE TABLE IF NOT EXISTS cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, text TEXT NOT NULL, finish_reason TEXT,
     prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, constraint_kind TEXT, created REAL NOT NULL);
 """
+CACHE_INSERT = "INSERT OR IGNORE INTO cache VALUES (?,?,?,?,?,?,?,?,?)"
 _FINAL_SQL = ", ".join(f"'{s}'" for s in FINAL)
 TABLE_KEYS = {row.TABLE: row.KEY for row in ROW_TYPES}  # declared with the row types (rows.py)
 WORK_TABLES = tuple(TABLE_KEYS)  # the tables of work rows, in the order a run fills them
@@ -73,7 +76,9 @@ WORK_TABLES = tuple(TABLE_KEYS)  # the tables of work rows, in the order a run f
 R = TypeVar("R", bound=Row)
 BATCH_ROWS = 256  # writes per transaction at most
 BATCH_S = 0.25  # seconds a write may wait uncommitted (checked at each write and by the runner's flusher)
+BUSY_S = 60.0  # seconds a write waits for another process's transaction on the same file (a shared cache)
 SQLITE_MAGIC = b"SQLite format 3\x00"
+SHARED_HINT = "point engine.cache at another file"
 UNUSABLE_HINT = "use another --out, or delete it (responses can be restored from a shared engine.cache)"
 
 
@@ -133,9 +138,10 @@ def _upgrade(db: sqlite3.Connection) -> None:
         raise
 
 
-def check_sqlite_file(path: Path, what: str, hint: str = UNUSABLE_HINT) -> bool:
-    """Refuse a path that cannot be a SQLite database: a folder, an empty file, another format, a
-    truncated file. Returns whether the file exists (a missing one is created later)."""
+def check_sqlite_file(path: Path, what: str, hint: str = UNUSABLE_HINT, *, empty_ok: bool = False) -> bool:
+    """Refuse a path that cannot be a SQLite database: a folder, an empty file (unless `empty_ok`: a shared cache
+    that another run is creating this instant), another format, a truncated file. Returns whether the file exists
+    (a missing one is created later)."""
     if path.is_dir():
         raise DualjudgeError(f"{path}: is a folder, not a {what}; {hint}")
     if not path.exists():
@@ -146,6 +152,8 @@ def check_sqlite_file(path: Path, what: str, hint: str = UNUSABLE_HINT) -> bool:
         size = path.stat().st_size
     except OSError as e:
         raise DualjudgeError(f"{path}: cannot read the {what} ({e.strerror or e})") from None
+    if size == 0 and empty_ok:
+        return True
     if size == 0:
         raise DualjudgeError(f"{path}: is empty (0 bytes), not a usable {what}; {hint}")
     if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
@@ -199,12 +207,32 @@ def check_store_files(path: Path, shared_cache: Path | None = None) -> None:
             _check_schema(db, "main", path, "dualjudge store", tuple(EXPECTED_COLUMNS), upgradable=True)
         finally:
             db.close()
-    if shared_cache is not None and check_sqlite_file(shared_cache, "response cache", "point engine.cache at another file"):
+    if shared_cache is not None and check_sqlite_file(shared_cache, "response cache", SHARED_HINT, empty_ok=True):
         db = sqlite3.connect(_readonly_uri(shared_cache), uri=True)
         try:
             _check_schema(db, "main", shared_cache, "response cache", ("cache",))
         finally:
             db.close()
+
+
+def _has_table(db: sqlite3.Connection, table: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
+
+
+def _shared_cache(path: Path) -> sqlite3.Connection:
+    """A connection of its own to a shared response cache (engine.cache), in autocommit: each reply is one short
+    transaction, so runs using the file at once wait at most for one another's row (BUSY_S bounds the wait)."""
+    check_sqlite_file(path, "response cache", SHARED_HINT, empty_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_S)
+    try:
+        _check_schema(db, "main", path, "response cache", ("cache",))
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 class Store:
@@ -216,13 +244,13 @@ class Store:
             raise DualjudgeError(f"{path}: not found; is this a run directory?")
         if readonly:
             uri = _readonly_uri(path)
-            self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=BUSY_S)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_S)
+        self.cache_db = self.db  # where the response cache lives: the store itself, or a shared cache file
         try:
             _check_schema(self.db, "main", path, "dualjudge store", tuple(EXPECTED_COLUMNS), upgradable=not readonly)
-            self.cache_schema = "main"
             if readonly:
                 return
             _upgrade(self.db)
@@ -230,22 +258,27 @@ class Store:
             self.db.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process kills, fsync at checkpoints
             self.db.executescript(SCHEMA)
             if shared_cache is not None and shared_cache.resolve() != path.resolve():
-                check_sqlite_file(shared_cache, "response cache", "point engine.cache at another file")
-                shared_cache.parent.mkdir(parents=True, exist_ok=True)
-                self.db.execute("ATTACH DATABASE ? AS shared", (str(shared_cache),))
-                _check_schema(self.db, "shared", shared_cache, "response cache", ("cache",))
-                self.db.execute("PRAGMA shared.journal_mode=WAL")
-                self.cache_schema = "shared"
-            self.db.executescript(CACHE_SCHEMA.format(schema=self.cache_schema))
+                self.cache_db = _shared_cache(shared_cache)
+            self.cache_db.executescript(CACHE_SCHEMA)
         except BaseException:
-            self.db.close()
+            self.close_connections()
             raise
         self._pending = 0  # writes in the open transaction
         self._since = 0.0  # when it began (monotonic)
 
+    @property
+    def shares_cache(self) -> bool:
+        """Whether the response cache is a file of its own (engine.cache), which other runs may use at once."""
+        return self.cache_db is not self.db
+
     def close(self) -> None:
         if not self.readonly:
             self.flush()
+        self.close_connections()
+
+    def close_connections(self) -> None:
+        if self.shares_cache:
+            self.cache_db.close()
         self.db.close()
 
     # -- batched writes ------------------------------------------------------------------------
@@ -284,9 +317,8 @@ class Store:
 
     # -- response cache ------------------------------------------------------------------------
     def cache_get(self, key: str) -> GenerationResult | None:
-        row = self.db.execute(
-            f"SELECT text, finish_reason, prompt_tokens, completion_tokens, latency_s, "
-            f"constraint_kind FROM {self.cache_schema}.cache WHERE key = ?",
+        row = self.cache_db.execute(
+            "SELECT text, finish_reason, prompt_tokens, completion_tokens, latency_s, constraint_kind FROM cache WHERE key = ?",
             (key,),
         ).fetchone()
         if row is None:
@@ -302,46 +334,40 @@ class Store:
         )
 
     def cache_put(self, key: str, model: str, result: GenerationResult, last: bool = True) -> None:
+        """Keep a reply: in the store's open batch, or, in a shared cache, committed at once in a transaction of its
+        own (another run using the same file waits for a single row, never for this run's batch)."""
         assert result.ok
-        self._write(
-            f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                key,
-                model,
-                result.text,
-                result.finish_reason,
-                result.prompt_tokens,
-                result.completion_tokens,
-                result.latency_s,
-                result.constraint_kind,
-                time.time(),
-            ),
-            last,
+        row = (
+            key,
+            model,
+            result.text,
+            result.finish_reason,
+            result.prompt_tokens,
+            result.completion_tokens,
+            result.latency_s,
+            result.constraint_kind,
+            time.time(),
         )
+        if self.shares_cache:
+            self.cache_db.execute(CACHE_INSERT, row)
+        else:
+            self._write(CACHE_INSERT, row, last)
 
     def cache_drop(self, key: str) -> None:
         """Forget a cached reply (one that can no longer be read); the request is then sent again."""
-        self._write(f"DELETE FROM {self.cache_schema}.cache WHERE key = ?", (key,))
+        if self.shares_cache:
+            self.cache_db.execute("DELETE FROM cache WHERE key = ?", (key,))
+        else:
+            self._write("DELETE FROM cache WHERE key = ?", (key,))
 
     def cache_put_many(self, rows: Iterable[tuple[str, str, GenerationResult]]) -> int:
         """Bulk insert in one transaction (imports and benchmarks)."""
+        self.flush()
         n = 0
-        with self.transaction():
+        with _Transaction(self.cache_db):
             for key, model, r in rows:
-                self.db.execute(
-                    f"INSERT OR IGNORE INTO {self.cache_schema}.cache VALUES (?,?,?,?,?,?,?,?,?)",
-                    (
-                        key,
-                        model,
-                        r.text,
-                        r.finish_reason,
-                        r.prompt_tokens,
-                        r.completion_tokens,
-                        r.latency_s,
-                        r.constraint_kind,
-                        time.time(),
-                    ),
-                )
+                row = (key, model, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, r.latency_s, r.constraint_kind)
+                self.cache_db.execute(CACHE_INSERT, (*row, time.time()))
                 n += 1
         return n
 
@@ -370,16 +396,23 @@ class Store:
         ).fetchone()
         return {"sent": int(sent), "failed": int(failed), "sessions": int(sessions)}
 
-    def has_table(self, table: str, schema: str = "main") -> bool:
-        return (
-            self.db.execute(f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
-            is not None
-        )
+    def has_table(self, table: str) -> bool:
+        return _has_table(self.db, table)
 
     def cache_size(self) -> int:
-        if not self.has_table("cache", self.cache_schema):
+        if not _has_table(self.cache_db, "cache"):
             return 0
-        return int(self.db.execute(f"SELECT COUNT(*) FROM {self.cache_schema}.cache").fetchone()[0])
+        return int(self.cache_db.execute("SELECT COUNT(*) FROM cache").fetchone()[0])
+
+    def cached_tokens(self, model: str, where: str) -> tuple[float, int]:
+        """The completion tokens of a model's cached replies that match `where` (SQL over the cache's columns), and
+        how many replies they are."""
+        if not _has_table(self.cache_db, "cache"):
+            return 0.0, 0
+        got = self.cache_db.execute(
+            f"SELECT SUM(completion_tokens), COUNT(*) FROM cache WHERE model = ? AND {where}", (model,)
+        ).fetchone()
+        return float(got[0] or 0), int(got[1] or 0)
 
     def transaction(self) -> _Transaction:
         self.flush()
