@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from dualjudge.analysis.summary import summarize_table
 from dualjudge.config import load_config
 from dualjudge.errors import DualjudgeError
 from dualjudge.report.build import analyze
@@ -57,6 +58,34 @@ backend = "vllm"
 """
 TEXT_MODELS = '["smollm2-135m-instruct", "gemma-3-270m"]'
 IMAGE_MODELS = '["qwen2.5-vl-3b-instruct", "gemma-3-4b-it"]'
+
+
+SIGN_WORLD = re.compile(r"\bsigns?\b|sign_code|SIGN_TYPE|visibility|occlu|\bmodes?\b|Section 3|_v1\.0_none", re.IGNORECASE)
+
+
+def visible_text(dom: str) -> str:
+    """What the page itself says: its text, without scripts, styles, attributes and the models' answers (pre)."""
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts: list[str] = []
+            self.skip = 0
+
+        def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+            self.skip += tag in ("script", "style", "pre")
+
+        def handle_endtag(self, tag):  # type: ignore[no-untyped-def]
+            self.skip -= tag in ("script", "style", "pre")
+
+        def handle_data(self, data):  # type: ignore[no-untyped-def]
+            if not self.skip:
+                self.parts.append(data)
+
+    parser = Text()
+    parser.feed(dom)
+    return " ".join(parser.parts)
 
 
 def study(tmp_path: Path, task: str, modality: str = "image", **extra: str) -> Path:
@@ -101,9 +130,10 @@ def test_a_drawn_image_task_runs_through_every_stage_report_and_explorer(tmp_pat
     # every item, occluded at both levels (the occlusion ladder is a property of images)
     assert sorted(table["task_item"].unique()) == [f"s{i}" for i in range(10)]
     assert set(table["item_id"]) == {f"s{i}_v{v}" for i in range(10) for v in ("1.0_none", "0.5_bottom_up")}
-    assert set(table["sign_code"]) == {"red", "blue"}  # the bootstrap's cluster: the items' group
-    assert set(table["category"]) == {"circle", "square", "triangle"}
-    assert (table["predicted_category"] == "square").all()  # the constrained SHAPE line (the stand-in takes its last id)
+    assert set(table["group"]) == {"red", "blue"}  # the bootstrap's cluster: the items' group
+    assert set(table["label"]) == {"circle", "square", "triangle"}
+    assert (table["predicted_label"] == "square").all()  # the constrained SHAPE line (the stand-in takes its last id)
+    assert set(table["visibility"]) == {1.0, 0.5}  # occluded variants: the task's variants are occlusion levels
     assert set(table["meta_difficulty"]) == {"easy", "hard"} and set(table["meta_number"]) == set(range(10))
     assert pd.api.types.is_integer_dtype(table["meta_number"])  # typed as the items file types it
     # two pairs and two padded answers, for each judge model and judge variant
@@ -135,20 +165,43 @@ def test_a_drawn_image_task_runs_through_every_stage_report_and_explorer(tmp_pat
 
 
 def test_a_text_task_without_labels_runs_and_its_answers_end_freely(tmp_path):
-    text_task(tmp_path / "apples")
+    """A text task speaks its own words in its table, report and explorer (no sign, visibility, occlusion or mode),
+    and its user's words are its own: a domain that says "sign" keeps it. An old table analyses the same."""
+    domain = "traffic sign design arithmetic"
+    _replace(text_task(tmp_path / "apples"), "arithmetic word problems", domain)
     config = load_config(study(tmp_path, 'path = "apples"', "text"))
     run_job(config, tmp_path / "run", engines=Recorder())
     table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
     assert len(set(table["item_id"])) == 10  # a text item has one variant: nothing to occlude
-    assert table["predicted_category"].isna().all() and table["format_ok"].all()
-    assert set(table["sign_code"]) == {"plus", "times"}
+    assert table["predicted_label"].isna().all() and table["format_ok"].all()
+    assert set(table["group"]) == {"plus", "times"}
     with sqlite3.connect(tmp_path / "run" / "results.sqlite") as con:
         kinds = {k for (k,) in con.execute("SELECT constraint_kind FROM cache")}
     assert None in kinds and "regex" not in kinds  # no final line to constrain
-    analyze(tmp_path / "run" / "verdicts.parquet", tmp_path / "run", n_resamples=200, figures=False)
+    analyze(tmp_path / "run" / "verdicts.parquet", tmp_path / "run", n_resamples=200)
     report = (tmp_path / "run" / "report.md").read_text()
-    assert not re.search(r"\bsigns?\b|SIGN_TYPE", report, re.IGNORECASE)
-    assert "No gold or predicted category in the table" in report
+    assert f"Task **apples** ({domain})" in report  # the user's words, never reworded
+    assert not SIGN_WORLD.search(report.replace(domain, "")), SIGN_WORLD.findall(report)[:5]
+    assert "No gold or predicted label in the table" in report and "on 2 groups and 10 items" in report
+    assert not any(SIGN_WORLD.search(p.name) for p in (tmp_path / "run" / "figures").iterdir())  # no occlusion figure
+    # the table in the task's words: its group and label, no visibility or mode (a text item is its one variant)
+    assert not any(SIGN_WORLD.search(c) for c in table.columns), list(table.columns)
+    assert {"group", "label", "predicted_label", "task_item"} <= set(table.columns)
+    assert (table["item_id"] == table["task_item"]).all()
+    # a table written before tasks spoke their own words (sign_code, category, visibility, mode) analyses the same
+    old = tmp_path / "old"
+    old.mkdir()
+    renamed = table.rename(columns={"group": "sign_code", "label": "category", "predicted_label": "predicted_category"})
+    renamed.assign(visibility=1.0, mode="none").to_parquet(old / "verdicts.parquet")
+    (old / "task.json").write_bytes((tmp_path / "run" / "task.json").read_bytes())
+    _, before = summarize_table(old / "verdicts.parquet", n_resamples=200)
+    _, now = summarize_table(tmp_path / "run" / "verdicts.parquet", n_resamples=200)
+    for part in ("judges", "self_preference", "systems", "agreement", "strategies", "paired_tests", "decision_risk", "missingness"):
+        assert getattr(before, part) == getattr(now, part), part
+    # the explorer's visible text: its filters and cards
+    page = open_page(tmp_path / "run" / "explorer.html", "limit=all")
+    shown = visible_text(page.dom)
+    assert "q3" in shown and "group" in shown and not SIGN_WORLD.search(shown), SIGN_WORLD.findall(shown)[:5]
 
 
 def test_the_task_prompts_carry_the_tasks_words_and_a_folder_prompt_overrides_one(tmp_path):

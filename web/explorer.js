@@ -31,6 +31,15 @@
       FIELDS.push("m_" + name);
     }
   }
+  // occluded variants (uk-signs, an image task) have visibility and mode filters; items that are their one variant
+  // (a text task) have none, and their cards say nothing of either
+  const OCCLUDED = new Set(data.answers.map((a) => `${a.visibility} ${a.mode}`)).size > 1;
+  if (!OCCLUDED) {
+    for (const name of ["visibility", "mode"]) {
+      form.elements[name].parentNode.remove();
+      FIELDS.splice(FIELDS.indexOf(name), 1);
+    }
+  }
   const judgeFamily = Object.fromEntries(data.judges.map((j) => [j.name, j.family]));
   const FAILED = new Set(["parse_failure", "error"]);
   let shown = PAGE;
@@ -65,8 +74,10 @@
   fillModels(data.variants[0]);
   fillSelect("sfamily", uniq(data.answers.map((a) => a.family)), "any");
   fillSelect("strategy", uniq(data.answers.map((a) => a.strategy)), "any");
-  fillSelect("visibility", uniq(data.answers.map((a) => a.visibility)).sort((x, y) => Number(y) - Number(x)), "any");
-  fillSelect("mode", uniq(data.answers.map((a) => a.mode)), "any");
+  if (OCCLUDED) {
+    fillSelect("visibility", uniq(data.answers.map((a) => a.visibility)).sort((x, y) => Number(y) - Number(x)), "any");
+    fillSelect("mode", uniq(data.answers.map((a) => a.mode)), "any");
+  }
   fillSelect("sign", uniq(data.answers.map((a) => a.sign)), "any");
   for (const name of META) fillSelect("m_" + name, uniq(data.answers.map((a) => (a.meta || {})[name])), "any");
 
@@ -238,7 +249,8 @@
         Object.entries(a.meta).map(([k, v]) => `${k}: ${v}`).join(" · ")) : null);
     const right = el("div", {},
       el("div", { class: "gold" }, sign.caption ? el("strong", {}, sign.caption) : null, sign.caption ? " — " : "", sign.description),
-      el("div", {}, `${a.model} (${a.family}), ${a.strategy}, repeat ${a.repeat}, visibility ${a.visibility}, ${a.mode}`),
+      el("div", {}, `${a.model} (${a.family}), ${a.strategy}, repeat ${a.repeat}` +
+        (OCCLUDED ? `, visibility ${a.visibility}, ${a.mode}` : "")),
       el("pre", { class: "response" }, a.text === null ? "(no answer: " + (a.status || "not run") + ")" : a.text),
       LABEL === null ? null : el("div", {}, LABEL + ": ", el("strong", {}, a.predicted ?? "none"), " ",
         correct === null ? "" : el("span", { class: correct ? "ok" : "bad" }, correct ? "correct" : "wrong (gold " + a.category + ")"),
@@ -246,7 +258,7 @@
       verdictRows(x), probeList(x));
     return el("article", { class: "answer", "data-variant": a.variant, "data-system-model": a.model,
       "data-strategy": a.strategy, "data-repeat": String(a.repeat), "data-sign": a.sign, "data-item": a.item || a.sign },
-      el("h2", {}, `${a.item || a.sign} · ${a.variant}`), left, right);
+      el("h2", {}, a.variant === (a.item || a.sign) ? a.variant : `${a.item || a.sign} · ${a.variant}`), left, right);
   }
 
   function render(resetPage) {

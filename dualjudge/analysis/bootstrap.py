@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from dualjudge.analysis.choices import N_RESAMPLES
+from dualjudge.analysis.words import words
 
 CI_LEVEL = 0.95
 
@@ -34,10 +35,15 @@ def percentile_ci(values: np.ndarray, level: float = CI_LEVEL) -> tuple[float, f
     return float(lo), float(hi)
 
 
-T_INTERVAL = (
-    "sign-cluster bootstrap (refit per resample): standard error scaled by G/(G-1), "
-    "95% t interval on G-1 degrees of freedom (G = signs)"
-)
+def t_interval_words() -> str:
+    """How the self-preference and leaderboard intervals are formed, in the table's words."""
+    w = words()
+    return (
+        f"{w.unit}-cluster bootstrap (refit per resample): standard error scaled by G/(G-1), "
+        f"95% t interval on G-1 degrees of freedom (G = {w.units})"
+    )
+
+
 MIN_RELIABLE_SIGNS = 10  # below this, the report warns that intervals are unreliable
 
 

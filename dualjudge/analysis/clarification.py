@@ -30,6 +30,7 @@ from dualjudge.analysis.agreement import alpha_from_sums
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.designs import RESPONSE, alpha_difference, alpha_sums, self_preference_difference
 from dualjudge.analysis.results import ClarificationRecord
+from dualjudge.analysis.words import words
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 from dualjudge.protocol.seeds import seeded_rank
@@ -55,8 +56,8 @@ def split_signs(codes: list[str], group_of: Callable[[str], str], seed: int, dev
     test = sorted(set(codes) - set(dev))
     if not dev or not test:
         raise DualjudgeError(
-            f"the run's {len(set(codes))} signs give no development/test split at dev share "
-            f"{dev_share} (a group of one sign goes to test); run more signs"
+            f"the run's {len(set(codes))} {words().units} give no development/test split at dev share "
+            f"{dev_share} (a group of one {words().unit} goes to test); run more {words().units}"
         )
     return sorted(dev), test
 

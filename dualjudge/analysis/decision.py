@@ -18,6 +18,7 @@ from scipy import stats
 from dualjudge.analysis.bootstrap import resample_counts
 from dualjudge.analysis.choices import N_RESAMPLES
 from dualjudge.analysis.dual_judge import quality_rows
+from dualjudge.analysis.words import words
 
 Z90 = float(stats.norm.ppf(0.9))
 
@@ -27,7 +28,7 @@ def decision_risk(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAM
     if per_sign.shape[1] < 2:
         return {"pairs": {}, "reason": "needs two or more systems (strategies)"}
     if per_sign.shape[0] < 2:
-        return {"pairs": {}, "reason": "needs two or more signs"}
+        return {"pairs": {}, "reason": f"needs two or more {words().units}"}
     pairs: dict[str, Any] = {}
     for a, b in combinations(sorted(per_sign.columns), 2):
         d = (per_sign[a] - per_sign[b]).dropna().to_numpy()

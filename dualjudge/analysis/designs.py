@@ -27,6 +27,7 @@ from dualjudge.analysis.bootstrap import Interval, per_sign_sums, resample_count
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.self_preference import build_grid, calibrated_index, identification
 from dualjudge.analysis.table import ANSWER_KEY, STORE_ANSWER
+from dualjudge.analysis.words import words
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 from dualjudge.storage.rows import OrderProbeRow
 
@@ -34,9 +35,14 @@ RESPONSE = ANSWER_KEY
 ORDER_PAIR = [c for c in OrderProbeRow.KEY if c != "judge_variant"]  # the same pair in two variants
 PADDED = [*STORE_ANSWER, "judge_model", "kind"]
 HOLISTIC = "holistic"
-PAIRED = (
-    "sign-cluster bootstrap, one draw of signs for both variants, on what both judged; 95% t interval on G-1 degrees of freedom"
-)
+
+
+def paired_words() -> str:
+    w = words()
+    return (
+        f"{w.unit}-cluster bootstrap, one draw of {w.units} for both variants, on what both judged; "
+        "95% t interval on G-1 degrees of freedom"
+    )
 
 
 def variant_order(values: pd.Series) -> list[str]:
@@ -200,7 +206,7 @@ def compare_designs(
     return {
         "reference": reference,
         "variants": variants,
-        "paired": PAIRED,
+        "paired": paired_words(),
         "alpha": alphas,
         "alpha_differences": alpha_differences,
         "differences": differences,

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import sparse
 
 from dualjudge.analysis import calibration
-from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, t_interval_words
 from dualjudge.analysis.bounds import bounds, held, held_refits, naive_gaps
 from dualjudge.analysis.choices import N_RESAMPLES, Grouping, Lineage, Outcome
 from dualjudge.analysis.connectivity import Block, blocks
@@ -44,6 +44,7 @@ from dualjudge.analysis.items import common_items, ease_gaps, ease_warnings
 from dualjudge.analysis.ranks import calibrated_board, competition_ranks, ranking_changes
 from dualjudge.analysis.self_preference import OUTCOMES, Grid, answer_keys, build_grid, identification, lineage_columns
 from dualjudge.analysis.table import ANSWER_KEY
+from dualjudge.analysis.words import words
 
 GROUPINGS: dict[Grouping, str] = {"system_model": "system model", "system": "strategy", "both": "system model x strategy"}
 METHOD = (
@@ -51,11 +52,16 @@ METHOD = (
     "same-family effects per judge are separate terms, so a judge's self-preference lifts no system), in the "
     "score units of the panel's average judge: mean leniency + mean scale x the mean quality of its answers"
 )
-INTERVALS = (
-    f"{T_INTERVAL}; differences Bonferroni-adjusted across pairs (t quantile at 1 - 0.05/(2m)); rank "
-    f"intervals from each system's adjusted differences with the others (Mogstad, Romano, Shaikh and Wilhelm "
-    f"2024), marginal 95%; p_best: the share of bootstrap resamples in which the system is first"
-)
+
+
+def intervals_words() -> str:
+    return (
+        f"{t_interval_words()}; differences Bonferroni-adjusted across pairs (t quantile at 1 - 0.05/(2m)); rank "
+        f"intervals from each system's adjusted differences with the others (Mogstad, Romano, Shaikh and Wilhelm "
+        f"2024), marginal 95%; p_best: the share of bootstrap resamples in which the system is first"
+    )
+
+
 RANKINGS = {"naive": "the naive panel (mean of every verdict)", "self_excluded": "the panel without same-family judges"}
 SEPARATOR = " / "  # between a system model and a strategy in a `both` group's name
 
@@ -270,7 +276,7 @@ def _reason(grid: Grid, outcome: Outcome) -> str | None:
     if grid.design.n_answers == 0:
         return f"no answer has {outcome} verdicts from two judges"
     if grid.design.n_clusters < 2:
-        return "sign-cluster intervals need at least two signs"
+        return f"{words().unit}-cluster intervals need at least two {words().units}"
     blocked = _blocking(grid)
     if blocked:
         return (
@@ -596,7 +602,8 @@ def settle(board: dict[str, Any], unit: str) -> None:
 def _fit_warnings(grid: Grid, full: calibration.Fit, free_scales: bool, n_signs: int) -> list[str]:
     out = []
     if n_signs < MIN_RELIABLE_SIGNS:
-        out.append(f"only {n_signs} signs: the sign-cluster intervals are unreliable below {MIN_RELIABLE_SIGNS} signs")
+        w = words()
+        out.append(f"only {n_signs} {w.units}: the {w.unit}-cluster intervals are unreliable below {MIN_RELIABLE_SIGNS} {w.units}")
     if not free_scales:
         out.append(
             "two judges cannot pin each other's use of the scale, so the scales are fixed at 1 (the "
@@ -620,7 +627,13 @@ def systems(
     aliases: Aliases = (),
 ) -> dict[str, Any]:
     """summary.json's `systems`: the leaderboard of each outcome and grouping (docs/summary.md)."""
-    result: dict[str, Any] = {"lineage": lineage, "method": METHOD, "interval": INTERVALS, "resamples": n_resamples, "seed": seed}
+    result: dict[str, Any] = {
+        "lineage": lineage,
+        "method": METHOD,
+        "interval": intervals_words(),
+        "resamples": n_resamples,
+        "seed": seed,
+    }
     for outcome in outcomes:
         result[outcome] = leaderboard(frame, outcome, lineage, n_resamples, seed, scale_max, aliases)
     return result
@@ -642,7 +655,7 @@ def cli_json(board: dict[str, Any], variant: str) -> dict[str, Any]:
         "reason": board["reason"],
         "n_signs": board["n_signs"],
         "method": METHOD,
-        "interval": INTERVALS,
+        "interval": intervals_words(),
         "rows": [{k: r[k] for k in CLI_ROW} for r in board["rows"]],
         "naive": board["naive"],
         "self_excluded": board["self_excluded"],

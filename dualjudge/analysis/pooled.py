@@ -16,8 +16,13 @@ import pandas as pd
 import statsmodels.api as sm
 from scipy import stats
 
+from dualjudge.analysis.words import words
+
 ABSORB_ABOVE = 200  # generators above which their effects are absorbed rather than fitted as dummies
-POOLED_INTERVAL = "analytic cluster-robust (CR1) standard errors by sign, 95% t interval on G-1 degrees of freedom"
+
+
+def pooled_interval() -> str:
+    return f"analytic cluster-robust (CR1) standard errors by {words().unit}, 95% t interval on G-1 degrees of freedom"
 
 
 def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]:
@@ -31,7 +36,7 @@ def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]
         return None, "needs at least two judges and two generators"
     n_signs = d["sign"].nunique()
     if n_signs < 2:
-        return None, "sign-clustered errors need at least two signs"
+        return None, f"{words().unit}-clustered errors need at least two {words().units}"
     terms = ["C(judge)", "C(generator)", "same_family"]
     # self and family coincide unless some family has several models judged as generators
     self_separable = d["is_self"].nunique() == 2 and not (d["is_self"] == d["same_family"]).all()
@@ -53,7 +58,7 @@ def pooled_model(data: pd.DataFrame) -> tuple[dict[str, Any] | None, str | None]
         return None, f"the model could not be fitted ({e})"
     if collinear or not np.isfinite(bse.get("same_family", np.nan)):
         return None, "same_family is collinear with the judge and generator effects"
-    out: dict[str, Any] = {"formula": formula, "n": int(len(d)), "clusters": n_signs, "interval": POOLED_INTERVAL}
+    out: dict[str, Any] = {"formula": formula, "n": int(len(d)), "clusters": n_signs, "interval": pooled_interval()}
     for name in wanted:
         lo, hi = conf.loc[name]
         out["self" if name == "is_self" else name] = {

@@ -10,6 +10,7 @@ import pandas as pd
 
 from dualjudge.analysis.bootstrap import mean_ci
 from dualjudge.analysis.choices import N_RESAMPLES
+from dualjudge.analysis.words import words
 from dualjudge.rundir import RunDir
 
 ORDER_FILE = RunDir.ORDER_PROBES
@@ -21,7 +22,12 @@ def _with_ci(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -> d
     if len(values) == 0:
         return {"estimate": None, "ci": None, "n": 0}
     if frame["sign_code"].nunique() < 2:
-        return {"estimate": float(values.mean()), "ci": None, "n": int(len(values)), "reason": "a CI needs at least two signs"}
+        return {
+            "estimate": float(values.mean()),
+            "ci": None,
+            "n": int(len(values)),
+            "reason": f"a CI needs at least two {words().units}",
+        }
     est, ci = mean_ci(frame, values, seed, n_resamples)
     return {"estimate": est, "ci": list(ci) if ci else None, "n": int(len(values))}
 

@@ -676,6 +676,7 @@ class StudyDesign(_Result):
     answers: int
     signs: int | None  # None: the table has no sign column (each item is its own cluster)
     items: int
+    visibilities: int | None = None  # visibility levels (0: no visibility column; None: a summary from before)
     failed_verdicts: dict[str, int]  # per judge kind: parse failures and errors
 
 
@@ -738,3 +739,11 @@ class Summary(_Result):
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
+
+    @property
+    def by_visibility(self) -> bool:
+        """Whether the design has visibility levels to report by (occluded variants: uk-signs, an image task); a
+        design of one level, or none, has no section, table or figure by visibility."""
+        if self.design.visibilities is not None:
+            return self.design.visibilities > 1
+        return any(len(js.type2_by_visibility) > 1 for js in self.judges.values())

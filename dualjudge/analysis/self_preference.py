@@ -27,7 +27,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from dualjudge.analysis import calibration
-from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, T_INTERVAL, Interval, t_interval
+from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, Interval, t_interval, t_interval_words
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.diagnostics import (
     SHIFTS,
@@ -47,6 +47,7 @@ from dualjudge.analysis.did import per_judge_did
 from dualjudge.analysis.pooled import pooled_model
 from dualjudge.analysis.results import OutcomeSelfPreference, SelfPreference
 from dualjudge.analysis.table import ANSWER_KEY, last_of
+from dualjudge.analysis.words import words
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.kinds import EQUIVALENCE, QUALITY
 
@@ -329,7 +330,7 @@ def calibrated_index(
                 entry.update(
                     identified=False,
                     interval=None,
-                    reason="the bootstrap could not form an interval (too few signs or own-family answers)",
+                    reason=f"the bootstrap could not form an interval (too few {words().units} or own-family answers)",
                 )
             elif iv.se <= DEGENERATE_SE * max(spread[j], 1e-12):
                 entry.update(
@@ -414,12 +415,12 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
     g = grid.design.n_clusters
     result["n_signs"] = g
     if g < 2:
-        result["reason"] = "sign-cluster intervals need at least two signs"
+        result["reason"] = f"{words().unit}-cluster intervals need at least two {words().units}"
         return result
     if g < MIN_RELIABLE_SIGNS:
         result["warnings"].append(
-            f"only {g} signs: the sign-cluster intervals are unreliable below "
-            f"{MIN_RELIABLE_SIGNS} signs (coverage falls short of 95%)"
+            f"only {g} {words().units}: the {words().unit}-cluster intervals are unreliable below "
+            f"{MIN_RELIABLE_SIGNS} {words().units} (coverage falls short of 95%)"
         )
     reasons = identification(grid)
     free_scales = grid.design.n_judges >= 3
@@ -672,7 +673,7 @@ def self_preference(
     result: dict[str, Any] = {
         "lineage": lineage,
         "method": METHOD,
-        "interval": T_INTERVAL,
+        "interval": t_interval_words(),
         "adjustment": ADJUSTMENT,
         "resamples": n_resamples,
         "seed": seed,

@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from dualjudge.analysis import agreement, dual_judge, leaderboard, statistics
 from dualjudge.analysis.annotations import human_check_near
-from dualjudge.analysis.bootstrap import T_INTERVAL
+from dualjudge.analysis.bootstrap import t_interval_words
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.clarification import clarification_near, experiment
 from dualjudge.analysis.decision import decision_risk
@@ -33,6 +33,7 @@ from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.stability import stability_near
 from dualjudge.analysis.table import ANSWER_KEY, read_table
+from dualjudge.analysis.words import speaking, words_for
 from dualjudge.protocol.kinds import declared
 from dualjudge.rundir import RunDir
 
@@ -91,7 +92,7 @@ def summarize(
                 "resamples": n_resamples,
                 "seed": seed,
                 "cluster": "sign_code",
-                "ci": {"self_preference": T_INTERVAL, "other statistics": "percentile 95%"},
+                "ci": {"self_preference": t_interval_words(), "other statistics": "percentile 95%"},
             },
             **extra,
         }
@@ -112,6 +113,7 @@ def study_design(frame: pd.DataFrame) -> dict[str, Any]:
         "answers": int(len(frame.drop_duplicates(ANSWER_KEY))),
         "signs": None if "sign_code" in frame.attrs.get("absent", []) else int(frame["sign_code"].nunique()),
         "items": int(frame["item_id"].nunique()),
+        "visibilities": 0 if "visibility" in frame.attrs.get("absent", []) else int(frame["visibility"].nunique()),
         "failed_verdicts": {
             k.name: int(frame[k.status].isin(["parse_failure", "error"]).sum()) for k in declared() if k.status in frame.columns
         },
@@ -140,11 +142,14 @@ def summarize_table(
     several variants, the designs compared side by side. BLAS runs on one thread: the analysis's matrices are
     small, and a second thread spins more than it computes (Multivac: 66 s of CPU with two, fewer with one)."""
     with threadpool_limits(1, user_api="blas"):
-        return _summarize_table(table, lineage, seed, n_resamples, scale, progress, aliases)
+        frame = read_table(table, scale)
+        with speaking(words_for(task_near(table), frame.attrs.get("absent", []))):  # the task's words in every sentence
+            return _summarize_table(table, frame, lineage, seed, n_resamples, scale, progress, aliases)
 
 
 def _summarize_table(
     table: Path,
+    frame: pd.DataFrame,
     lineage: Lineage,
     seed: int,
     n_resamples: int,
@@ -153,7 +158,6 @@ def _summarize_table(
     aliases: Aliases,
 ) -> tuple[pd.DataFrame, Summary]:
     t0 = time.perf_counter()
-    frame = read_table(table, scale)
     order, padding = probe_frames(table)
     human = human_check_near(table, frame)
     variants = variant_order(frame["judge_variant"])

@@ -161,6 +161,8 @@ def _booleans(col: pd.Series, name: str, where: str) -> pd.Series:
 
 
 MINIMAL = ("item_id", "system_model", "judge_model")  # and at least one of overall, equivalent
+# a task folder's table names the cluster, the gold and the predicted final line in its own words (studies/export.py)
+TASK_COLUMNS = {"group": "sign_code", "label": "category", "predicted_label": "predicted_category"}
 
 
 def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
@@ -187,6 +189,8 @@ def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
         "no sign_code column: each item is its own cluster in the bootstrap and the self-preference intervals",
     )
     fill("category", pd.NA)
+    if "task" in frame.columns:  # a task whose items are their one variant each: seen whole, nothing to say of it
+        fill("visibility", 1.0)
     fill("visibility", np.nan, "no visibility column: no Type II rates by visibility and no degradation figure")
     fill("mode", "none")
     fill("repeat", 0)
@@ -238,6 +242,8 @@ def validate(frame: pd.DataFrame, where: str = "verdict table", scale: Scale = P
             f"system_model, judge_model and overall and/or equivalent)"
         )
     frame = frame.copy()
+    if "group" in frame.columns and "sign_code" not in frame.columns:  # a task folder's table, in its own words
+        frame = frame.rename(columns={k: v for k, v in TASK_COLUMNS.items() if k in frame.columns and v not in frame.columns})
     notes = _fill_optional(frame, where)
     for name in _numeric():
         try:

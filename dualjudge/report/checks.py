@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dualjudge.analysis.results import Alpha, Summary
+from dualjudge.analysis.words import words
 from dualjudge.report.tables import ci, num, rate, table
 
 
@@ -114,6 +115,7 @@ def _alpha(a: Alpha) -> str:
 
 
 def _missingness(summary: Summary) -> list[str]:
+    varied = summary.by_visibility  # missing rates by visibility where the design has levels
     m = summary.missingness
     parts = [
         "## Missing verdicts and answers",
@@ -131,7 +133,7 @@ def _missingness(summary: Summary) -> list[str]:
                 f"{rate(j.quality.overall.rate)} ({j.quality.overall.missing}/{j.quality.overall.asked})",
                 f"{rate(j.equivalence.overall.rate)} ({j.equivalence.overall.missing}/{j.equivalence.overall.asked})",
                 str(j.one_judge_failed),
-                "; ".join(f"{v}: {rate(x.rate)}" for v, x in j.quality.by_visibility.items()) or "-",
+                *(["; ".join(f"{v}: {rate(x.rate)}" for v, x in j.quality.by_visibility.items()) or "-"] if varied else []),
                 "; ".join(f"{f}: {rate(x.rate)}" for f, x in j.quality.by_system_family.items()) or "-",
             ]
         )
@@ -142,7 +144,7 @@ def _missingness(summary: Summary) -> list[str]:
                 "quality missing",
                 "equivalence missing",
                 "one judge failed",
-                "quality missing by visibility",
+                *(["quality missing by visibility"] if varied else []),
                 "quality missing by system family",
             ],
             rows,
@@ -155,16 +157,17 @@ def _decision_risk(summary: Summary) -> list[str]:
     d = summary.decision_risk
     parts = ["## Decision risk between systems", ""]
     if not d.pairs:
-        return parts + [f"Not computed: {d.reason or 'too few systems or signs'}.", ""]
+        return parts + [f"Not computed: {d.reason or f'too few systems or {words().units}'}.", ""]
+    w = words()
     parts.append(
-        "For each pair of strategies: the winner by mean overall (all judges), the sign-cluster bootstrap "
-        "probability that the run names the wrong winner, and about how many signs would name the right "
+        f"For each pair of strategies: the winner by mean overall (all judges), the {w.unit}-cluster bootstrap "
+        f"probability that the run names the wrong winner, and about how many {w.units} would name the right "
         "one 90% of the time."
     )
     parts += [
         "",
         table(
-            ["pair", "winner", "mean difference", "signs", "P(wrong winner)", "signs for 90%"],
+            ["pair", "winner", "mean difference", w.units, "P(wrong winner)", f"{w.units} for 90%"],
             [
                 [
                     k,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import Clarification, Paired
+from dualjudge.analysis.words import words
 from dualjudge.report.designs import paired_text
 from dualjudge.report.tables import num, table
 
@@ -14,7 +15,7 @@ def section(c: Clarification) -> list[str]:
     parts = [
         "## Rubric clarification (label-free, with its control)",
         "",
-        f"Signs split by a seeded draw (seed {s['seed']}) stratified by {r.split['stratified_by']}: development "
+        f"{words().Units} split by a seeded draw (seed {s['seed']}) stratified by {r.split['stratified_by']}: development "
         f"{', '.join(r.split['dev'])}; test {', '.join(r.split['test'])}. Clauses ranked on the development split "
         f"by the {r.statistic}. The {s['k']} most contested were rewritten by {r.editor.model} (clarified); "
         f"the control had {s['k']} other clauses drawn at random rewritten by the same editor with the same "
@@ -52,14 +53,14 @@ def section(c: Clarification) -> list[str]:
     signs = len(r.split["test"])
     if signs < MIN_RELIABLE_SIGNS:
         parts += [
-            f"**Warning:** only {signs} test signs: the intervals are unreliable below {MIN_RELIABLE_SIGNS} "
-            "signs (and degenerate with two or three).",
+            f"**Warning:** only {signs} test {words().units}: the intervals are unreliable below {MIN_RELIABLE_SIGNS} "
+            f"{words().units} (and degenerate with two or three).",
             "",
         ]
     parts += [
         "Agreement between judges on the test split (Krippendorff's alpha; interval on overall, nominal on "
-        "equivalent), and the paired differences (sign-cluster bootstrap, one draw of signs for both rubrics, "
-        "95% t interval on signs - 1 degrees of freedom):",
+        f"equivalent), and the paired differences ({words().unit}-cluster bootstrap, one draw of {words().units} for both "
+        f"rubrics, 95% t interval on {words().units} - 1 degrees of freedom):",
         "",
     ]
     parts += [
@@ -81,7 +82,7 @@ def section(c: Clarification) -> list[str]:
                 num(d.get("signs")),
             ]
         )
-    parts += [table(["contrast", "alpha overall", "alpha equivalent", "answers", "signs"], rows), ""]
+    parts += [table(["contrast", "alpha overall", "alpha equivalent", "answers", words().units], rows), ""]
     parts += [
         "Does clarification change self-preference? The calibrated index (overall, points) per judge under "
         "each rubric, on the test split:",

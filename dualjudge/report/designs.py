@@ -4,6 +4,7 @@ other variant's own tables (the reference variant's are the report's main sectio
 from __future__ import annotations
 
 from dualjudge.analysis.results import DesignComparison, Paired, Rate, Summary
+from dualjudge.analysis.words import words
 from dualjudge.report.checks import section as checks_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
@@ -36,7 +37,7 @@ def section(d: DesignComparison) -> list[str]:
         "## Judge designs compared",
         "",
         f"The same judges on the same answers, asked as {len(d.variants)} variants: {', '.join(d.variants)} "
-        f"(reference: {d.reference}). Flip rates: sign-cluster percentile intervals, as in the probe checks. "
+        f"(reference: {d.reference}). Flip rates: {words().unit}-cluster percentile intervals, as in the probe checks. "
         f"Differences: {d.paired}. A lower flip rate means a more consistent judge, not a more accurate one: "
         "the human columns (when labels were imported) and the dual-judge tables say which is closer to the "
         "truth.",

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
 from dualjudge.analysis.results import JudgeSummary, Leaderboard, Summary
+from dualjudge.analysis.words import words
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import sentence
 from dualjudge.report.systems import main_outcome
 from dualjudge.report.tables import num, rate
+from dualjudge.tasks.task import plural
 
 
 def section(summary: Summary, links: bool = False) -> list[str]:
@@ -73,10 +75,13 @@ def _what_was_run(summary: Summary) -> str:
 def _where(summary: Summary) -> str:
     """What the answers were about: signs and variants for a dualjudge run, items (each its own bootstrap
     cluster) for a table without sign codes."""
-    d = summary.design
+    d, w = summary.design, words()
     if d.signs is None:
         return f"{d.items} items (no sign column: each item is its own bootstrap cluster)"
-    return f"{d.signs} signs and {d.items} variants"
+    if w.unit == w.noun:  # each item its own cluster
+        return f"{d.items} {w.units}"
+    variants = "variants" if w.paper or summary.by_visibility else plural(w.noun)
+    return f"{d.signs} {w.units} and {d.items} {variants}"
 
 
 def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
@@ -86,7 +91,8 @@ def _dual_judge(judge: str, js: JudgeSummary, links: bool, variant: str) -> str:
         f"{judge}: its quality and equivalence verdicts correlate at r = {num(js.point_biserial_r)}{r_ci}; "
         f"Type II (not equivalent yet scored good) {count} of {js.point_biserial_n} ({rate(js.type2.rate)})"
     )
-    peaks = [(v, x) for v, x in js.type2_by_visibility.items() if x.conditional_rate is not None and x.count > 0]
+    by_level = js.type2_by_visibility.items() if len(js.type2_by_visibility) > 1 else ()
+    peaks = [(v, x) for v, x in by_level if x.conditional_rate is not None and x.count > 0]
     if peaks:
         v, x = max(peaks, key=lambda p: (p[1].conditional_rate, -float(p[0])))
         at = linked(f"v = {visibility_key(v)}", links, judge=judge, type="type2", visibility=visibility_key(v), variant=variant)
@@ -146,9 +152,10 @@ def _best_of(board: Leaderboard) -> str | None:
 
 def _warnings(summary: Summary) -> list[str]:
     out = []
+    w = words()
     signs = summary.self_preference.overall.n_signs if summary.self_preference.overall else None
     if signs is not None and signs < MIN_RELIABLE_SIGNS:
-        out.append(f"only {signs} signs: sign-cluster intervals are unreliable below {MIN_RELIABLE_SIGNS} signs.")
+        out.append(f"only {signs} {w.units}: {w.unit}-cluster intervals are unreliable below {MIN_RELIABLE_SIGNS} {w.units}.")
     for name, o in summary.self_preference.outcomes().items():
         lost = [j.judge for j in o.judges if j.estimate is None]
         if lost:
@@ -159,5 +166,5 @@ def _warnings(summary: Summary) -> list[str]:
                 f"self-preference on {name}: the estimates of {', '.join(warned)} carry warnings about what may "
                 f"bias them (see its section)."
             )
-        out += [w for w in o.warnings if "signs" not in w]
+        out += [line for line in o.warnings if f" {w.units}: " not in line]  # the one above says it for all
     return out

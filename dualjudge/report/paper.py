@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dualjudge.analysis.results import Summary
+from dualjudge.analysis.words import words
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.tables import ci, count_rate, num, pvalue, rate, table
 
@@ -21,11 +22,12 @@ def section(summary: Summary, links: bool = False) -> list[str]:
             ],
         )
     )
-    parts += ["", "## Paired t-tests against SA (per-cell means; and on per-sign means)", ""]
+    w = words()
+    parts += ["", f"## Paired t-tests against SA (per-cell means; and on per-{w.unit} means)", ""]
     if s.paired_tests:
         parts.append(
             table(
-                ["system", "delta overall", "t", "p", "cells", "delta (signs)", "t (signs)", "p (signs)"],
+                ["system", "delta overall", "t", "p", "cells", f"delta ({w.units})", f"t ({w.units})", f"p ({w.units})"],
                 [
                     [
                         k,
@@ -49,15 +51,14 @@ def section(summary: Summary, links: bool = False) -> list[str]:
         "## Per judge model",
         "",
         f"{_convention(s.overall_convention, good)} Type I: equivalent and {poor}; Type II: not equivalent "
-        f"and {good}; rates with 95% sign-cluster bootstrap intervals.",
+        f"and {good}; rates with 95% {w.unit}-cluster bootstrap intervals.",
         "",
     ]
     if all(js.point_biserial_n == 0 for js in s.judges.values()):
         return (
             parts
             + [
-                "The point-biserial r, Type I/II rates and Type II by visibility need both judges' verdicts on "
-                "the same rows; this table has none.",
+                "The point-biserial r and the Type I/II rates need both judges' verdicts on the same rows; this table has none.",
                 "",
             ]
             + _identification(summary)
@@ -96,11 +97,8 @@ def section(summary: Summary, links: bool = False) -> list[str]:
             rows,
         )
     )
-    for j, js in s.judges.items():
+    for j, js in s.judges.items() if s.by_visibility else ():  # a design of one level has no rates by it
         parts += ["", f"### Type II by visibility: {j}", ""]
-        if not js.type2_by_visibility:
-            parts.append("No visibility column: no rates by visibility.")
-            continue
         parts.append(
             table(
                 ["visibility", "answers", good, "Type II", "marginal [95% CI]", "conditional [95% CI]"],
@@ -149,9 +147,11 @@ def _rate_ci(value: float | None, interval: list[float] | None) -> str:
 
 def _identification(summary: Summary) -> list[str]:
     ident = summary.identification
-    parts = ["## Identification (SIGN_TYPE) and the Section 3 audit", ""]
+    w = words()
+    parts = [f"## Identification ({w.label})" + (" and the Section 3 audit" if w.paper else ""), ""]
     if ident is None:
-        return parts + ["No gold or predicted category in the table: no identification accuracy.", ""]
+        gold = "category" if w.paper else "label"
+        return parts + [f"No gold or predicted {gold} in the table: no identification accuracy.", ""]
     parts.append(
         table(
             ["system", "identification accuracy", "correct", "answers"],
@@ -168,7 +168,7 @@ def _identification(summary: Summary) -> list[str]:
     ]
     a = ident.audit
     parts.append(
-        f"Answers scored {a.cut} whose SIGN_TYPE is wrong, per judge: "
+        f"Answers scored {a.cut} whose {w.label} is wrong, per judge: "
         + "; ".join(f"{j}: {x.good_but_wrong} of {x.good}" for j, x in a.per_judge.items())
         + "."
     )

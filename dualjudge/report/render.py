@@ -10,6 +10,7 @@ from pathlib import Path
 from dualjudge.analysis.choices import Lineage
 from dualjudge.analysis.results import Summary
 from dualjudge.analysis.statistics import sections as statistic_sections
+from dualjudge.analysis.words import speaking, words, words_for
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
 from dualjudge.report.checks import section as checks_section
@@ -22,7 +23,6 @@ from dualjudge.report.once import explanations, once
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.report.systems import section as systems_section
-from dualjudge.report.wording import reword
 from dualjudge.rundir import RunDir
 from dualjudge.tasks.task import plural
 
@@ -32,7 +32,8 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
     made = []
     d = RunDir(out).figures
     absent = set(summary.absent_columns)  # a foreign table: only the figures its columns can draw
-    if not absent & {"visibility", "overall"}:
+    varied = summary.by_visibility  # occluded variants (uk-signs, an image task): figures by visibility
+    if varied and "overall" not in absent:
         made.append(
             (
                 "Mean overall by visibility (all judges)",
@@ -48,7 +49,7 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
                     fig.joint_figure(s.joint, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})"),
                 )
             )
-        if s.type2_by_visibility:
+        if varied and s.type2_by_visibility:
             made.append(
                 (
                     f"Type II rate by visibility: {judge}",
@@ -102,7 +103,7 @@ def markdown(
         *(findings or []),
         *systems_section(summary.systems, summary.simulation),
         f"Rows: {summary.n_rows}; runs: {', '.join(summary.runs) or '-'}. "
-        f"CIs: sign-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
+        f"CIs: {words().unit}-level cluster bootstrap, {summary.bootstrap.resamples} resamples: percentile intervals, "
         f"except self-preference (its section says how its intervals are made). Scale: 0-{summary.scale.maximum:g}, "
         f"good {summary.scale.good}, poor {summary.scale.poor}.",
         "",
@@ -189,11 +190,12 @@ def render_report(
     """report.md and report.html, every number and figure read from the summary; with `links` (a run
     directory, whose explorer.html sits beside them) the headline numbers link to the explorer filtered to
     the rows behind them; `regeneration`: a run directory's line on how its answers can be regenerated."""
-    made = [(md_text(c), p) for c, p in _figures(summary, out, lineage)] if figures else []
-    shown = as_text(summary)
-    findings = findings_section(shown, links)
-    md = markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links, regeneration)
-    md = reword(once(md, explanations(shown.model_dump())), summary.task)  # each reason said once
+    with speaking(words_for(summary.task, summary.absent_columns)):  # the task's words, in every sentence made here
+        made = [(md_text(c), p) for c, p in _figures(summary, out, lineage)] if figures else []
+        shown = as_text(summary)
+        findings = findings_section(shown, links)
+        md = markdown(shown, [(c, str(p.relative_to(out))) for c, p in made], findings, links, regeneration)
+    md = once(md, explanations(shown.model_dump()))  # each reason said once
     write_text(RunDir(out).report_md, md)
     embedded = {str(p.relative_to(out)): "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode() for _, p in made}
     write_text(RunDir(out).report_html, _html(md, embedded))

@@ -111,6 +111,20 @@ def with_task_columns(frame: pd.DataFrame, task: Task, variants: dict[str, Varia
     return out
 
 
+TASK_NAMES = {"sign_code": "group", "category": "label", "predicted_category": "predicted_label"}  # a task folder's
+OCCLUSION = ("visibility", "mode")  # columns of occluded variants, left out where each item is its one variant
+
+
+def in_task_words(frame: pd.DataFrame, task: Task, modality: str) -> pd.DataFrame:
+    """A task folder's table in its own words: the bootstrap's cluster is `group`, the gold and predicted final
+    line `label` and `predicted_label`; a text task's items have no occluded variants, so no visibility or mode.
+    analysis/table.py reads it back to the contract's names."""
+    if task.builtin:
+        return frame
+    out = frame.rename(columns=TASK_NAMES)
+    return out.drop(columns=list(OCCLUSION)) if modality == "text" else out
+
+
 def _typed(column: pd.Series) -> pd.Series:
     """A metadata column as its values' one type (numbers, booleans or text, nullable), text where they mix."""
     values = column.dropna()

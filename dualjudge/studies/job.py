@@ -32,7 +32,14 @@ from dualjudge.runs.progress import Progress
 from dualjudge.runs.runner import Runner
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
-from dualjudge.studies.export import RUN_FILES, verdict_table, with_task_columns, write_probe_tables, write_table
+from dualjudge.studies.export import (
+    RUN_FILES,
+    in_task_words,
+    verdict_table,
+    with_task_columns,
+    write_probe_tables,
+    write_table,
+)
 from dualjudge.studies.manifest import LastSession, build_manifest, write_manifest
 from dualjudge.tasks.folder import dumps as task_json
 from dualjudge.tasks.folder import recorded_task
@@ -205,7 +212,7 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
         config.judges.variants,
     )
     if task.name != DEFAULT_TASK:
-        table = with_task_columns(table, task, variants_by_id(RunDir(out).testbed))
+        table = in_task_words(with_task_columns(table, task, variants_by_id(RunDir(out).testbed)), task, config.testbed.modality)
         write_text(RunDir(out).task, task_json(task))
     write_table(table, out)
     write_probe_tables(store, variants, out)

@@ -35,8 +35,8 @@ def sources(
     out = []
     for item in items:
         label, group = item.label or "", item.cluster
-        if modality == "text" and item.sign is None:  # a text item: nothing to occlude
-            out.append(Source(variant_id(item, 1.0, CONTROL_MODE), item.id, group, label, item.caption, 1.0, CONTROL_MODE, 0, None))
+        if modality == "text" and item.sign is None:  # a text item: nothing to occlude, its one variant is itself
+            out.append(Source(item.id, item.id, group, label, item.caption, 1.0, CONTROL_MODE, 0, None))
             continue
         base = item.sign if item.sign is not None else item.id
         for v in levels:
