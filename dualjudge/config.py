@@ -37,10 +37,10 @@ from dualjudge.protocol.verdicts import OverallConvention
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
 from dualjudge.tasks.registry import default_rubric, resolve
+from dualjudge.tasks.signs import sign_codes
 from dualjudge.tasks.task import Task, TaskItem
-from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.occlusion import MODES, VISIBILITIES, Mode, check_visibility
 from dualjudge.tomlfile import first_error, read_toml
+from dualjudge.variants.occlusion import MODES, VISIBILITIES, Mode, check_visibility
 
 
 class _Section(BaseModel):
@@ -94,7 +94,7 @@ class TestbedSection(_Section):
     @classmethod
     def _known_signs(cls, v: str | tuple[str, ...]) -> str | tuple[str, ...]:
         if not isinstance(v, str):
-            known = set(default_catalogue().codes)
+            known = set(sign_codes())
             for code in v:
                 if code not in known:
                     raise ValueError(f"unknown sign code {code!r}")

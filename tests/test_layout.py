@@ -18,6 +18,7 @@ RANK = {
     "schema": 0,
     "outcome": 0,
     "rundir": 0,
+    "variants": 1,  # a run's variants, any task's: the occlusion ladder and the manifest
     "testbed": 1,
     "inference": 2,
     "protocol": 3,
@@ -55,6 +56,29 @@ def test_no_layer_imports_a_layer_above_it():
                 parts = name.split(".")
                 if parts[0] == "dualjudge" and len(parts) > 1 and parts[1] != own and RANK[parts[1]] > RANK[own]:
                     wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not wrong, wrong
+
+
+def _imports(path: Path) -> list[str]:
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return out
+
+
+def test_only_the_tasks_reach_the_sign_testbed():
+    """The signs are one task among others: outside dualjudge/testbed, only dualjudge/tasks imports it (uk-signs' own
+    task module is its door); the analysis, the report, the runner and the protocol speak of items and variants."""
+    wrong = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if _layer(path) not in ("testbed", "tasks")
+        for name in _imports(path)
+        if name == "dualjudge.testbed" or name.startswith("dualjudge.testbed.")
+    ]
     assert not wrong, wrong
 
 

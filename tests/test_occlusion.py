@@ -3,7 +3,7 @@ import pytest
 from PIL import Image
 
 from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.occlusion import (
+from dualjudge.variants.occlusion import (
     AREA_TOLERANCE,
     MODES,
     OCCLUDER_GREY,

@@ -3,10 +3,10 @@ import re
 import pytest
 
 from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.occlusion import Box, occluder_box, variant_seed
 from dualjudge.testbed.render import cached_render
 from dualjudge.testbed.scene import scene_text
 from dualjudge.testbed.variants import plan_variants
+from dualjudge.variants.occlusion import Box, occluder_box, variant_seed
 
 CAT = default_catalogue()
 STOP = {

@@ -209,7 +209,7 @@ def test_the_task_prompts_carry_the_tasks_words_and_a_folder_prompt_overrides_on
     from dualjudge.protocol.judges import build_judge_request
     from dualjudge.protocol.systems import build_step_request
     from dualjudge.runs.testbed import task_item
-    from dualjudge.testbed.variants import Variant
+    from dualjudge.variants.manifest import Variant
 
     folder = image_task(tmp_path / "shapes")
     task = load_task(folder)
@@ -484,7 +484,7 @@ def test_every_strategy_step_has_a_task_prompt_that_asks_for_the_tasks_final_lin
     from dualjudge.inference.types import Sampling
     from dualjudge.protocol.systems import STEPS, build_step_request
     from dualjudge.runs.testbed import task_item
-    from dualjudge.testbed.variants import Variant
+    from dualjudge.variants.manifest import Variant
 
     task = load_task(text_task(tmp_path / "apples")) if modality == "text" else load_task(image_task(tmp_path / "shapes"))
     first = task.items[0]

@@ -7,7 +7,8 @@ from PIL import Image
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.variants import COLUMNS, build_variants, load_manifest, plan_variants
+from dualjudge.testbed.variants import build_variants, plan_variants
+from dualjudge.variants.manifest import COLUMNS, load_manifest
 
 
 def _tree(d: Path) -> dict[str, bytes]:

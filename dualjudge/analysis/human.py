@@ -26,7 +26,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_file, replacing, write_text
 from dualjudge.protocol.seeds import seeded_rank
 from dualjudge.protocol.verdicts import GOOD
-from dualjudge.testbed.catalogue import default_catalogue
+from dualjudge.tasks.signs import uk_signs
 
 SAMPLE_KEY = "human_sample.json"
 ANNOTATION_COLUMNS = ("annotator", "human_overall", "equivalent")  # to fill
@@ -89,15 +89,15 @@ def export_sample(
     if type2 < 0:
         raise DualjudgeError(f"--type2 must be 0 or more, got {type2}")
     sample = select_sample(frame[frame["response"].notna()], n, seed, type2)
-    cat = default_catalogue()
+    signs = {i.id: i for i in uk_signs().items}
     task_gold = references_near(table)  # a task's items; uk-signs: the catalogue
     rows = []
     for i, r in enumerate(sample.itertuples(index=False), start=1):
         if task_gold is not None:
             caption, description = task_gold.get(str(getattr(r, "task_item", "")), ("", ""))
         else:
-            sign = cat.sign(str(r.sign_code)) if str(r.sign_code) in cat.codes else None
-            caption, description = (sign.caption, sign.description) if sign else ("", "")
+            sign = signs.get(str(r.sign_code))
+            caption, description = (sign.caption, sign.reference) if sign else ("", "")
         rows.append(
             {
                 "sample_id": f"H{i:03d}",

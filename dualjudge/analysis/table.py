@@ -21,7 +21,7 @@ from dualjudge.protocol.kinds import EQUIVALENCE, PROTOCOL_KINDS, QUALITY, Judge
 from dualjudge.protocol.variants import VARIANT
 from dualjudge.protocol.verdicts import OVERALL_CONVENTIONS as CONVENTIONS
 from dualjudge.storage.rows import ANSWER_KEY as ANSWER_KEY_COLUMNS
-from dualjudge.testbed.occlusion import visibility_label
+from dualjudge.variants.occlusion import visibility_label
 
 # The contract, declared once: (column, kind, required), in the order a run writes them. The judges'
 # columns come from the declared judge kinds (protocol/kinds.py): every kind's score fields, then every

@@ -26,8 +26,8 @@ def data_build(
     images: Annotated[Optional[Path], typer.Option(help="Folder of artwork named by TSRGD code, used instead of renders.")] = None,
 ) -> None:
     """Render (or import), occlude and describe the variants; write PNGs and variants.csv/.parquet."""
-    from dualjudge.testbed.occlusion import MODES, VISIBILITIES
-    from dualjudge.testbed.variants import build_variants
+    from dualjudge.tasks.signs import build_sign_variants
+    from dualjudge.variants.occlusion import MODES, VISIBILITIES
 
     for option, value in (("--signs", signs), ("--modes", modes), ("--visibilities", visibilities)):
         if value is not None and not csv_list(value):
@@ -36,7 +36,7 @@ def data_build(
         TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console, transient=True
     ) as bar:
         task = bar.add_task("build", total=None)
-        frame = build_variants(
+        frame = build_sign_variants(
             out,
             size=size,
             seed=seed,
@@ -57,7 +57,7 @@ def data_sheet(
     out: Annotated[Optional[Path], typer.Option(help="PNG file to write (default: TESTBED/contact_sheet.png).")] = None,
 ) -> None:
     """Draw a contact sheet of all variants, to look at."""
-    from dualjudge.testbed.sheet import contact_sheet
+    from dualjudge.tasks.signs import contact_sheet
 
     path = contact_sheet(testbed, out or testbed / "contact_sheet.png")
     console.print(f"wrote {path}")

@@ -16,7 +16,6 @@ from dualjudge.outcome import Status
 from dualjudge.protocol.prompts import SIGN_PROMPTS, PromptSet
 from dualjudge.protocol.seeds import derive_seed
 from dualjudge.protocol.vocabulary import FinalLine, sign_type_line
-from dualjudge.testbed.catalogue import default_catalogue
 
 Strategy = Literal["sa", "cot", "coi", "ma"]
 Modality = Literal["image", "text"]
@@ -91,7 +90,10 @@ class SystemAnswer:
 
 
 def categories_block() -> str:
-    return "\n".join(f"- {c.id}: {c.definition}" for c in default_catalogue().categories)
+    """uk-signs' 25 categories, one line each (read on first use: the task is built on the protocol)."""
+    from dualjudge.tasks.signs import uk_signs
+
+    return uk_signs().labels_block()
 
 
 def system_seed(run_seed: int, item: Item, repeat: int, strategy: str, step: str) -> int:

@@ -7,14 +7,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dualjudge.testbed.catalogue import default_catalogue
-
 DEFAULT_FREE_CHARS = 600
 
 
 def sign_types() -> tuple[str, ...]:
-    """The 25 category ids, from the catalogue in use (read on first use, not at import)."""
-    return default_catalogue().category_ids
+    """The 25 category ids of uk-signs (read on first use, not at import: the task is built on the protocol)."""
+    from dualjudge.tasks.signs import uk_signs
+
+    return uk_signs().label_ids
 
 
 def __getattr__(name: str) -> object:  # `SIGN_TYPES`, computed when first asked for

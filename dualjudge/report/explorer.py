@@ -34,8 +34,8 @@ from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.storage.store import Store
-from dualjudge.testbed.catalogue import default_catalogue
-from dualjudge.testbed.variants import variants_by_id
+from dualjudge.tasks.signs import uk_signs
+from dualjudge.variants.manifest import variants_by_id
 
 
 class JudgeView(TypedDict):
@@ -136,7 +136,7 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
     except DualjudgeError as e:
         raise DualjudgeError(f"{e}; run `dualjudge export {out}` to write it again from the store") from None
     testbed = _testbed(out)
-    catalogue = default_catalogue()
+    signs_gold = {i.id: i for i in uk_signs().items}
     task = _task(out)
     items = {str(i["id"]): i for i in task["items"]} if task else {}
     judges = sorted(set(table["judge_model"].astype(str)))
@@ -190,11 +190,9 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
         }
     else:
         signs = {
-            code: SignView(
-                caption=catalogue.sign(code).caption, description=catalogue.sign(code).description, group=catalogue.sign(code).group
-            )
+            code: SignView(caption=signs_gold[code].caption, description=signs_gold[code].reference, group=signs_gold[code].stratum)
             for code in sorted({a["sign"] for a in answers})
-            if code in catalogue.codes
+            if code in signs_gold
         }
     try:
         config = json.loads(store.get_meta("config") or "{}")

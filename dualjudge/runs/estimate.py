@@ -65,7 +65,7 @@ from dualjudge.runs.study import stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer
 from dualjudge.storage.store import Store
-from dualjudge.testbed.variants import MANIFEST_CSV, Variant, load_manifest, variant_rows
+from dualjudge.variants.manifest import MANIFEST_CSV, Variant, load_manifest, variant_rows
 
 
 @dataclass

@@ -9,16 +9,17 @@ from dualjudge.inference.types import Image
 from dualjudge.protocol.systems import Item
 from dualjudge.protocol.vocabulary import FinalLine
 from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
+from dualjudge.tasks.signs import build_sign_variants
 from dualjudge.tasks.task import Task
 from dualjudge.tasks.variants import build_task_variants
-from dualjudge.testbed.variants import Variant, build_variants, variant_rows
+from dualjudge.variants.manifest import Variant, variant_rows
 
 
 def build_testbed(config: RunConfig, folder: Path) -> list[Variant]:
     """Render (or import) the configuration's variants into `folder` (a run's testbed/); its rows."""
     t, task = config.testbed, config.task.load()
     if task.name == DEFAULT_TASK:  # the testbed as it always was: same images, ids and seeds
-        frame = build_variants(
+        frame = build_sign_variants(
             folder,
             size=t.size,
             seed=config.run.seed,

@@ -24,7 +24,7 @@ from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
 from dualjudge.storage.store import Store
 from dualjudge.tasks.task import Task
-from dualjudge.testbed.variants import Variant
+from dualjudge.variants.manifest import Variant
 
 DTYPES = {"integer": "Int64", "number": "Float64", "boolean": "boolean"}  # a score field's column, nullable
 RUN_FILES = RunDir.RUN_FILES

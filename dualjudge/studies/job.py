@@ -46,7 +46,7 @@ from dualjudge.tasks.folder import recorded_task
 from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
 from dualjudge.tasks.registry import resolve
 from dualjudge.tasks.task import Task
-from dualjudge.testbed.variants import variants_by_id
+from dualjudge.variants.manifest import variants_by_id
 
 MASKED = "**********"  # how pydantic writes a secret
 API_KEY_ENV = "DUALJUDGE_API_KEY"  # the attached endpoints' key when a run is resumed from its stored configuration

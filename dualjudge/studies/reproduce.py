@@ -36,7 +36,7 @@ from dualjudge.runs.testbed import testbed_items
 from dualjudge.storage.store import Store, load_run_store
 from dualjudge.studies.job import model_identities, run_regeneration, stored_config
 from dualjudge.studies.manifest import Manifest, git_commit, hardware, read_manifest, versions
-from dualjudge.testbed.variants import variants_by_id
+from dualjudge.variants.manifest import variants_by_id
 
 DEFAULT_SAMPLE = 50
 

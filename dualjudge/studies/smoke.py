@@ -28,8 +28,9 @@ from dualjudge.protocol.systems import Item, run_system
 from dualjudge.runs.jobs import device_groups, runs_here
 from dualjudge.runs.testbed import testbed_items
 from dualjudge.tasks.registry import DEFAULT as DEFAULT_TASK
+from dualjudge.tasks.signs import build_sign_variants
 from dualjudge.tasks.variants import build_task_variants
-from dualjudge.testbed.variants import build_variants, variant_rows
+from dualjudge.variants.manifest import variant_rows
 
 SMOKE_ANSWER = "A red circle with a white horizontal bar: no entry for vehicular traffic.\nSIGN_TYPE: no_entry"
 
@@ -65,7 +66,7 @@ def smoke_item(config: RunConfig, folder: Path) -> Item:
         )
         return testbed_items(config, folder, variant_rows(frame))[0]
     first = (t.codes() or tuple(i.id for i in config.items()))[0]  # signs = "all": the first selected
-    frame = build_variants(
+    frame = build_sign_variants(
         folder,
         size=t.size,
         seed=config.run.seed,

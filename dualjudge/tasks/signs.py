@@ -1,5 +1,8 @@
 """The built-in uk-signs task: the testbed's 30 signs, SIGN_TYPE over the 25 categories, the project's
-prompts as they are (so its requests, and their cache keys, are those of a run from before tasks)."""
+prompts as they are (so its requests, and their cache keys, are those of a run from before tasks).
+
+It is the sign testbed's one door: the rest of the package reaches the signs (their codes, gold, renders,
+variants and contact sheet) through this module, never through dualjudge.testbed (tests/test_layout.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,10 @@ from functools import lru_cache
 from dualjudge.protocol.prompts import SIGN_PROMPTS
 from dualjudge.tasks.task import Label, Task, TaskItem
 from dualjudge.testbed.catalogue import Catalogue, default_catalogue
+from dualjudge.testbed.sheet import contact_sheet
+from dualjudge.testbed.variants import build_variants as build_sign_variants
+
+__all__ = ["build_sign_variants", "contact_sheet", "sign_codes", "uk_signs"]
 
 NAME = "uk-signs"
 DOMAIN = "UK road traffic signs"
@@ -16,6 +23,11 @@ QUESTION = "What does this sign mean, and what must a road user do?"
 
 def uk_signs() -> Task:
     return _uk_signs(default_catalogue())
+
+
+def sign_codes() -> tuple[str, ...]:
+    """The catalogue's sign codes (TSRGD), in its order."""
+    return default_catalogue().codes
 
 
 @lru_cache(maxsize=4)

@@ -15,9 +15,10 @@ import pandas as pd
 from PIL import Image as PILImageModule
 
 from dualjudge.tasks.task import Task, TaskItem
-from dualjudge.testbed.occlusion import CONTROL_MODE, check_mode, check_visibility, variant_seed, visibility_label
 from dualjudge.testbed.render import cached_render
-from dualjudge.testbed.variants import Base, Source, write_variants
+from dualjudge.testbed.scene import scene_text
+from dualjudge.variants.manifest import Base, Source, write_variants
+from dualjudge.variants.occlusion import CONTROL_MODE, check_mode, check_visibility, variant_seed, visibility_label
 
 LETTERBOX = (255, 255, 255)
 
@@ -76,4 +77,4 @@ def build_task_variants(
             bases[item.sign] = (rendered.image, rendered.elements)
         elif item.sign is None and item.image is not None and modality == "image":
             bases[item.id] = (letterbox(item.image, size), None)
-    return write_variants(out, planned, bases, size)
+    return write_variants(out, planned, bases, size, scene=scene_text)

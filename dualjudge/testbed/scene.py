@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualjudge.testbed.occlusion import Box
 from dualjudge.testbed.painter import MASK_SIZE, Element
+from dualjudge.variants.occlusion import Box
 
 FULL = 0.9  # at least this share of an element visible: described in full
 PART = 0.4  # at least this share: "part of ..." with the full label

@@ -9,9 +9,9 @@ from PIL import Image, ImageDraw
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import check_output_file, replacing
-from dualjudge.testbed.occlusion import visibility_label
 from dualjudge.testbed.painter import font_path
-from dualjudge.testbed.variants import load_manifest
+from dualjudge.variants.manifest import load_manifest
+from dualjudge.variants.occlusion import visibility_label
 
 THUMB = 96
 LABEL_W = 90

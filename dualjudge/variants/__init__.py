@@ -1,0 +1,1 @@
+"""A run's variants (task-neutral): the occlusion ladder and the manifest every step reads."""
