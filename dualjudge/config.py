@@ -89,6 +89,21 @@ class TestbedSection(_Section):
     modality: Literal["image", "text"] = "image"
     size: Int = Field(default=512, ge=32, le=2048)
     images: Str | None = None  # folder of official artwork to use instead of renders
+    sample: Int | None = Field(default=None, ge=1, le=100_000)  # this many of the task's items, drawn by sample_seed
+    sample_seed: Int = Field(default=0, ge=0, le=2**63 - 1)
+    _drawn: tuple[str, ...] | None = PrivateAttr(default=None)  # the sample a run drew at its start (its store keeps it)
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> TestbedSection:
+        if self.sample is not None and (self.items != "all" or self.signs != "all"):
+            raise ValueError("testbed.sample draws the items: name them (testbed.items, testbed.signs) or sample, not both")
+        return self
+
+    def drawn(self, ids: tuple[str, ...]) -> TestbedSection:
+        """This section with the sample a run drew at its start (a task folder that grew since draws no other)."""
+        section = self.model_copy()
+        section._drawn = ids
+        return section
 
     @field_validator("signs")
     @classmethod
@@ -244,9 +259,11 @@ class RunConfig(_Section):
         data = {name: fields for name, fields in data.items() if fields}  # a plumbing-only section adds nothing
         if data.get("testbed", {}).get("items") == "all":  # as before tasks: a run's fingerprint is unchanged
             data["testbed"] = {k: v for k, v in data["testbed"].items() if k != "items"}
+        if "testbed" in data and data["testbed"].get("sample") is None:  # as before samples: unchanged
+            data["testbed"] = {k: v for k, v in data["testbed"].items() if k not in ("sample", "sample_seed")}
         task = self.task.load()
         if task.name != DEFAULT_TASK:  # uk-signs adds nothing (runs from before tasks resume)
-            data["task"] = {"name": task.name, "sha256": task.sha256}
+            data["task"] = {"name": task.name, "sha256": self.task_hash()}
         if self.judges.rubrics and "judges" in data:  # a rubric is its text, wherever its file lies
             hashes = self.rubric_hashes()
             data["judges"] = {
@@ -267,10 +284,28 @@ class RunConfig(_Section):
         return out
 
     def items(self) -> tuple[TaskItem, ...]:
-        """The task's items this run asks about: those named (testbed.items), of the signs named (testbed.signs)."""
-        chosen = self.task.load().select(self.testbed.item_ids())
+        """The task's items this run asks about: those named (testbed.items), of the signs named (testbed.signs), or
+        a seeded sample (testbed.sample: the one the run drew at its start, once it has)."""
+        task, t = self.task.load(), self.testbed
+        if t.sample is not None:
+            if t._drawn is not None:
+                missing = [i for i in t._drawn if i not in task.ids]
+                if missing:
+                    raise DualjudgeError(
+                        f"task {task.name}: item {missing[0]} of this run's sample is no longer in it; "
+                        "restore it, or use another --out"
+                    )
+                return task.select(t._drawn)
+            return task.sample(t.sample, t.sample_seed)
+        chosen = task.select(self.testbed.item_ids())
         codes = self.testbed.codes()
         return chosen if codes is None else tuple(i for i in chosen if i.sign in codes)
+
+    def task_hash(self) -> str | None:
+        """What a run's task is, as a hash: the whole task folder; for a sample, the task's own files and the sampled
+        items alone (the folder may grow by other items and the run resumes)."""
+        task = self.task.load()
+        return task.content_of(self.items()) if self.testbed.sample is not None else task.sha256
 
     def default_rubric(self) -> Path | None:
         """The `rubric` variant's rubric: the task's own, the task folders' default, or (uk-signs) the shipped one."""

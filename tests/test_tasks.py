@@ -754,3 +754,39 @@ def test_export_works_on_a_run_whose_task_folder_moved(tmp_path, cli):
     after = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
     pd.testing.assert_frame_equal(before, after)
     assert [c for c in after.columns if c.startswith("meta_")] == ["meta_source"]
+
+
+def test_a_sample_of_n_items_is_drawn_by_its_seed_and_a_folder_that_grows_does_not_block_resuming(tmp_path):
+    """testbed.sample = 4 draws four of the ten items by sample_seed (the same four whatever the file's order; another
+    seed, others); items added to the folder later neither change the run's sample nor stop it resuming (its work
+    comes from its store), while an edit of a sampled item is refused."""
+    folder = text_task(tmp_path / "apples")
+    config = study(tmp_path, 'path = "apples"', "text", testbed="sample = 4\nsample_seed = 7")
+    cfg = load_config(config)
+    drawn = [i.id for i in cfg.items()]
+    assert len(drawn) == 4 and drawn == sorted(drawn, key=lambda i: int(i[1:]))  # in the task's order
+    rows = _rows(folder)
+    write_items(folder / "items.jsonl", rows[::-1])  # another order: the same sample, in the file's new order
+    assert [i.id for i in load_config(config).items()] == drawn[::-1]
+    write_items(folder / "items.jsonl", rows)
+    assert [i.id for i in load_task(folder).sample(4, seed=8)] != drawn
+    first = run_job(load_config(config), tmp_path / "run", engines=Recorder())
+    assert sorted(set(first.table["task_item"])) == sorted(drawn)
+    for n in range(10, 40):  # the folder grows: thirty more items, some of which the seed would now draw
+        _append_item(folder, n)
+    grown = load_config(config)
+    assert [i.id for i in grown.items()] != drawn  # a fresh draw takes some of the new ones ...
+    again = run_job(grown, tmp_path / "run", engines=Recorder())  # ... but the run keeps the sample it drew
+    assert again.report.sessions_requests == 0 and sorted(set(again.table["task_item"])) == sorted(drawn)
+    _edit(folder, [r["id"] for r in _rows(folder)].index(drawn[0]), reference="Seven apples.")
+    with pytest.raises(DualjudgeError, match="changed since this run started"):
+        run_job(load_config(config), tmp_path / "run", engines=Recorder())
+    with pytest.raises(DualjudgeError, match="draws the items"):
+        load_config(study(tmp_path, 'path = "apples"', "text", testbed='sample = 4\nitems = ["q1"]'))
+    with pytest.raises(DualjudgeError, match="a sample of 400 items, but it has 40"):
+        load_config(study(tmp_path, 'path = "apples"', "text", testbed="sample = 400"))
+
+
+def _append_item(folder: Path, n: int) -> None:
+    with (folder / "items.jsonl").open("a") as f:
+        f.write(json.dumps({"id": f"q{n}", "text": f"Count {n} apples.", "reference": f"{n} apples.", "group": "plus"}) + "\n")

@@ -64,6 +64,7 @@ class RunContext:
         out.mkdir(parents=True, exist_ok=True)
         cache = Path(config.engine.cache).expanduser() if config.engine.cache else None
         self.store = Store(RunDir(out).store, cache)
+        self.config = config = with_drawn_sample(config, self.store)
         check_fingerprint(config, out, self.store)
         for stage in study.STUDY:  # a stage's own rows (the built-in ones are the store's)
             for row in stage.rows:
@@ -108,11 +109,29 @@ class RunContext:
         return out
 
 
+SAMPLE_META = "sample"  # the item ids a sampled run drew at its start
+
+
+def with_drawn_sample(config: RunConfig, store: Store) -> RunConfig:
+    """A sampled run's configuration with the sample it drew at its start, kept in its store, so that a task
+    folder grown since (items added) neither changes the sample nor blocks resuming."""
+    if config.testbed.sample is None:
+        return config
+    recorded = store.get_meta(SAMPLE_META)
+    if recorded is None:
+        ids = tuple(i.id for i in config.items())
+        if not store.readonly:
+            store.set_meta(SAMPLE_META, json.dumps(ids))
+    else:
+        ids = tuple(json.loads(recorded))
+    return config.model_copy(update={"testbed": config.testbed.drawn(ids)})
+
+
 def check_task(config: RunConfig, out: Path, store: Store) -> None:
     """A run keeps its task: a task folder edited since the run started is refused (its verdicts would mix
     two versions of the items), the way an edited rubric is."""
     task = config.task.load()
-    now = {"name": task.name, "sha256": task.sha256}
+    now = {"name": task.name, "sha256": config.task_hash()}
     recorded = json.loads(store.get_meta(TASK_META) or "null")
     if recorded is None:
         store.set_meta(TASK_META, json.dumps(now))
@@ -120,7 +139,7 @@ def check_task(config: RunConfig, out: Path, store: Store) -> None:
         then = (recorded["sha256"] or "")[:12]
         raise DualjudgeError(
             f"{out}: task {task.name} changed since this run started (sha256 {then} then, "
-            f"{(task.sha256 or '')[:12]} now); restore its folder, or use another --out (unchanged requests come from the cache)"
+            f"{(now['sha256'] or '')[:12]} now); restore its folder, or use another --out (unchanged requests come from the cache)"
         )
 
 

@@ -23,7 +23,7 @@ def build_testbed(config: RunConfig, folder: Path) -> list[Variant]:
             folder,
             size=t.size,
             seed=config.run.seed,
-            codes=tuple(i.id for i in config.items()) if t.items != "all" else t.codes(),
+            codes=tuple(i.id for i in config.items()) if t.items != "all" or t.sample else t.codes(),
             visibilities=t.visibilities,
             modes=t.modes,
             images_dir=Path(t.images).expanduser() if t.images else None,

@@ -25,7 +25,7 @@ from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
 from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
-from dualjudge.runs.context import RunContext, RunReport
+from dualjudge.runs.context import RunContext, RunReport, with_drawn_sample
 from dualjudge.runs.job_log import recorded_jobs
 from dualjudge.runs.jobs import all_groups, device_groups, runs_here
 from dualjudge.runs.progress import Progress
@@ -180,7 +180,7 @@ def stored_config(store: Store, out: Path, needs_key: bool = False, *, recorded_
             )
         key = key or "EMPTY"
         config = config.model_copy(update={"engine": config.engine.model_copy(update={"api_key": SecretStr(key)})})
-    return config
+    return with_drawn_sample(config, store)
 
 
 def _task_record(data: Any, out: Path) -> Task | None:
@@ -271,6 +271,7 @@ def _run_locked(
     config: RunConfig, out: Path, progress: Progress | None, engines: EngineFactory | None, regen: Regeneration
 ) -> JobResult:
     ctx = RunContext(config, out, progress, engines)
+    config = ctx.config  # a sampled run's items: the sample it drew at its start
     ctx.progress.note(regen.line)
     if ctx.task.name != DEFAULT_TASK:  # the run holds its task's record from its start (an export needs no folder)
         write_text(RunDir(out).task, task_json(ctx.task))

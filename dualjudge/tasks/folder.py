@@ -89,6 +89,7 @@ def load_task(folder: Path) -> Task:
         load_rubric(rubric)  # one-line error if malformed
         digest.update(rubric.read_bytes())
         read.append(rubric)
+    base = digest.copy()  # everything but the items file (a sample's identity is this and its items' hashes)
     items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest, read)
     return Task(
         name=spec.name,
@@ -104,6 +105,7 @@ def load_task(folder: Path) -> Task:
         sha256=digest.hexdigest(),
         folder=folder.resolve(),
         files=tuple(dict.fromkeys(read)),
+        base_sha256=base.hexdigest(),
     )
 
 
@@ -363,9 +365,11 @@ def _items(
         if spec.modality == "text" and text is None:
             raise DualjudgeError(f"{where}: empty text (a text task's item is its text)")
         image = None
+        own = hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode())  # the row as the file has it
         if spec.modality == "image":
             image = _image_bytes(folder, row.get("image"), where, read)
             digest.update(hashlib.sha256(image).digest())
+            own.update(hashlib.sha256(image).digest())
         items.append(
             TaskItem(
                 id=item_id,
@@ -378,6 +382,7 @@ def _items(
                 image=image,
                 metadata=_metadata(row, where),
                 prompts=prompts,
+                sha256=own.hexdigest(),
             )
         )
     if label_ids and any(i.label is None for i in items) and any(i.label is not None for i in items):

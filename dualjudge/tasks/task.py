@@ -7,6 +7,7 @@ SIGN_TYPE over the 25 categories, its prompts are the project's prompts/ unchang
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -52,6 +53,7 @@ class TaskItem:
     sign: str | None = None
     metadata: tuple[tuple[str, MetaValue], ...] = ()  # typed as the items file types them (CSV: text)
     prompts: PromptSet = PromptSet()
+    sha256: str | None = None  # a task folder's item: its row and image, hashed (what a sample's identity is made of)
 
     @property
     def description(self) -> str:
@@ -76,6 +78,7 @@ class Task:
     builtin: bool = False
     situations: bool = False  # items carry a situation text beside the image (applied rules)
     files: tuple[Path, ...] = ()  # a task folder's files and folders its load read (nothing else of it is walked)
+    base_sha256: str | None = None  # a task folder's files but its items file: its words, labels, prompts, rubric
 
     @property
     def unit(self) -> str:
@@ -107,6 +110,25 @@ class Task:
 
     def labels_block(self) -> str:
         return "\n".join(f"- {lab.id}: {lab.definition}" for lab in self.labels)
+
+    def content_of(self, items: tuple[TaskItem, ...]) -> str | None:
+        """The hash of what a run of these items reads: the task's own files but the items file, and each item's
+        row and image. A folder that grows by other items keeps it (a sampled run resumes); None: built in."""
+        if self.base_sha256 is None or any(i.sha256 is None for i in items):
+            return None
+        digest = hashlib.sha256(self.base_sha256.encode())
+        for item in items:
+            digest.update(f"{item.id}:{item.sha256}".encode())
+        return digest.hexdigest()
+
+    def sample(self, n: int, seed: int) -> tuple[TaskItem, ...]:
+        """n items drawn by a seeded hash of their ids (the same n for the same seed, however the file is ordered;
+        an item added later joins only where its hash ranks it in), in the task's order."""
+        if n > len(self.items):
+            raise DualjudgeError(f"task {self.name}: a sample of {n} items, but it has {len(self.items)}")
+        ranked = sorted(self.items, key=lambda i: hashlib.sha256(f"{seed}:{i.id}".encode()).hexdigest())
+        chosen = {i.id for i in ranked[:n]}
+        return tuple(i for i in self.items if i.id in chosen)
 
     def select(self, ids: tuple[str, ...] | None) -> tuple[TaskItem, ...]:
         """The items named (in the task's order), or all; an unknown id is an error."""
