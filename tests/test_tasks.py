@@ -153,6 +153,7 @@ def test_a_drawn_image_task_runs_through_every_stage_report_and_explorer(tmp_pat
         "unit": "group",
         "label": "SHAPE",
         "domain": "simple drawn shapes",
+        "answer": None,
     }
     # the explorer: each card's item, its gold, its metadata; a metadata filter from the URL
     write_explorer(run, Store(run / "results.sqlite"))
@@ -423,13 +424,92 @@ def test_the_example_task_folder_runs_through_a_real_vllm_cpu_model(tmp_path):
     table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
     assert sorted(table["task_item"]) == ["fr", "ke", "nz"] and result.report.sessions_requests == 3 + 3 * 2
     labels = {"africa", "asia", "europe", "americas", "oceania"}
-    assert table["format_ok"].all() and set(table["predicted_category"]) <= labels
+    assert table["format_ok"].all() and set(table["predicted_label"]) <= labels
     assert all(r.strip().splitlines()[-1].startswith("CONTINENT: ") for r in table["response"])
     assert (table["quality_status"] == "ok").all() and (table["equivalence_status"] == "ok").all()
     assert set(table["meta_population_rank_band"]) == {"other"}
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Task **capitals** (world geography)" in report and not re.search(r"\bsigns?\b|SIGN_TYPE", report, re.I)
     assert re.search(r'"noun":\s*"country"', (tmp_path / "run" / "explorer.html").read_text())
+
+
+def test_the_numeric_example_task_runs_through_a_real_vllm_cpu_model(tmp_path):
+    """The shipped arithmetic task (GSM8K-style): SmolLM2 through vllm-cpu ends every answer with an ANSWER line the
+    grammar engine held to the task's number pattern, parsed as the predicted value and scored by exact match."""
+    from dualjudge.inference.cards import get_card
+    from dualjudge.inference.weights import fetch
+
+    fetch(get_card("smollm2-135m-instruct"), log=lambda _: None)
+    example = Path(__file__).resolve().parent.parent / "examples"
+    text = (
+        (example / "arithmetic.toml")
+        .read_text()
+        .replace('path = "tasks/arithmetic"', f'path = "{example / "tasks" / "arithmetic"}"')
+    )
+    text = text.replace("sample = 8", "sample = 2").replace('strategies = ["sa", "cot"]', 'strategies = ["sa"]')
+    text = text.replace('models = ["smollm2-135m-instruct", "gemma-3-270m"]', 'models = ["smollm2-135m-instruct"]')
+    (tmp_path / "arithmetic.toml").write_text(text)
+    run_job(load_config(tmp_path / "arithmetic.toml"), tmp_path / "run")
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert table["format_ok"].all() and table["predicted_label"].str.fullmatch(r"-?[0-9]+(\.[0-9]+)?").all()
+    assert all(r.strip().splitlines()[-1] == f"ANSWER: {p}" for r, p in zip(table["response"], table["predicted_label"]))
+    assert (table["quality_status"] == "ok").all() and (table["equivalence_status"] == "ok").all()
+    assert "## Exact match (ANSWER)" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_a_final_line_whose_value_is_a_number_is_constrained_parsed_and_scored_by_exact_match(tmp_path):
+    """task.toml's answer (a regular expression) makes the final line a value: the prompt asks for it, the
+    constraint holds it, the parse takes the last such line whose value matches whole, and the table's label and
+    predicted_label are the gold and the answer, so the report scores them by exact match beside the judges."""
+    from dualjudge.protocol.vocabulary import FinalLine
+
+    line = FinalLine("ANSWER", (), r"-?[0-9]+(\.[0-9]+)?")
+    assert line.parse("so 12 + 2 = 14.\nANSWER: 14") == "14" and line.parse("ANSWER: **-3.5**") == "-3.5"
+    assert line.parse("ANSWER: 14 dollars") is None and line.parse("ANSWER: 7\nthen\nANSWER: 9") == "9"
+    assert re.fullmatch(line.pattern(40), "Twelve plus two.\nANSWER: 14") and not re.fullmatch(line.pattern(40), "x\nANSWER: 1,4")
+    example = Path(__file__).resolve().parent.parent / "examples"
+    task = load_task(example / "tasks" / "arithmetic")
+    assert task.answer and task.label == "ANSWER" and len(task.items) == 16
+    assert "written to match the regular expression -?[0-9]+(\\.[0-9]+)?" in dict(task.prompts.words)["answer_format"]
+
+    class Eight(Recorder):  # every system answers 8; the judges as the scripted ones do
+        def respond_as(self, model, request):  # type: ignore[no-untyped-def]
+            if request.constraint is not None and request.constraint.kind == "regex":
+                assert "ANSWER: (-?[0-9]+(\\.[0-9]+)?)" in request.constraint.spec
+                return "Worked it out.\nANSWER: 8"
+            return super().respond_as(model, request)
+
+    config = (
+        (example / "arithmetic.toml")
+        .read_text()
+        .replace('path = "tasks/arithmetic"', f'path = "{example / "tasks" / "arithmetic"}"')
+    )
+    (tmp_path / "arithmetic.toml").write_text(config.replace("sample = 8", "sample = 16"))
+    run_job(load_config(tmp_path / "arithmetic.toml"), tmp_path / "run", engines=Eight())
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert (table["predicted_label"] == "8").all() and set(table["label"]) == {i.label for i in task.items}
+    eights = sum(i.label == "8" for i in task.items)  # p02, p06: the only problems whose answer is 8
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "## Exact match (ANSWER)" in report and "exact match accuracy" in report
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["identification"]["by_system"]["sa"]["correct"] == eights * 2  # two system models
+
+
+@pytest.mark.parametrize(
+    "answer, needle",
+    [
+        ("^[0-9]+$", "no anchors"),
+        ("(?<=x)[0-9]+", "no anchors"),
+        ("[0-9", "is not a regular expression"),
+        ("[0-9]*", "matches an empty value"),
+    ],
+)
+def test_an_answer_pattern_the_grammar_engines_cannot_take_is_one_line(tmp_path, cli, answer, needle):
+    folder = text_task(tmp_path / "apples")
+    _append(folder, f'label = "ANSWER"\nanswer = {json.dumps(answer)}')
+    code, out, err = cli("data", "task", str(folder))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and needle in lines[0] and "Traceback" not in err, err
 
 
 def test_the_readmes_example_task_folder_and_its_study_load():

@@ -701,6 +701,7 @@ class TaskWords(_Result):
     unit: str  # the bootstrap's cluster, in words: "sign", "group", or the noun when each item is its own
     label: str | None  # the answers' final line (SIGN_TYPE, VERDICT), or None
     domain: str
+    answer: str | None = None  # the final line's value as a regular expression (a number): scored by exact match
 
 
 class Summary(_Result):

@@ -26,6 +26,7 @@ class Words:
     label: str = PAPER_LABEL  # the answers' final line, in words ("label" for a task whose answers end freely)
     paper: bool = True  # the paper's task (uk-signs): its sections keep the paper's names (the Section 3 audit)
     noun: str = "variant"  # what one row's item is (a sign's variant; a task's item, problem, picture)
+    exact: bool = False  # the final line is a value (a number) scored by exact match, not a label identified
 
     @property
     def units(self) -> str:
@@ -49,7 +50,7 @@ def words_for(task: TaskWords | None, absent: Sequence[str] = ()) -> Words:
     """A table's words: its task's (task.json), the paper's for a uk-signs run, or a foreign table's (no sign_code
     column: each item is its own unit; no task: no final line of its own)."""
     if task is not None:
-        return Words(unit=task.unit, label=task.label or "label", paper=False, noun=task.noun)
+        return Words(unit=task.unit, label=task.label or "label", paper=False, noun=task.noun, exact=task.answer is not None)
     if "sign_code" in absent:
         return Words(unit="item", noun="item")
     return Words()

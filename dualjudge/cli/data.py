@@ -82,7 +82,12 @@ def data_task(
     for item in found.items[:5]:
         table.add_row(item.id, item.label or "-", item.cluster, item.reference)
     console.print(table)
-    labels = f"{found.label}: {', '.join(found.label_ids)}" if found.label else "none (answers end freely)"
+    if found.label and found.answer is not None:
+        labels = f"{found.label}: a value matching {found.answer} (scored by exact match against each item's label)"
+    elif found.label:
+        labels = f"{found.label}: {', '.join(found.label_ids)}"
+    else:
+        labels = "none (answers end freely)"
     groups = len({i.cluster for i in found.items})
     meta = sorted({k for i in found.items for k, _ in i.metadata})
     console.print(f"domain: {found.domain}\nquestion: {found.question}\nfinal line: {labels}")

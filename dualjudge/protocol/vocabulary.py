@@ -38,22 +38,42 @@ def _line(name: str) -> re.Pattern[str]:
     )
 
 
+@lru_cache(maxsize=16)
+def _value_line(name: str) -> re.Pattern[str]:
+    """A `NAME: value` line, the value being the rest of the line (emphasis and spaces around it tolerated)."""
+    return re.compile(
+        rf"^[ \t]*{_EMPH}[ \t]*{re.escape(name)}[ \t]*{_EMPH}[ \t]*:[ \t]*{_EMPH}[ \t]*(.*?)[ \t]*{_EMPH}[ \t]*$",
+        re.MULTILINE,
+    )
+
+
 @dataclass(frozen=True)
 class FinalLine:
-    """The line an answer must end with: `NAME: <id>` with the id one of `ids`."""
+    """The line an answer must end with: `NAME: <id>` with the id one of `ids`, or, for a task whose answers are
+    values (GSM8K's numbers), `NAME: <value>` with the value matching the regular expression `answer`."""
 
     name: str
     ids: tuple[str, ...]
+    answer: str | None = None
 
     def pattern(self, max_free_chars: int = DEFAULT_FREE_CHARS) -> str:
         """Free printable text of bounded length, then the final line (see sign_type_pattern)."""
         if max_free_chars < 0:
             raise ValueError("max_free_chars must be >= 0")
+        if self.answer is not None:
+            return rf"[ -~\n]{{0,{max_free_chars}}}\n{self.name}: ({self.answer})"
         return _pattern(max_free_chars, self.ids, self.name)
 
     def parse(self, text: str | None) -> str | None:
-        """The last line-anchored `NAME:` line whose value is exactly one of the ids, else None."""
+        """The last line-anchored `NAME:` line whose value is exactly one of the ids (or matches `answer` whole),
+        else None."""
         if not text:
+            return None
+        if self.answer is not None:
+            value = re.compile(self.answer)
+            for match in reversed(list(_value_line(self.name).finditer(text))):
+                if value.fullmatch(match.group(1)):
+                    return match.group(1)
             return None
         for match in reversed(list(_line(self.name).finditer(text))):
             if match.group(1) in self.ids:

@@ -148,20 +148,21 @@ def _rate_ci(value: float | None, interval: list[float] | None) -> str:
 def _identification(summary: Summary) -> list[str]:
     ident = summary.identification
     w = words()
-    parts = [f"## Identification ({w.label})" + (" and the Section 3 audit" if w.paper else ""), ""]
+    scored = "Exact match" if w.exact else "Identification"  # a value (a number) is matched; a label identified
+    parts = [f"## {scored} ({w.label})" + (" and the Section 3 audit" if w.paper else ""), ""]
     if ident is None:
         gold = "category" if w.paper else "label"
         return parts + [f"No gold or predicted {gold} in the table: no identification accuracy.", ""]
     parts.append(
         table(
-            ["system", "identification accuracy", "correct", "answers"],
+            ["system", f"{scored.lower()} accuracy", "correct", "answers"],
             [[k, rate(v.accuracy), str(v.correct), str(v.n)] for k, v in ident.by_system.items()],
         )
     )
     parts += [
         "",
         table(
-            ["system model", "identification accuracy", "correct", "answers"],
+            ["system model", f"{scored.lower()} accuracy", "correct", "answers"],
             [[k, rate(v.accuracy), str(v.correct), str(v.n)] for k, v in ident.by_system_model.items()],
         ),
         "",
@@ -173,7 +174,7 @@ def _identification(summary: Summary) -> list[str]:
         + "."
     )
     parts.append(
-        f"Systems ranked by judge score: {', '.join(a.ranking_by_score) or '-'}; by identification: "
+        f"Systems ranked by judge score: {', '.join(a.ranking_by_score) or '-'}; by {scored.lower()}: "
         f"{', '.join(a.ranking_by_identification) or '-'} (Kendall's tau {num(a.kendall_tau)})."
     )
     return parts + [""]

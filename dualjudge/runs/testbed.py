@@ -53,7 +53,7 @@ def testbed_items(config: RunConfig, folder: Path, variants: list[Variant]) -> l
 
 def task_item(task: Task, v: Variant, image: Image | None) -> Item:
     gold = task.item(v.sign_code)
-    final = FinalLine(task.label, task.label_ids) if task.label else None
+    final = FinalLine(task.label, task.label_ids, task.answer) if task.label else None
     # a sign's variant has its scene text (what is visible); the item's own text goes with it either way
     return Item(v.variant_id, v.sign_code, v.scene_text, image, gold.text or "", gold.prompts, final, task.labels_block())
 

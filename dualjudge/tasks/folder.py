@@ -49,6 +49,7 @@ class TaskFile(BaseModel):
     noun: str = Field(default="item", pattern=r"^[a-z][a-z -]{0,23}$")
     label: str | None = Field(default=None, pattern=LINE_NAME.pattern)
     labels: str | None = None
+    answer: str | None = Field(default=None, min_length=1, max_length=200)  # the final line's value: a regular expression
     prompts: str | None = None
     rubric: str | None = None
 
@@ -78,11 +79,15 @@ def load_task(folder: Path) -> Task:
     digest.update(spec_path.read_bytes())
     read: list[Path] = [spec_path]  # every file and folder the task is made of (nothing else is walked)
     labels = _labels(folder, spec, digest, read)
-    if spec.label and not labels:
-        raise DualjudgeError(f"{spec_path}: label {spec.label!r} needs labels (a TOML file of [[label]] id, definition)")
+    answer = _answer(spec, spec_path)
+    if spec.label and not labels and answer is None:
+        raise DualjudgeError(
+            f"{spec_path}: label {spec.label!r} needs labels (a TOML file of [[label]] id, definition) or answer "
+            f"(a regular expression its value matches)"
+        )
     if labels and not spec.label:
         raise DualjudgeError(f"{spec_path}: labels given without label (the name of the answers' final line)")
-    prompts = _prompts(folder, spec, labels, digest, read)
+    prompts = _prompts(folder, spec, labels, digest, read, answer)
     rubric = None
     if spec.rubric:
         rubric = _inside(folder, spec.rubric, "rubric")
@@ -90,7 +95,7 @@ def load_task(folder: Path) -> Task:
         digest.update(rubric.read_bytes())
         read.append(rubric)
     base = digest.copy()  # everything but the items file (a sample's identity is this and its items' hashes)
-    items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest, read)
+    items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest, read, answer)
     return Task(
         name=spec.name,
         modalities=(spec.modality,),
@@ -99,6 +104,7 @@ def load_task(folder: Path) -> Task:
         items=items,
         label=spec.label,
         labels=labels,
+        answer=answer,
         noun=spec.noun,
         prompts=prompts,
         rubric=rubric,
@@ -161,10 +167,42 @@ def _labels(folder: Path, spec: TaskFile, digest: Any, read: list[Path]) -> tupl
     return tuple(out)
 
 
-def task_words(domain: str, question: str, label: str | None, labels: tuple[Label, ...]) -> tuple[tuple[str, str], ...]:
+def _answer(spec: TaskFile, where: Path) -> str | None:
+    """task.toml's answer: a regular expression the final line's value matches whole (GSM8K: a number), usable
+    by every grammar engine (no anchors, lookarounds or backreferences); one line when it is not."""
+    if spec.answer is None:
+        return None
+    if not spec.label:
+        raise DualjudgeError(f"{where}: answer needs label (the name of the final line, e.g. ANSWER)")
+    if spec.labels:
+        raise DualjudgeError(f"{where}: give labels (ids to choose from) or answer (a value's pattern), not both")
+    if re.search(r"\\[bBAZz]|\(\?[=!<]|\\[1-9]|(?<!\[)\^|\$|\n", spec.answer):
+        raise DualjudgeError(
+            f"{where}: answer {spec.answer!r}: no anchors, lookarounds, backreferences or newlines (the grammar "
+            f"engines that constrain the line take none)"
+        )
+    try:
+        compiled = re.compile(spec.answer)
+    except re.error as e:
+        raise DualjudgeError(f"{where}: answer {spec.answer!r} is not a regular expression ({e})") from None
+    if compiled.fullmatch(""):
+        raise DualjudgeError(f"{where}: answer {spec.answer!r} matches an empty value; require at least one character")
+    return spec.answer
+
+
+def task_words(
+    domain: str, question: str, label: str | None, labels: tuple[Label, ...], answer: str | None = None
+) -> tuple[tuple[str, str], ...]:
     """What the default task prompts are filled with."""
     block = "\n".join(f"- {lab.id}: {lab.definition}" for lab in labels)
-    if label:
+    if label and answer is not None:
+        answer_format = (
+            f"Finish your answer with exactly one final line of the form\n{label}: <answer>\n"
+            f"where <answer> is your final answer alone, written to match the regular expression {answer} "
+            f"(no words, units or punctuation around it)"
+        )
+        reminder = f" End with the {label} line."
+    elif label:
         answer_format = (
             f"Finish your answer with exactly one final line of the form\n{label}: <id>\n"
             f"where <id> is one of these ids, written exactly as shown:\n{block}"
@@ -182,8 +220,10 @@ def task_words(domain: str, question: str, label: str | None, labels: tuple[Labe
     )
 
 
-def _prompts(folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: Any, read: list[Path]) -> PromptSet:
-    words = task_words(spec.domain, spec.question, spec.label, labels)
+def _prompts(
+    folder: Path, spec: TaskFile, labels: tuple[Label, ...], digest: Any, read: list[Path], answer: str | None
+) -> PromptSet:
+    words = task_words(spec.domain, spec.question, spec.label, labels, answer)
     if not spec.prompts:
         return PromptSet((task_prompts_dir(),), words)
     own = _inside(folder, spec.prompts, "prompts folder", directory=True)
@@ -327,7 +367,7 @@ def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, MetaValue], .
 
 
 def _items(
-    folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet, digest: Any, read: list[Path]
+    folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet, digest: Any, read: list[Path], answer: str | None
 ) -> tuple[TaskItem, ...]:
     path = _inside(folder, spec.items, "items file")
     frame = _read_items(path)
@@ -359,7 +399,10 @@ def _items(
         if reference is None:
             raise DualjudgeError(f"{where}: empty reference")
         label = _text(row.get("label"))
-        if label is not None and label not in label_ids:
+        if label is not None and answer is not None:
+            if not re.fullmatch(answer, label):
+                raise DualjudgeError(f"{where}: label {label!r} does not match the task's answer pattern {answer!r}")
+        elif label is not None and label not in label_ids:
             raise DualjudgeError(f"{where}: label {label!r} is not one of the task's labels ({', '.join(sorted(label_ids))})")
         text = _text(row.get("text"))
         if spec.modality == "text" and text is None:
@@ -385,7 +428,7 @@ def _items(
                 sha256=own.hexdigest(),
             )
         )
-    if label_ids and any(i.label is None for i in items) and any(i.label is not None for i in items):
+    if (label_ids or answer) and any(i.label is None for i in items) and any(i.label is not None for i in items):
         missing = next(i.id for i in items if i.label is None)
         raise DualjudgeError(f"{path}: item {missing}: no gold label (give every item one, or none)")
     return tuple(items)
@@ -401,6 +444,7 @@ def describe(task: Task) -> dict[str, Any]:
         "domain": task.domain,
         "question": task.question,
         "label": task.label,
+        "answer": task.answer,
         "labels": [{"id": lab.id, "definition": lab.definition} for lab in task.labels],
         "sha256": task.sha256,
         "metadata": list(dict.fromkeys(name for i in task.items for name, _ in i.metadata)),  # in the file's order
@@ -449,6 +493,7 @@ def recorded_task(path: Path) -> Task:
             items=items,
             label=data.get("label"),
             labels=labels,
+            answer=data.get("answer"),
             noun=str(data.get("noun") or "item"),
             sha256=data.get("sha256"),
         )

@@ -70,6 +70,7 @@ class Task:
     items: tuple[TaskItem, ...]
     label: str | None = None  # the final line's name (SIGN_TYPE); None: answers end freely
     labels: tuple[Label, ...] = ()
+    answer: str | None = None  # the final line's value as a regular expression (a number), instead of labels
     noun: str = "item"  # what the report calls an item ("sign" for uk-signs)
     prompts: PromptSet = PromptSet()
     rubric: Path | None = None  # the rubric variant's clauses; None: the shipped rubric
