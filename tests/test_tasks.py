@@ -870,3 +870,49 @@ def test_a_sample_of_n_items_is_drawn_by_its_seed_and_a_folder_that_grows_does_n
 def _append_item(folder: Path, n: int) -> None:
     with (folder / "items.jsonl").open("a") as f:
         f.write(json.dumps({"id": f"q{n}", "text": f"Count {n} apples.", "reference": f"{n} apples.", "group": "plus"}) + "\n")
+
+
+def test_items_from_a_hugging_face_dataset_are_read_offline_with_their_columns_mapped_and_revision_recorded(
+    tmp_path, monkeypatch, cli
+):
+    """items = "hf://data": a dataset `datasets` reads (here a folder of GSM8K-shaped JSON Lines inside the task folder,
+    read with the hub switched off), its columns mapped to the item's fields, ids made where it has none; the run
+    records which dataset, split and revision it read, and a split it lacks is one line."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    folder = tmp_path / "gsm"
+    (folder / "data").mkdir(parents=True)
+    rows = [
+        {
+            "question": f"Ann has {n} pens and buys {n + 1} more. How many pens has she?",
+            "answer": f"{n} + {n + 1} = {2 * n + 1}\n#### {2 * n + 1}",
+        }
+        for n in range(1, 7)
+    ]
+    (folder / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "task.toml").write_text(
+        'name = "gsm-like"\nmodality = "text"\nitems = "hf://data"\nsplit = "test"\n'
+        'domain = "arithmetic word problems"\nquestion = "How many?"\n'
+        'columns = { text = "question", reference = "answer" }\n'
+    )
+    task = load_task(folder)
+    assert [i.id for i in task.items] == [f"test-{n:05d}" for n in range(6)]
+    assert task.items[2].text == rows[2]["question"] and task.items[2].reference.endswith("#### 7")
+    assert task.source is not None and task.source["dataset"] == "data" and task.source["split"] == "test"
+    assert task.source["resolved"] and task.source["fingerprint"]
+    config = study(tmp_path, 'path = "gsm"', "text", testbed="sample = 3")
+    run_job(load_config(config), tmp_path / "run", engines=Recorder())
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["task"]["source"] == task.source
+    assert json.loads((tmp_path / "run" / "task.json").read_text())["source"] == task.source
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert len(set(table["task_item"])) == 3
+    _replace(folder, 'split = "test"', 'split = "validation"')
+    code, out, err = cli("data", "task", str(folder))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "cannot be read" in lines[0] and "Traceback" not in err, err
+    _replace(folder, 'split = "validation"', 'split = "test"')
+    _replace(folder, 'text = "question"', 'text = "problem"')
+    code, out, err = cli("data", "task", str(folder))
+    assert code == 2 and "columns maps to 'problem', which dataset 'data' lacks" in err

@@ -181,6 +181,7 @@ def build_manifest(config: RunConfig, out: Path, identities: dict[str, str] | No
                 "sha256": task.sha256,
                 "folder": str(task.folder) if task.folder else None,
                 "items": len(task.items),
+                "source": task.source,  # a Hugging Face dataset: name, subset, split, revision asked and resolved
             },
             "rubrics": config.rubric_hashes(),
             "reproducible_offline": not hosted,

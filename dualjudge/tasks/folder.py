@@ -28,6 +28,7 @@ from dualjudge.protocol.kinds import declared
 from dualjudge.protocol.prompts import PromptSet, parse_prompt, prompts_dir
 from dualjudge.protocol.rubric import load_rubric
 from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME
+from dualjudge.tasks.hub import HubSource, is_hub, read_hub
 from dualjudge.tasks.task import Label, MetaValue, Task, TaskItem
 from dualjudge.tomlfile import first_error, read_toml
 
@@ -50,6 +51,12 @@ class TaskFile(BaseModel):
     label: str | None = Field(default=None, pattern=LINE_NAME.pattern)
     labels: str | None = None
     answer: str | None = Field(default=None, min_length=1, max_length=200)  # the final line's value: a regular expression
+    # items = "hf://NAME": a Hugging Face dataset's subset (configuration), split and revision, and which of its
+    # columns are the item's fields (id, text, image, reference, caption, label, group)
+    subset: str | None = None
+    split: str = "test"
+    revision: str | None = None
+    columns: dict[str, str] = {}
     prompts: str | None = None
     rubric: str | None = None
 
@@ -95,7 +102,8 @@ def load_task(folder: Path) -> Task:
         digest.update(rubric.read_bytes())
         read.append(rubric)
     base = digest.copy()  # everything but the items file (a sample's identity is this and its items' hashes)
-    items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest, read, answer)
+    sources: list[HubSource] = []
+    items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest, read, answer, sources)
     return Task(
         name=spec.name,
         modalities=(spec.modality,),
@@ -112,6 +120,7 @@ def load_task(folder: Path) -> Task:
         folder=folder.resolve(),
         files=tuple(dict.fromkeys(read)),
         base_sha256=base.hexdigest(),
+        source=sources[0].record() if sources else None,
     )
 
 
@@ -367,12 +376,25 @@ def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, MetaValue], .
 
 
 def _items(
-    folder: Path, spec: TaskFile, label_ids: set[str], prompts: PromptSet, digest: Any, read: list[Path], answer: str | None
+    folder: Path,
+    spec: TaskFile,
+    label_ids: set[str],
+    prompts: PromptSet,
+    digest: Any,
+    read: list[Path],
+    answer: str | None,
+    sources: list[HubSource],
 ) -> tuple[TaskItem, ...]:
-    path = _inside(folder, spec.items, "items file")
-    frame = _read_items(path)
-    digest.update(path.read_bytes())
-    read.append(path)
+    if is_hub(spec.items):
+        path = folder / TASK_FILE  # what a problem's line names
+        frame, source = read_hub(folder, spec.items, spec.subset, spec.split, spec.revision, dict(spec.columns), str(path))
+        digest.update(json.dumps(source.record(), sort_keys=True).encode())
+        sources.append(source)
+    else:
+        path = _inside(folder, spec.items, "items file")
+        frame = _read_items(path)
+        digest.update(path.read_bytes())
+        read.append(path)
     for required in ("id", "reference", spec.modality):
         if required not in frame.columns:
             raise DualjudgeError(
@@ -447,6 +469,7 @@ def describe(task: Task) -> dict[str, Any]:
         "answer": task.answer,
         "labels": [{"id": lab.id, "definition": lab.definition} for lab in task.labels],
         "sha256": task.sha256,
+        "source": task.source,
         "metadata": list(dict.fromkeys(name for i in task.items for name, _ in i.metadata)),  # in the file's order
         "items": [
             {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.prompts import PromptSet
@@ -80,6 +80,8 @@ class Task:
     situations: bool = False  # items carry a situation text beside the image (applied rules)
     files: tuple[Path, ...] = ()  # a task folder's files and folders its load read (nothing else of it is walked)
     base_sha256: str | None = None  # a task folder's files but its items file: its words, labels, prompts, rubric
+    # items from a Hugging Face dataset: which, which split, which revision (not part of the task's equality)
+    source: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def unit(self) -> str:
