@@ -221,7 +221,9 @@ def test_a_hosted_endpoint_that_fails_stops_the_job_and_the_reopened_engine_fini
         (cards / "gpt-4o.toml").write_text(hosted_card(api.url))
         api.script(*["ok"] * 3)
         api.always = fault  # after three answers the provider fails every request ...
-        api.heal_at_models = 2  # ... until an engine is opened again (each asks /v1/models first)
+        # ... until an engine is opened again: a new run asks /v1/models once before its folder exists, then each
+        # engine asks it as it opens
+        api.heal_at_models = 3
         config = RunConfig(
             **{
                 "run": {"name": "hosted-faults", "seed": 1},

@@ -19,12 +19,14 @@ from PIL import Image
 from dualjudge.analysis.summary import summarize_table
 from dualjudge.config import load_config
 from dualjudge.errors import DualjudgeError
+from dualjudge.protocol.rubric import load_rubric
 from dualjudge.report.build import analyze
 from dualjudge.report.explorer import write_explorer
 from dualjudge.storage.store import Store
 from dualjudge.studies.job import run_job
 from dualjudge.tasks.applied import VERDICTS, evaluate, load_rules, situation, uk_signs_applied
 from dualjudge.tasks.folder import load_task
+from dualjudge.tasks.registry import default_rubric
 from tests.helpers.browser import open_page
 from tests.helpers.runs import Recorder
 from tests.helpers.tasks import draw, image_task, text_task, write_items
@@ -916,3 +918,40 @@ def test_items_from_a_hugging_face_dataset_are_read_offline_with_their_columns_m
     _replace(folder, 'text = "question"', 'text = "problem"')
     code, out, err = cli("data", "task", str(folder))
     assert code == 2 and "columns maps to 'problem', which dataset 'data' lacks" in err
+
+
+def test_an_items_own_rubric_is_what_the_rubric_judges_score_it_with(tmp_path, cli):
+    """A `rubric` column (HealthBench's per-example criteria): a list of criteria, or a text of one a line, becomes
+    the item's own clauses (c1, c2, ...; the 2/1/0 bands added where a criterion has none); the rubric judges score
+    that item with them (their schema is its clauses), items without one with the task's rubric; it is never
+    metadata, and a criterion that is not text is one line."""
+    folder = text_task(tmp_path / "apples")
+    rows = _rows(folder)
+    rows[0]["rubric"] = ["Gives the total number of apples", "Shows the sum. 2: with each step; 1: partly; 0: not at all"]
+    rows[1]["rubric"] = "States the product\nNames the unit (apples)"
+    write_items(folder / "items.jsonl", rows)
+    task = load_task(folder)
+    first, second, third = task.items[0].rubric, task.items[1].rubric, task.items[2].rubric
+    assert first is not None and first.ids == ("c1", "c2") and third is None
+    assert first.clauses[0].text == "Gives the total number of apples. 2: fully met; 1: partly met; 0: not met"
+    assert first.clauses[1].text.endswith("2: with each step; 1: partly; 0: not at all")
+    assert second is not None and second.ids == ("c1", "c2")
+    assert all(dict(i.metadata).keys() == {"source"} for i in task.items)  # never metadata
+    seen: dict[str, tuple[str, ...]] = {}
+
+    class Clauses(Recorder):  # records the clause ids each rubric verdict's schema asks for, per item
+        def respond_as(self, model, request):  # type: ignore[no-untyped-def]
+            schema = request.constraint.schema if request.constraint is not None and request.constraint.kind == "json" else {}
+            if schema.get("title", "").startswith("RubricQuality"):
+                conclusion = {"reasoning", "accuracy", "completeness", "relevance"}
+                item = next(i.id for i in task.items if i.reference in request.messages[-1].text)
+                seen[item] = tuple(k for k in schema["properties"] if k not in conclusion)
+            return super().respond_as(model, request)
+
+    run_job(load_config(study(tmp_path, 'path = "apples"', "text")), tmp_path / "run", engines=Clauses())
+    shipped = load_rubric(default_rubric(task))  # the task folders' default rubric
+    assert seen["q0"] == ("c1", "c2") and seen["q1"] == ("c1", "c2") and seen["q2"] == shipped.ids
+    rows[2]["rubric"] = ["fine", 3]
+    write_items(folder / "items.jsonl", rows)
+    code, out, err = cli("data", "task", str(folder))
+    assert code == 2 and "item q2: column 'rubric' holds a list with something other than text" in err

@@ -79,6 +79,37 @@ def band_problem(text: str) -> str | None:
     return None
 
 
+UNBANDED = " 2: fully met; 1: partly met; 0: not met"  # the bands of an item's criterion written without them
+
+
+def item_rubric(value: object, source: str) -> Rubric | None:
+    """An item's own rubric (a `rubric` column): a list of criteria, or a text of one criterion a line; each a clause
+    (c1, c2, ...), given the bands 2/1/0 where it has none. None where the item has none; one line where a
+    criterion is empty or too long."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        texts = [line.strip() for line in value.splitlines() if line.strip()]
+    elif isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        listed = value.tolist() if hasattr(value, "tolist") else value  # a Parquet list arrives as an array
+        raw: list[object] = list(listed) if isinstance(listed, (list, tuple)) else [listed]
+        strings = [t for t in raw if isinstance(t, str)]
+        if len(strings) != len(raw):
+            raise DualjudgeError(f"{source}: column 'rubric' holds a list with something other than text in it")
+        texts = [t.strip() for t in strings if t.strip()]
+    else:
+        raise DualjudgeError(f"{source}: column 'rubric' holds a {type(value).__name__}; a list of criteria or a text is wanted")
+    if not texts:
+        return None
+    clauses = []
+    for n, body in enumerate(texts, 1):
+        full = body if band_problem(body) is None else body.rstrip(". ") + "." + UNBANDED
+        if len(full) > MAX_CLAUSE_CHARS:
+            raise DualjudgeError(f"{source}: rubric criterion {n} is longer than {MAX_CLAUSE_CHARS} characters")
+        clauses.append(Clause(f"c{n}", full))
+    return Rubric("item", tuple(clauses))
+
+
 def parse_rubric(text: str, source: str) -> Rubric:
     try:
         data = tomllib.loads(text)

@@ -19,7 +19,7 @@ from dualjudge.inference.types import Sampling
 from dualjudge.protocol.judges import UNCONSTRAINED_RETRIES
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
-from dualjudge.protocol.variants import variant_rubric
+from dualjudge.protocol.variants import RUBRIC, variant_rubric
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.storage.rows import (
     Answer,
@@ -57,10 +57,12 @@ class Context:
         is a constraint."""
         return 0 if enforces_schema(self.config.card(judge), self.config.engine) else UNCONSTRAINED_RETRIES
 
-    def rubric(self, variant: str) -> Rubric | None:
-        """The rubric a judge variant scores with (None: holistic)."""
+    def rubric(self, variant: str, item: str | None = None) -> Rubric | None:
+        """The rubric a judge variant scores `item` with (None: holistic): the `rubric` variant takes an item's own
+        rubric where it has one (a task folder's `rubric` column), a named variant its file."""
         # the context's task, loaded once: reading a task folder again per verdict would walk its files each time
-        return variant_rubric(variant, self.config.judges.rubrics, default_rubric(self.task))
+        own = self.task.item(item).rubric if variant == RUBRIC and item is not None else None
+        return own or variant_rubric(variant, self.config.judges.rubrics, default_rubric(self.task))
 
     def system_sampling(self) -> Sampling:
         return system_sampling(self.config)

@@ -135,6 +135,11 @@ def _config_of(out: Path) -> RunConfig:
 async def _clarify(ctx: RunContext, options: ClarifyOptions) -> ClarificationRecord:
     config = ctx.config
     # the editor and the options were checked by clarify() before the lock; the rubric from the task the context loaded
+    if any(i.rubric is not None for i in ctx.task.items):
+        raise DualjudgeError(
+            f"task {ctx.task.name}: its items carry their own rubrics, and the clarification edits one rubric shared by "
+            f"all; clarify a task whose items share the rubric"
+        )
     original = load_rubric(default_rubric(ctx.task))
     settings = options.settings(config.run.seed, original)
     previous = _previous(ctx.out)

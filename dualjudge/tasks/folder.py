@@ -26,7 +26,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.paths import project_root
 from dualjudge.protocol.kinds import declared
 from dualjudge.protocol.prompts import PromptSet, parse_prompt, prompts_dir
-from dualjudge.protocol.rubric import load_rubric
+from dualjudge.protocol.rubric import item_rubric, load_rubric
 from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME
 from dualjudge.tasks.hub import HubSource, is_hub, read_hub
 from dualjudge.tasks.task import Label, MetaValue, Task, TaskItem
@@ -36,7 +36,7 @@ TASK_FILE = "task.toml"
 MAX_ITEMS_BYTES = 256 * 2**20  # an items file beyond this is refused (images belong in files beside it)
 MAX_ITEMS = 100_000
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # it names files: letters, digits, . _ -
-KNOWN = ("id", "image", "text", "reference", "caption", "label", "group")
+KNOWN = ("id", "image", "text", "reference", "caption", "label", "group", "rubric")
 META_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
 
@@ -337,6 +337,11 @@ def checked_image(data: bytes, where: str) -> None:
         raise DualjudgeError(f"{where}: image is not a readable picture (PNG, JPEG, ...): {str(e)[:120]}") from None
 
 
+def _present(value: Any) -> Any:
+    """A cell, or None where the file left it empty (JSON Lines and CSV rows without it arrive as NaN or NA)."""
+    return None if value is pd.NA or (isinstance(value, float) and math.isnan(value)) else value
+
+
 def _reference(value: Any, where: str) -> str | None:
     """The item's reference: text, or a list of accepted references (as inspect_ai's `target` may be), which the
     judges see all of, numbered."""
@@ -448,6 +453,7 @@ def _items(
                 metadata=_metadata(row, where),
                 prompts=prompts,
                 sha256=own.hexdigest(),
+                rubric=item_rubric(_present(row.get("rubric")), where),
             )
         )
     if (label_ids or answer) and any(i.label is None for i in items) and any(i.label is not None for i in items):

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.prompts import PromptSet
+from dualjudge.protocol.rubric import Rubric
 
 Modality = Literal["image", "text"]
 
@@ -54,6 +55,7 @@ class TaskItem:
     metadata: tuple[tuple[str, MetaValue], ...] = ()  # typed as the items file types them (CSV: text)
     prompts: PromptSet = PromptSet()
     sha256: str | None = None  # a task folder's item: its row and image, hashed (what a sample's identity is made of)
+    rubric: Rubric | None = None  # the item's own rubric (a `rubric` column): the rubric judges score it with
 
     @property
     def description(self) -> str:

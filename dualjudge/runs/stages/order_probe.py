@@ -39,7 +39,7 @@ def order_step(ctx: Context, judge: str) -> Step[plan.OrderTask]:
             t.second.text or "",
             caller,
             ctx.judge_sampling(),
-            ctx.rubric(t.variant),
+            ctx.rubric(t.variant, t.first.sign_code),
         )
         a, b = t.first.key, t.second.key
         ctx.store.record(

@@ -54,7 +54,7 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
             caller,
             ctx.judge_sampling(),
             ctx.config.judges.overall,
-            ctx.rubric(t.original.judge_variant),
+            ctx.rubric(t.original.judge_variant, t.sign_code),
             retries=ctx.verdict_retries(judge),
         )
         res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)

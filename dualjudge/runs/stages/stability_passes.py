@@ -47,7 +47,7 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
             caller,
             ctx.pass_sampling(t.pass_index),
             ctx.config.judges.overall,
-            ctx.rubric(t.task.variant),
+            ctx.rubric(t.task.variant, a.sign_code),
             retries=ctx.verdict_retries(judge),
         )
         ctx.store.record(

@@ -35,7 +35,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
             caller,
             ctx.judge_sampling(),
             j.overall,
-            ctx.rubric(t.variant),
+            ctx.rubric(t.variant, t.answer.sign_code),
             retries=ctx.verdict_retries(judge),
         )
         v = judged.verdict
