@@ -189,6 +189,9 @@ def test_a_text_task_without_labels_runs_and_its_answers_end_freely(tmp_path):
     assert not any(SIGN_WORLD.search(p.name) for p in (tmp_path / "run" / "figures").iterdir())  # no occlusion figure
     # the table in the task's words: its group and label, no visibility or mode (a text item is its one variant)
     assert not any(SIGN_WORLD.search(c) for c in table.columns), list(table.columns)
+    for probes in ("probes_order.csv", "probes_padding.csv"):  # the probe tables name the cluster as the table does
+        columns = pd.read_csv(tmp_path / "run" / probes, nrows=1).columns
+        assert "group" in columns and not any(SIGN_WORLD.search(c) for c in columns), list(columns)
     assert {"group", "label", "predicted_label", "task_item"} <= set(table.columns)
     assert (table["item_id"] == table["task_item"]).all()
     # a table written before tasks spoke their own words (sign_code, category, visibility, mode) analyses the same
@@ -955,3 +958,47 @@ def test_an_items_own_rubric_is_what_the_rubric_judges_score_it_with(tmp_path, c
     write_items(folder / "items.jsonl", rows)
     code, out, err = cli("data", "task", str(folder))
     assert code == 2 and "item q2: column 'rubric' holds a list with something other than text" in err
+
+
+def test_a_real_datasets_shape_runs_end_to_end_in_one_task_folder(tmp_path, monkeypatch):
+    """What a real dataset needs, together: items from a Hugging Face dataset (offline), several accepted references
+    each, an own rubric each, a numeric final answer scored by exact match, and a seeded sample of them."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    folder = tmp_path / "sums"
+    (folder / "data").mkdir(parents=True)
+    rows = [
+        {
+            "uid": f"s{n}",
+            "question": f"What is {n} plus {n}?",
+            "answers": [f"{2 * n}", f"{n} + {n} = {2 * n}"],
+            "criteria": [f"States {2 * n}", "Shows the addition"],
+            "final": str(2 * n),
+        }
+        for n in range(1, 9)
+    ]
+    (folder / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "task.toml").write_text(
+        'name = "sums"\nmodality = "text"\nitems = "hf://data"\ndomain = "sums"\nquestion = "What is the sum?"\n'
+        'label = "ANSWER"\nanswer = "[0-9]+"\n'
+        'columns = { id = "uid", text = "question", reference = "answers", rubric = "criteria", label = "final" }\n'
+    )
+
+    class Four(Recorder):  # every system answers 4: right for s2 only
+        def respond_as(self, model, request):  # type: ignore[no-untyped-def]
+            if request.constraint is not None and request.constraint.kind == "regex":
+                return "Adding.\nANSWER: 4"
+            return super().respond_as(model, request)
+
+    engines = Four()
+    config = study(tmp_path, 'path = "sums"', "text", testbed="sample = 5\nsample_seed = 3")
+    run_job(load_config(config), tmp_path / "run", engines=engines)
+    task = load_task(folder)
+    drawn = [i.id for i in task.sample(5, seed=3)]
+    table = pd.read_parquet(tmp_path / "run" / "verdicts.parquet")
+    assert sorted(set(table["task_item"])) == sorted(drawn) and (table["predicted_label"] == "4").all()
+    assert ((table["label"] == "4") == (table["task_item"] == "s2")).all()
+    judged = [r for e in engines.opened for r in e.requests if r.constraint is not None and r.constraint.kind == "json"]
+    shown = " ".join(m.text for r in judged for m in r.messages)
+    assert "any one of 2 accepted references" in shown and "States " in shown  # references and own clauses shown
+    assert task.items[0].rubric is not None and task.items[0].rubric.ids == ("c1", "c2")

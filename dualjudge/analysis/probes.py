@@ -10,6 +10,7 @@ import pandas as pd
 
 from dualjudge.analysis.bootstrap import mean_ci
 from dualjudge.analysis.choices import N_RESAMPLES
+from dualjudge.analysis.table import cluster_named
 from dualjudge.analysis.words import words
 from dualjudge.rundir import RunDir
 
@@ -64,7 +65,7 @@ def probe_frames(table_path: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | 
     frames = []
     for name in (ORDER_FILE, PADDING_FILE):
         path = table_path.parent / name
-        frame = pd.read_csv(path, dtype={"sign_code": str}) if path.is_file() else None
+        frame = cluster_named(pd.read_csv(path, dtype={"sign_code": str, "group": str})) if path.is_file() else None
         if frame is not None and "judge_variant" not in frame.columns:
             frame = frame.assign(judge_variant="holistic")
         frames.append(frame if frame is not None and len(frame) else None)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
-from dualjudge.analysis.table import STORE_ANSWER
+from dualjudge.analysis.table import STORE_ANSWER, cluster_named
 from dualjudge.protocol.kinds import QUALITY, judge_kind
 from dualjudge.rundir import RunDir
 
@@ -68,7 +68,7 @@ def stability_near(table_path: Path, scale: Scale = PAPER_SCALE, variant: str = 
     path = table_path.parent / PASSES_FILE
     if not path.is_file():
         return None
-    frame = pd.read_csv(path, dtype={"sign_code": str})
+    frame = cluster_named(pd.read_csv(path, dtype={"sign_code": str, "group": str}))
     if "judge_variant" in frame.columns:
         frame = frame[frame["judge_variant"] == variant]
     elif variant != "holistic":

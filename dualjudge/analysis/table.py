@@ -165,6 +165,13 @@ MINIMAL = ("item_id", "system_model", "judge_model")  # and at least one of over
 TASK_COLUMNS = {"group": "sign_code", "label": "category", "predicted_label": "predicted_category"}
 
 
+def cluster_named(frame: pd.DataFrame) -> pd.DataFrame:
+    """A probe or passes table with its cluster column as the analysis names it (a task folder's says `group`)."""
+    if "group" in frame.columns and "sign_code" not in frame.columns:
+        return frame.rename(columns={"group": "sign_code"})
+    return frame
+
+
 def _fill_optional(frame: pd.DataFrame, where: str) -> list[str]:
     """Give every optional column that is absent its documented fallback; one note per fallback that
     changes what the analysis can say."""

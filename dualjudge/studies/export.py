@@ -144,8 +144,9 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
     return pq, csv
 
 
-def write_probe_tables(store: Store, variants: dict[str, Variant], out: Path) -> None:
-    """probes_order.csv, probes_padding.csv and judge_passes.csv, with the sign code of each variant."""
+def write_probe_tables(store: Store, variants: dict[str, Variant], out: Path, cluster: str = "sign_code") -> None:
+    """probes_order.csv, probes_padding.csv and judge_passes.csv, with each variant's bootstrap cluster under
+    `cluster` (a task folder's: `group`, as its verdict table names it)."""
     for table, name in (
         (OrderProbeRow.TABLE, RunDir.ORDER_PROBES),
         (PaddingProbeRow.TABLE, RunDir.PADDING_PROBES),
@@ -154,7 +155,7 @@ def write_probe_tables(store: Store, variants: dict[str, Variant], out: Path) ->
         frame = pd.DataFrame([dict(r) for r in store.rows(table)])
         if frame.empty:
             continue
-        frame.insert(1, "sign_code", [variants[v].sign_code if v in variants else None for v in frame["variant_id"]])
+        frame.insert(1, cluster, [variants[v].sign_code if v in variants else None for v in frame["variant_id"]])
         if table == JudgePassRow.TABLE:  # each kind's value under its own column (overall, equivalent)
             value_of = frame["kind"].map(lambda k: judge_kind(k).value)
             for column in dict.fromkeys(value_of):

@@ -34,6 +34,7 @@ from dualjudge.storage.lock import run_lock
 from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
 from dualjudge.studies.export import (
     RUN_FILES,
+    TASK_NAMES,
     in_task_words,
     verdict_table,
     with_task_columns,
@@ -215,7 +216,7 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
         table = in_task_words(with_task_columns(table, task, variants_by_id(RunDir(out).testbed)), task, config.testbed.modality)
         write_text(RunDir(out).task, task_json(task))
     write_table(table, out)
-    write_probe_tables(store, variants, out)
+    write_probe_tables(store, variants, out, "sign_code" if task.builtin else TASK_NAMES["sign_code"])
     return table
 
 
