@@ -7,6 +7,7 @@ factory so planning, caching, resuming and export can be checked exactly.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -319,19 +320,22 @@ def test_judge_given_overall_is_a_run_option_recorded_in_the_table(tmp_path):
 SHARED_RUN = """
 import sys, time
 from pathlib import Path
+from dualjudge.config import load_config
 from dualjudge.errors import DualjudgeError
 from dualjudge.studies.job import run_job
-from tests.helpers.runs import Recorder, config
+from tests.helpers.runs import Recorder
 
 class Slow(Recorder):  # a model that takes its time: the two runs' writes interleave for seconds
     def _respond(self, request):
         time.sleep(0.005)
         return super()._respond(request)
 
+engines = Slow()
 try:
-    run_job(config(Path(sys.argv[1])), Path(sys.argv[2]), engines=Slow())
+    run_job(load_config(Path(sys.argv[1]) / "c.toml"), Path(sys.argv[2]), engines=engines)
 except DualjudgeError as e:
     sys.exit(f"error: {e}")
+print(f"requests made: {engines.calls}")
 """
 
 
@@ -342,6 +346,8 @@ def test_two_runs_at_once_on_one_shared_cache_both_finish_as_they_would_one_afte
     import sys
 
     from tests.helpers.processes import ROOT, reset_signals
+
+    made: dict[str, list[int]] = {}
 
     def runs(name: str, together: bool) -> list[pd.DataFrame]:
         folder = tmp_path / name
@@ -369,10 +375,15 @@ def test_two_runs_at_once_on_one_shared_cache_both_finish_as_they_would_one_afte
             finally:
                 proc.kill()
             assert proc.returncode == 0, output
+            made.setdefault(name, []).append(int(output.rsplit("requests made: ", 1)[1]))
+        with sqlite3.connect(folder / "shared.sqlite") as con:
+            assert con.execute("SELECT COUNT(*) FROM cache").fetchone()[0] > 0  # both runs used the shared file
         return [pd.read_parquet(out / "verdicts.parquet") for out in outs]
 
     for a, b in zip(runs("together", together=True), runs("in_turn", together=False), strict=True):
         pd.testing.assert_frame_equal(a, b)
+    first, second = made["in_turn"]
+    assert first > 0 and second == 0  # made in turn, the second run is answered wholly from the first's cache
 
 
 def test_a_runs_open_batch_never_keeps_another_run_from_the_shared_cache(tmp_path):

@@ -8,6 +8,8 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -277,7 +279,11 @@ BAD = [
     ("no task.toml", lambda f: (f / "task.toml").unlink(), "not a task folder (no task.toml)"),
     ("unknown key", lambda f: _append(f, 'colour = "red"'), "task.toml: colour: unknown key"),
     ("no such items file", lambda f: _replace(f, "items.jsonl", "items2.jsonl"), "items file named by task.toml not found"),
-    ("not a picture", lambda f: (f / "img" / "s7.png").write_text("not a png"), "item s7: image is not a readable picture"),
+    (
+        "not a picture",
+        lambda f: (f / "img" / "s7.png").write_text("not a png"),
+        "item s7: image is not a picture in a format Pillow reads",
+    ),
     ("a built-in name", lambda f: _replace(f, 'name = "shapes"', 'name = "uk-signs"'), "name 'uk-signs' is a built-in task's"),
 ]
 
@@ -921,6 +927,25 @@ def test_items_from_a_hugging_face_dataset_are_read_offline_with_their_columns_m
     _replace(folder, 'text = "question"', 'text = "problem"')
     code, out, err = cli("data", "task", str(folder))
     assert code == 2 and "columns maps to 'problem', which dataset 'data' lacks" in err
+
+
+def test_a_hub_dataset_the_hub_cannot_be_reached_for_is_read_from_the_cache_at_once_or_is_one_line(tmp_path):
+    """With the hub's host not answering (no network, HF_HUB_OFFLINE unset), a hub dataset is read from the local
+    cache at once: one line when it is not cached, not half a minute of retry warnings before it."""
+    folder = tmp_path / "gsm"
+    folder.mkdir()
+    (folder / "task.toml").write_text(
+        'name = "gsm-like"\nmodality = "text"\nitems = "hf://nobody/nothing-here"\nsplit = "test"\n'
+        'domain = "arithmetic word problems"\nquestion = "How many?"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
+    env |= {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf-home")}  # port 9 refuses
+    done = subprocess.run(
+        [sys.executable, "-m", "dualjudge", "data", "task", str(folder)], env=env, capture_output=True, text=True, timeout=120
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "dataset 'nobody/nothing-here' (split 'test') cannot be read" in lines[0] and "local Hugging Face cache" in lines[0]
 
 
 def test_an_items_own_rubric_is_what_the_rubric_judges_score_it_with(tmp_path, cli):

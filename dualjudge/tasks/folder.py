@@ -333,7 +333,9 @@ def checked_image(data: bytes, where: str) -> None:
         raise
     except Image.DecompressionBombError:
         raise DualjudgeError(f"{where}: image has more than {MAX_IMAGE_PIXELS:,} pixels (a decompression bomb?)") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+    except UnidentifiedImageError:
+        raise DualjudgeError(f"{where}: image is not a picture in a format Pillow reads (PNG, JPEG, WebP, ...)") from None
+    except (OSError, SyntaxError, ValueError) as e:
         raise DualjudgeError(f"{where}: image is not a readable picture (PNG, JPEG, ...): {str(e)[:120]}") from None
 
 

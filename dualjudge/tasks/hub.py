@@ -9,9 +9,13 @@ dataset column (`{ text = "question", reference = "answer" }`), and a dataset wi
 
 from __future__ import annotations
 
+import contextlib
+import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -19,6 +23,7 @@ from dualjudge.errors import DualjudgeError
 
 PREFIX = "hf://"
 MAX_ROWS = 100_000
+REACH_S = 3.0  # how long the hub's host may take to accept a connection before the cache is read offline
 
 
 @dataclass(frozen=True)
@@ -50,15 +55,19 @@ def read_hub(
         raise DualjudgeError(f"{where}: items {items!r} names no dataset (hf://OWNER/NAME, or hf://FOLDER in the task folder)")
     try:
         import datasets
+        import huggingface_hub
     except ImportError:
         raise DualjudgeError(f"{where}: items from Hugging Face need the datasets package (pip install datasets)") from None
     datasets.disable_progress_bars()  # a task's check prints one table, not download and generation bars
     datasets.logging.set_verbosity_error()
+    # the hub client's retry warnings (an unreachable hub) are not the one line a task's error is
+    huggingface_hub.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     local = (folder / name).resolve()
     path = str(local) if local.is_dir() and local.is_relative_to(folder.resolve()) else name
     try:
-        builder = datasets.load_dataset_builder(path, subset, revision=revision)
-        data = datasets.load_dataset(path, subset, split=split, revision=revision)
+        with _offline_unless_reachable(local_folder=path != name):
+            builder = datasets.load_dataset_builder(path, subset, revision=revision)
+            data = datasets.load_dataset(path, subset, split=split, revision=revision)
     except (FileNotFoundError, ConnectionError, ValueError, OSError) as e:  # offline and uncached, no such split
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
         hint = (
@@ -83,3 +92,30 @@ def read_hub(
         frame.insert(0, "id", [f"{split}-{n:05d}" for n in range(len(frame))])
     source = HubSource(name, subset, split, revision, str(builder.hash or ""), str(data._fingerprint))
     return frame, source
+
+
+@contextlib.contextmanager
+def _offline_unless_reachable(local_folder: bool) -> Iterator[None]:
+    """Hub offline mode while a dataset is read, where the hub's host does not answer within REACH_S: `datasets`
+    then reads its cache at once, instead of retrying each request for half a minute before it does."""
+    import datasets
+    import huggingface_hub
+
+    if local_folder or huggingface_hub.constants.is_offline_mode() or _reachable(huggingface_hub.constants.ENDPOINT):
+        yield
+        return
+    before = (huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE)
+    huggingface_hub.constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        huggingface_hub.constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE = before
+
+
+def _reachable(endpoint: str) -> bool:
+    parts = urlsplit(endpoint)
+    try:
+        with socket.create_connection((parts.hostname or "", parts.port or 443), timeout=REACH_S):
+            return True
+    except OSError:  # no such name, refused, timed out
+        return False
