@@ -471,7 +471,8 @@ def _fit(
         v = x2 - 2 * x1 + here
         nr, nv = np.linalg.norm(r, axis=1), np.linalg.norm(v, axis=1)
         alpha = np.minimum(np.where(nv > 0, -nr / np.maximum(nv, 1e-300), -1.0), -1.0)[:, None]  # -1: the plain x2
-        jumped = sweep(here - 2 * alpha * r + alpha**2 * v)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a jump too far is caught below
+            jumped = sweep(here - 2 * alpha * r + alpha**2 * v)
         bad = ~np.isfinite(jumped).all(axis=1)  # a jump too far for some resample: its plain sweeps instead
         new = np.where(bad[:, None], x2, jumped)
         new = np.where(settled[:, None], x1, new)
