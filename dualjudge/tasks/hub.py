@@ -115,7 +115,9 @@ def _offline_unless_reachable(local_folder: bool) -> Iterator[None]:
 def _reachable(endpoint: str) -> bool:
     parts = urlsplit(endpoint)
     try:
-        with socket.create_connection((parts.hostname or "", parts.port or 443), timeout=REACH_S):
+        with socket.create_connection(
+            (parts.hostname or "", parts.port or (80 if parts.scheme == "http" else 443)), timeout=REACH_S
+        ):
             return True
     except OSError:  # no such name, refused, timed out
         return False
