@@ -883,17 +883,23 @@ def _append_item(folder: Path, n: int) -> None:
         f.write(json.dumps({"id": f"q{n}", "text": f"Count {n} apples.", "reference": f"{n} apples.", "group": "plus"}) + "\n")
 
 
+def _offline_dataset(folder: Path, rows: list[dict], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A task folder holding a dataset folder `datasets` reads (data/test.jsonl), with the hub switched off and an
+    empty Hugging Face home; task.toml is the test's to write."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(folder.parent / "hf-home"))
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
 def test_items_from_a_hugging_face_dataset_are_read_offline_with_their_columns_mapped_and_revision_recorded(
     tmp_path, monkeypatch, cli
 ):
     """items = "hf://data": a dataset `datasets` reads (here a folder of GSM8K-shaped JSON Lines inside the task folder,
     read with the hub switched off), its columns mapped to the item's fields, ids made where it has none; the run
     records which dataset, split and revision it read, and a split it lacks is one line."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    folder = tmp_path / "gsm"
-    (folder / "data").mkdir(parents=True)
     rows = [
         {
             "question": f"Ann has {n} pens and buys {n + 1} more. How many pens has she?",
@@ -901,7 +907,7 @@ def test_items_from_a_hugging_face_dataset_are_read_offline_with_their_columns_m
         }
         for n in range(1, 7)
     ]
-    (folder / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    folder = _offline_dataset(tmp_path / "gsm", rows, monkeypatch)
     (folder / "task.toml").write_text(
         'name = "gsm-like"\nmodality = "text"\nitems = "hf://data"\nsplit = "test"\n'
         'domain = "arithmetic word problems"\nquestion = "How many?"\n'
@@ -988,10 +994,6 @@ def test_an_items_own_rubric_is_what_the_rubric_judges_score_it_with(tmp_path, c
 def test_a_real_datasets_shape_runs_end_to_end_in_one_task_folder(tmp_path, monkeypatch):
     """What a real dataset needs, together: items from a Hugging Face dataset (offline), several accepted references
     each, an own rubric each, a numeric final answer scored by exact match, and a seeded sample of them."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    folder = tmp_path / "sums"
-    (folder / "data").mkdir(parents=True)
     rows = [
         {
             "uid": f"s{n}",
@@ -1002,7 +1004,7 @@ def test_a_real_datasets_shape_runs_end_to_end_in_one_task_folder(tmp_path, monk
         }
         for n in range(1, 9)
     ]
-    (folder / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    folder = _offline_dataset(tmp_path / "sums", rows, monkeypatch)
     (folder / "task.toml").write_text(
         'name = "sums"\nmodality = "text"\nitems = "hf://data"\ndomain = "sums"\nquestion = "What is the sum?"\n'
         'label = "ANSWER"\nanswer = "[0-9]+"\n'

@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +51,8 @@ COLUMNS = (
 
 
 @dataclass(frozen=True)
-class Source:
-    """What one variant is made from: its item, its occlusion, and the key of its base image in `bases`
-    (None: an item without an image, a text task's)."""
+class _Occluded:
+    """A variant's item and its occlusion: what its source and its manifest row both hold."""
 
     variant_id: str
     sign_code: str  # the task item's id
@@ -63,19 +62,20 @@ class Source:
     visibility: float
     mode: str
     seed: int
+
+
+@dataclass(frozen=True)
+class Source(_Occluded):
+    """What one variant is made from: its item, its occlusion, and the key of its base image in `bases`
+    (None: an item without an image, a text task's)."""
+
     base: str | None
 
 
 @dataclass(frozen=True)
-class Variant:
-    variant_id: str
-    sign_code: str
-    group: str
-    category: str
-    caption: str
-    visibility: float
-    mode: str
-    seed: int
+class Variant(_Occluded):
+    """A manifest row: the item and occlusion, the occluder's box, the image written and its scene text."""
+
     box_x0: int | None
     box_y0: int | None
     box_x1: int | None
@@ -158,15 +158,9 @@ def _process_alive(pid: int) -> bool:
 
 
 def _row(spec: Source, box: Box | None, rel: str, sha: str, text: str) -> Variant:
+    occluded = {f.name: getattr(spec, f.name) for f in fields(_Occluded)}
     return Variant(
-        variant_id=spec.variant_id,
-        sign_code=spec.sign_code,
-        group=spec.group,
-        category=spec.category,
-        caption=spec.caption,
-        visibility=spec.visibility,
-        mode=spec.mode,
-        seed=spec.seed,
+        **occluded,
         box_x0=box.x0 if box else None,
         box_y0=box.y0 if box else None,
         box_x1=box.x1 if box else None,
