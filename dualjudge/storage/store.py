@@ -235,6 +235,11 @@ def _shared_cache(path: Path) -> sqlite3.Connection:
     return db
 
 
+def _cache_row(key: str, model: str, r: GenerationResult) -> tuple[Any, ...]:
+    """A reply as a row of the cache table, in its columns' order (CACHE_SCHEMA)."""
+    return (key, model, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, r.latency_s, r.constraint_kind, time.time())
+
+
 class Store:
     def __init__(self, path: Path, shared_cache: Path | None = None, *, readonly: bool = False) -> None:
         self.path = path
@@ -337,28 +342,18 @@ class Store:
         """Keep a reply: in the store's open batch, or, in a shared cache, committed at once in a transaction of its
         own (another run using the same file waits for a single row, never for this run's batch)."""
         assert result.ok
-        row = (
-            key,
-            model,
-            result.text,
-            result.finish_reason,
-            result.prompt_tokens,
-            result.completion_tokens,
-            result.latency_s,
-            result.constraint_kind,
-            time.time(),
-        )
-        if self.shares_cache:
-            self.cache_db.execute(CACHE_INSERT, row)
-        else:
-            self._write(CACHE_INSERT, row, last)
+        self._cache_write(CACHE_INSERT, _cache_row(key, model, result), last)
 
     def cache_drop(self, key: str) -> None:
         """Forget a cached reply (one that can no longer be read); the request is then sent again."""
+        self._cache_write("DELETE FROM cache WHERE key = ?", (key,))
+
+    def _cache_write(self, sql: str, params: tuple[Any, ...], last: bool = True) -> None:
+        """A write to the response cache: in a shared cache its own transaction, else a write of the open batch."""
         if self.shares_cache:
-            self.cache_db.execute("DELETE FROM cache WHERE key = ?", (key,))
+            self.cache_db.execute(sql, params)
         else:
-            self._write("DELETE FROM cache WHERE key = ?", (key,))
+            self._write(sql, params, last)
 
     def cache_put_many(self, rows: Iterable[tuple[str, str, GenerationResult]]) -> int:
         """Bulk insert in one transaction (imports and benchmarks)."""
@@ -366,8 +361,7 @@ class Store:
         n = 0
         with _Transaction(self.cache_db):
             for key, model, r in rows:
-                row = (key, model, r.text, r.finish_reason, r.prompt_tokens, r.completion_tokens, r.latency_s, r.constraint_kind)
-                self.cache_db.execute(CACHE_INSERT, (*row, time.time()))
+                self.cache_db.execute(CACHE_INSERT, _cache_row(key, model, r))
                 n += 1
         return n
 

@@ -440,8 +440,9 @@ def _items(
         own = hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode())  # the row as the file has it
         if spec.modality == "image":
             image = _image_bytes(folder, row.get("image"), where, read)
-            digest.update(hashlib.sha256(image).digest())
-            own.update(hashlib.sha256(image).digest())
+            image_hash = hashlib.sha256(image).digest()  # in the task's identity and in the item's own
+            digest.update(image_hash)
+            own.update(image_hash)
         items.append(
             TaskItem(
                 id=item_id,
