@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 import pandas as pd
 
 from dualjudge.analysis.choices import Outcome
@@ -20,13 +21,26 @@ MIN_VERDICTS = 10  # identical vectors shorter than this are coincidence, not a 
 
 
 def _fingerprints(rows: pd.DataFrame, key: str, other: str, value: str) -> dict[str, str]:
-    """Each key's verdicts (other x item -> value) hashed, for keys with enough of them."""
+    """Each key's verdicts (other x item x strategy -> value) hashed, for keys with enough of them. The text
+    columns are coded once for the whole table (sorted, so a code stands for the same text under every key);
+    each key's cells are sorted and hashed as arrays, so equal hashes are equal lists of cells."""
+    if rows.empty:
+        return {}
+    cells = [pd.factorize(rows[c].astype(str), sort=True)[0] for c in (other, "item_id", "system")]
+    values = rows[value].astype(float).to_numpy()
+    keys, names = pd.factorize(rows[key].astype(str), sort=True)
+    order = np.lexsort((values, *cells[::-1], keys))
+    coded = np.stack(cells)[:, order]
+    values, keys = values[order], keys[order]
+    starts = np.searchsorted(keys, np.arange(len(names) + 1))
     out = {}
-    for name, g in rows.groupby(rows[key].astype(str), sort=True):
-        if len(g) < MIN_VERDICTS:
+    for k, name in enumerate(names):
+        lo, hi = starts[k], starts[k + 1]
+        if hi - lo < MIN_VERDICTS:
             continue
-        cells = sorted(zip(g[other].astype(str), g["item_id"].astype(str), g["system"].astype(str), g[value].astype(float)))
-        out[str(name)] = hashlib.sha256(repr(cells).encode()).hexdigest()
+        digest = hashlib.sha256(np.ascontiguousarray(coded[:, lo:hi]).tobytes())
+        digest.update(np.ascontiguousarray(values[lo:hi]).tobytes())
+        out[str(name)] = digest.hexdigest()
     return out
 
 
