@@ -118,3 +118,34 @@ def test_the_naive_gap_is_taken_against_neutral_judges():
     assert [v for _, v in refits] == [{"x": 0.0}, {"x": 0.5}]
     blocked = held_refits({"x": "a", "y": "b"}, {"x", "y"}, {"x": 0.5, "y": -0.2})
     assert len(blocked) == 4 and {"x": 0.5, "y": -0.2} in [v for _, v in blocked]
+
+
+def test_a_score_range_clipped_at_the_end_of_the_scale_says_so_on_every_surface():
+    """A held refit can extrapolate past the scale (a real table's gpt4: 10.14 on a 0-10 scale). The range is shown
+    at the end, and the report, summary.json and `stats systems` all say it was clipped and what the refit gave."""
+    from dualjudge.analysis.bounds import bounds
+    from dualjudge.analysis.results import Bounds
+    from dualjudge.cli.analysis import _bound_row
+
+    def score(values: dict[str, float]) -> dict[str, dict[str, float]]:
+        return {"system_model": {"gpt4": 9.0 + 1.14 * values["j"], "other": 8.39}}
+
+    out = bounds(
+        {"j": "why"},
+        [("j at 0", {"j": 0.0}), ("j at its naive gap", {"j": 1.0})],
+        score,  # type: ignore[arg-type]
+        ["system_model"],
+        {"system_model": {"gpt4": 9.5, "other": 8.5}},
+        None,
+        (0.0, 10.0),
+    )["system_model"]
+    row = next(r for r in out["rows"] if r["group"] == "gpt4")
+    assert row["high"] == 10.0 and row["refit_high"] == pytest.approx(10.14) and row["refit_low"] is None
+    assert out["clipped"] == ["gpt4"]
+    other = next(r for r in out["rows"] if r["group"] == "other")
+    assert other["refit_low"] is None and other["refit_high"] is None
+    said = "9.00 to 10.00 (clipped at the scale's end: the refit gives 10.14)"
+    model = Bounds.model_validate(out)
+    assert said in " ".join(bound_words(model, "system model"))  # report.md
+    assert said in _bound_row(row)  # dualjudge stats systems
+    assert "clipped" not in _bound_row(other) and "8.39 to 8.50" in _bound_row(other)

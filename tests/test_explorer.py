@@ -183,3 +183,62 @@ def test_the_system_filter_lists_and_sorts_systems_by_calibrated_score(run):
     assert page.dom.index(f"{high} (calibrated 6.50)") < page.dom.index(f"{low} (calibrated 5.25)")
     rubric = open_page(path, "variant=rubric&sort=system&limit=all")  # no scores for this variant: run order
     assert f"{high} (calibrated" not in rubric.dom and len(rubric.cards) == 48
+
+
+def test_each_verdict_says_whether_the_answer_shares_the_judges_own_label_and_filters_on_it(run):
+    """Issue 54: a verdict on an answer whose final label is the judge's own on that item is marked, and the filter
+    shows the answers with such a verdict; the judge filter names the run analysis's self-preference words."""
+    from dualjudge.analysis.belief import judge_beliefs
+
+    data = _data(run)
+    table = validate(pd.read_parquet(run / "verdicts.parquet"))
+    judges = [j["name"] for j in data["judges"]]
+    own = judge_beliefs(table, judges, {j["name"]: j["family"] for j in data["judges"]}, "family").label
+    marked = 0
+    for a in data["answers"]:
+        for v in a["verdicts"]:
+            mine = own.get(judges[v["judge"]], {}).get(f"{table['run_id'].iloc[0]}\x1f{a['variant']}")
+            assert v["agrees"] == (None if mine is None or a["predicted"] is None else a["predicted"] == mine)
+            marked += v["agrees"] is True
+    assert marked
+    expected = {
+        (a["variant"], a["model"], a["strategy"], str(a["repeat"]))
+        for a in data["answers"]
+        if any(v["agrees"] is True and v["jv"] == "holistic" for v in a["verdicts"])
+    }
+    page = open_page(run / "explorer.html", "agrees=1&limit=all")
+    assert set(card_keys(page)) == expected and expected
+    assert "its own SIGN_TYPE" in page.dom
+    for a in data["answers"][::2]:  # half the answers share no judge's label: the filter leaves them out
+        for v in a["verdicts"]:
+            v["agrees"] = False
+    path = run / "explorer_agrees.html"
+    path.write_text(render_explorer(data))
+    kept = {(a["variant"], a["model"], a["strategy"], str(a["repeat"])) for a in data["answers"][1::2]} & expected
+    assert set(card_keys(open_page(path, "agrees=1&limit=all"))) == kept and 0 < len(kept) < 48
+    data["judges"][0]["self_preference"] = "self-preference +0.43 [0.32, 0.54]; with agreement held fixed -0.09 [-0.25, 0.08]"
+    path = run / "explorer_words.html"
+    path.write_text(render_explorer(data))
+    page = open_page(path, "limit=all")
+    assert f"{judges[0]} (self-preference +0.43 [0.32, 0.54]; with agreement held fixed -0.09 [-0.25, 0.08])" in page.dom
+
+
+def test_the_explorer_names_a_judges_self_preference_from_the_analysis_beside_the_run(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from dualjudge.report.build import analyze
+    from dualjudge.report.explorer import _self_preference_words
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "stats"))
+    from simulator import belief_scenarios
+    from simulator import simulate as simulate_scenario
+
+    frame, _ = simulate_scenario(belief_scenarios()[1], 0)
+    frame.to_parquet(tmp_path / "verdicts.parquet", index=False)
+    summary = analyze(tmp_path / "verdicts.parquet", tmp_path, n_resamples=100)
+    words = _self_preference_words(tmp_path)
+    for e in summary.self_preference.overall.judges:  # type: ignore[union-attr]
+        assert e.belief is not None and e.belief.controlled is not None
+        assert words[e.judge].startswith(f"self-preference {e.estimate:+.2f}")
+        assert f"with agreement held fixed {e.belief.controlled.estimate:+.2f}" in words[e.judge]

@@ -16,7 +16,7 @@
   const more = document.getElementById("more");
   const PAGE = 50;
   const FIELDS = ["variant", "judge", "jfamily", "model", "sfamily", "strategy", "visibility", "mode", "sign", "type",
-                  "own", "failures", "disagree", "sort"];
+                  "own", "agrees", "failures", "disagree", "sort"];
   // a task other than uk-signs: its words on the page, and a filter for each metadata column of its items
   const task = data.task || null;
   const LABEL = task ? task.label : "SIGN_TYPE";
@@ -56,7 +56,9 @@
   }
 
   fillSelect("variant", data.variants, null);
-  fillSelect("judge", data.judges.map((j) => j.name), "any");
+  // the judge filter names each judge's self-preference from the run's analysis (index; agreement held fixed)
+  form.elements.judge.replaceChildren(new Option("any", ""), ...data.judges.map((j) =>
+    new Option(j.self_preference ? `${j.name} (${j.self_preference})` : j.name, j.name)));
   fillSelect("jfamily", uniq(data.judges.map((j) => j.family)), "any");
   // the system model filter lists the models best first by calibrated score (the report's leaderboard) when
   // the judge variant has one, with the score beside each name
@@ -141,7 +143,7 @@
   function select(state) {
     const variant = state.variant || data.variants[0];
     const threshold = state.disagree !== undefined && state.disagree !== "" ? Number(state.disagree) : null;
-    const verdictFilters = state.type || state.own || state.failures;
+    const verdictFilters = state.type || state.own || state.agrees || state.failures;
     const out = [];
     for (const a of data.answers) {
       if (state.model && a.model !== state.model) continue;
@@ -161,8 +163,9 @@
         const pass = relevant.some((v) =>
           (!state.type || (state.type === "type2" ? isType2(v) : isType1(v))) &&
           (!state.own || data.judges[v.judge].family === a.family) &&
+          (!state.agrees || v.agrees === true) &&
           (!state.failures || answerFailed || failed(v)));
-        if (!pass && !(state.failures && !state.type && !state.own && answerFailed)) continue;
+        if (!pass && !(state.failures && !state.type && !state.own && !state.agrees && answerFailed)) continue;
       }
       const d = spread(all);
       if (threshold !== null && (d === null || d < threshold)) continue;
@@ -198,8 +201,9 @@
   function verdictRows(x) {
     const table = el("table", { class: "verdicts" });
     const columns = data.kinds.flatMap((kind) => kind.columns.map((c) => ({ kind, c })));
-    table.append(el("tr", {}, ...["judge", "family", ...columns.map((col) => col.c), "residual"].map((h, i) =>
-      el("th", { class: i < 2 ? "text" : "" }, h))));
+    table.append(el("tr", {}, ...["judge", "family", "its own " + (LABEL || "label"), ...columns.map((col) => col.c), "residual"].map((h, i) =>
+      el("th", { class: i < 3 ? "text" : "" }, h))));
+    const agreement = (v) => (v.agrees === null || v.agrees === undefined ? "-" : v.agrees ? "shared" : "differs");
     const cell = (v, col) => {
       const got = v.k[col.kind.name];
       if (got === undefined) return "-";
@@ -213,6 +217,7 @@
       const flags = [isType2(v) ? "Type II" : null, isType1(v) ? "Type I" : null].filter(Boolean).join(", ");
       table.append(el("tr", { class: own ? "own" : "", "data-judge": judge.name },
         el("td", { class: "text" }, judge.name + (flags ? " (" + flags + ")" : "")), el("td", { class: "text" }, judge.family + (own ? " (own family)" : "")),
+        el("td", { class: "text agrees" }, agreement(v)),
         ...columns.map((col) => el("td", {}, cell(v, col))), el("td", {}, fmt(v.residual))));
       const notes = [];
       data.kinds.forEach((kind, i) => {
@@ -222,7 +227,7 @@
         if (got.err) notes.push(kind.name + " failed: " + got.err);
         if (i === 0 && v.criteria) notes.push("clauses: " + Object.entries(v.criteria).map(([k, s]) => k + " " + s).join(", "));
       });
-      if (notes.length) table.append(el("tr", { class: "reasoning" }, el("td", { class: "text", colSpan: columns.length + 3 }, notes.join(" | "))));
+      if (notes.length) table.append(el("tr", { class: "reasoning" }, el("td", { class: "text", colSpan: columns.length + 4 }, notes.join(" | "))));
     }
     return table;
   }

@@ -1,13 +1,14 @@
 """Bias, RMSE and 95% CI coverage of the self-preference estimators, scenario by scenario.
 
     python benchmarks/stats/self_preference_coverage.py [--datasets 60] [--resamples 200] [--jobs 2]
-                                                        [--only SUBSTRING] [--out results.csv]
+                                                        [--failures | --beliefs] [--only SUBSTRING] [--out results.csv]
 
 Each scenario (simulator.py, written apart from the estimator) plants known effects; every dataset is
 analysed by `dualjudge.analysis.self_preference` exactly as `dualjudge analyze` would, and each
 identified judge's estimate and interval are compared with the planted truth. Estimators: the
 calibrated index (the headline), the answer-matched fixed-effects model (scales fixed at 1) and the
-pair-matched difference-in-differences. Prints a Markdown table; `--out` also writes the raw rows.
+pair-matched difference-in-differences; with --beliefs also the index decomposed (analysis/belief.py): the
+belief-controlled estimate and its harmful and legitimate parts. Prints a Markdown table; `--out` also writes the raw rows.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simulator import Scenario, failure_scenarios, scenarios, simulate  # noqa: E402
+from simulator import Scenario, belief_scenarios, failure_scenarios, scenarios, simulate  # noqa: E402
 
 from dualjudge.analysis.self_preference import self_preference  # noqa: E402
 from dualjudge.analysis.table import validate  # noqa: E402
@@ -95,6 +96,25 @@ def one_dataset(args: tuple[Scenario, int, int, tuple[str, ...]]) -> list[dict[s
                             "estimate": entry[part]["estimate"],
                             "low": entry[part]["ci_low"],
                             "high": entry[part]["ci_high"],
+                            "truth": planted[part],
+                        }
+                    )
+            belief = entry.get("belief") or {}
+            for part in ("controlled", "harmful", "legitimate") if sc.accuracy else ():
+                if belief.get(part) and planted.get(part) is not None:
+                    rows.append(
+                        {
+                            "scenario": sc.name,
+                            "outcome": outcome,
+                            "seed": seed,
+                            "judge": judge,
+                            "estimator": "belief-controlled" if part == "controlled" else f"{part} part",
+                            "quantity": {"controlled": "own family", "harmful": "own family, own answer wrong"}.get(
+                                part, "own family, own answer right"
+                            ),
+                            "estimate": belief[part]["estimate"],
+                            "low": belief[part]["ci_low"],
+                            "high": belief[part]["ci_high"],
                             "truth": planted[part],
                         }
                     )
@@ -194,10 +214,16 @@ def main() -> None:
     parser.add_argument(
         "--failures", action="store_true", help="the failure modes of real judge data instead (warnings and identification)"
     )
+    parser.add_argument(
+        "--beliefs",
+        action="store_true",
+        help="the decomposition's scenarios instead (judges favouring answers that share their own label; issue 54)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     outcomes = ("overall", "equivalent") if args.equivalent else ("overall",)
-    chosen = [s for s in (failure_scenarios() if args.failures else scenarios()) if args.only in s.name]
+    pool_of = failure_scenarios() if args.failures else belief_scenarios() if args.beliefs else scenarios()
+    chosen = [s for s in pool_of if args.only in s.name]
     work = [(sc, seed, args.resamples, outcomes) for sc in chosen for seed in range(args.datasets)]
     t0 = time.time()
     with ProcessPoolExecutor(args.jobs) as pool:

@@ -66,6 +66,12 @@ class Scenario:
     identified: bool = True  # False: the model's assumptions fail here, so bias is expected and shown
     affected: tuple[str, ...] = ()  # failure modes: the judges whose estimate the failure can bias
     strategies: dict[str, float] = field(default_factory=lambda: {"sa": 0.0, "cot": 0.0})  # strategy -> quality shift
+    # labels (issue 54): each answer ends in a label, right with probability accuracy[generator] (no labels when empty)
+    accuracy: dict[str, float] = field(default_factory=dict)
+    confusions: int = 2  # the wrong labels an item's answers choose from
+    right_quality: float = 1.0  # quality a right label adds
+    belief_effect: dict[str, float] = field(default_factory=dict)  # judge -> bonus on answers sharing its own label
+    harmful_effect: dict[str, float] = field(default_factory=dict)  # judge -> own-family bonus where its own label is wrong
     note: str = ""
 
     def with_signs(self, n: int) -> Scenario:
@@ -138,8 +144,13 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
                             + rng.normal(0, ANSWER_SD)
                         )
                         q2 = sc.quality2.get(g, 0.0) + rng.normal(0, 0.8)  # a second dimension, independent of q
-                        rows.append((s, i, vis, g, strategy, r, q, q2))
-    answers = pd.DataFrame(rows, columns=["s", "i", "vis", "g", "strategy", "r", "q", "q2"])
+                        label = "cat"
+                        if sc.accuracy:
+                            right = rng.random() < sc.accuracy[g]
+                            label = "right" if right else f"wrong-{rng.integers(sc.confusions)}"
+                            q += sc.right_quality * right
+                        rows.append((s, i, vis, g, strategy, r, q, q2, label))
+    answers = pd.DataFrame(rows, columns=["s", "i", "vis", "g", "strategy", "r", "q", "q2", "label"])
     shared = rng.normal(0, 1, len(answers))  # the noise two judges share (shared_noise)
     out = []
     for j in judges:
@@ -148,9 +159,17 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
         gfam = answers["g"].map(sc.generators)
         own_model = (answers["g"] == j).to_numpy()
         own_family = (gfam == jf).to_numpy() & ~own_model
-        favour = gfam.map(lambda f: sc.favour.get((j, f), 0.0)).to_numpy()
+        own_label = _own_labels(sc, j, answers)
+        agree = (answers["label"].to_numpy() == own_label) & (own_label != None)  # noqa: E711
+        judge_wrong = (own_label != None) & (own_label != "right")  # noqa: E711
+        # what the judge's belief adds (any answer sharing its own label) is no own-family effect: it stays in the
+        # verdict with or without the bonus, and the off-diagonal favour with it
+        favour = gfam.map(lambda f: sc.favour.get((j, f), 0.0)).to_numpy() + np.where(agree, sc.belief_effect.get(j, 0.0), 0.0)
         bonus = (
-            np.where(own_model, sc.self_effect.get(j, 0.0), 0.0) + np.where(own_family, sc.family_effect.get(j, 0.0), 0.0) + favour
+            np.where(own_model, sc.self_effect.get(j, 0.0), 0.0)
+            + np.where(own_family, sc.family_effect.get(j, 0.0), 0.0)
+            + np.where((own_model | own_family) & judge_wrong, sc.harmful_effect.get(j, 0.0), 0.0)
+            + favour
         )
         w2 = sc.taste.get(j, 0.0)
         mu0 = lam + sc.base + slope * ((1 - w2) * (answers["q"].to_numpy() - sc.base) + w2 * answers["q2"].to_numpy())
@@ -178,6 +197,7 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
             present=present,
             own_model=own_model,
             own_family=own_family,
+            judge_wrong=judge_wrong,
             e_overall_with=_expected_score(mu0 + bonus, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
             e_overall_without=_expected_score(mu0 + favour, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
             e_overall_clean=_expected_score(mu0, np.full(len(mu0), np.hypot(sd, SUB_NOISE))),
@@ -195,6 +215,20 @@ def _simulate_long(sc: Scenario, seed: int) -> pd.DataFrame:
             own_family=((original["g"].map(sc.generators) == sc.judges[copy]) & (original["g"] != copy)).to_numpy(),
         )
     return pd.concat(out, ignore_index=True)
+
+
+def _own_labels(sc: Scenario, judge: str, answers: pd.DataFrame) -> np.ndarray:
+    """(answers,) the judge's own label on each answer's item: its model's answer there (the first strategy,
+    repeat 0), or its family's first generator's where the judge is no generator; None without labels."""
+    if not sc.accuracy:
+        return np.full(len(answers), None, dtype=object)
+    source = judge if judge in sc.generators else next((g for g, f in sc.generators.items() if f == sc.judges[judge]), None)
+    if source is None:
+        return np.full(len(answers), None, dtype=object)
+    first = next(iter(sc.strategies))
+    mine = answers[(answers["g"] == source) & (answers["strategy"] == first) & (answers["r"] == 0)]
+    label = dict(zip(zip(mine["s"], mine["i"]), mine["label"]))
+    return np.array([label.get(k) for k in zip(answers["s"], answers["i"])], dtype=object)
 
 
 def system_truth(sc: Scenario) -> dict[str, dict[str, dict[str, float]]]:
@@ -265,10 +299,17 @@ def _truth(long: pd.DataFrame, judges: list[str]) -> dict[str, dict[str, dict[st
             g = rated[rated["judge"] == j]
             delta = g[w] - g[wo]
             own = g["own_model"] | g["own_family"]
+            wrong = own & g["judge_wrong"]
+            right = own & ~g["judge_wrong"]
             truth[outcome][j] = {
                 "estimate": float(delta[own].mean()) if own.any() else None,
                 "self": float(delta[g["own_model"]].mean()) if g["own_model"].any() else None,
                 "family_other": float(delta[g["own_family"]].mean()) if g["own_family"].any() else None,
+                # the decomposition's (issue 54): the own-family effect with the judge's belief held fixed is the
+                # planted own-family effect itself; its parts where the judge's own label is wrong and right
+                "controlled": float(delta[own].mean()) if own.any() else None,
+                "harmful": float(delta[wrong].mean()) if wrong.any() else None,
+                "legitimate": float(delta[right].mean()) if right.any() else None,
             }
     return truth
 
@@ -282,14 +323,14 @@ def _table(long: pd.DataFrame, sc: Scenario) -> pd.DataFrame:
             "run_id": "sim",
             "item_id": [f"S{s:02d}_i{i}" for s, i in zip(long["s"], long["i"])],
             "sign_code": [f"S{s:02d}" for s in long["s"]],
-            "category": "cat",
+            "category": "right" if sc.accuracy else "cat",
             "visibility": long["vis"],
             "mode": np.where(long["vis"] == 1.0, "none", "bottom_up"),
             "repeat": long["r"],
             "system": long["strategy"],
             "system_model": long["g"],
             "system_family": long["g"].map(sc.generators),
-            "predicted_category": "cat",
+            "predicted_category": long["label"],
             "format_ok": True,
             "judge_model": long["judge"],
             "judge_family": long["judge_family"],
@@ -545,5 +586,45 @@ def system_scenarios() -> list[Scenario]:
             affected=(),
             note="the real public table's shape (issue 32): the openai judges are measured against a neutral judge "
             "that hardly tracks quality, so their own-family effects are bounded, not estimated",
+        ),
+    ]
+
+
+# -- the index decomposed (issue 54): judges that favour answers sharing their own label -------------------
+FIVE = {"qwen-7b": "qwen", "gemma-12b": "google", "llama-11b": "meta", "pixtral-12b": "mistral", "phi-4": "microsoft"}
+FIVE_ACCURACY = {"qwen-7b": 0.75, "gemma-12b": 0.65, "llama-11b": 0.55, "pixtral-12b": 0.6, "phi-4": 0.7}
+
+
+def belief_scenarios() -> list[Scenario]:
+    """Five judges of five families, each also a system answering every item once; every answer ends in a label,
+    right with the model's accuracy (a right label adds a point of quality). Each judge's own label on an item is
+    its own answer's. Planted: (a) agreement only, a judge scores every answer that shares its own label higher
+    and has no own-family term (the index's confident false finding); (b) an own-family term beyond agreement;
+    (c) an own-family term only where the judge's own answer is wrong (harmful only); and a null."""
+    base = Scenario(
+        "labels, nothing planted",
+        FIVE,
+        FIVE,
+        {"qwen-7b": 0.2, "gemma-12b": 0.0, "llama-11b": -0.3, "pixtral-12b": -0.1, "phi-4": 0.1},
+        leniency={"qwen-7b": 0.4, "gemma-12b": -0.3, "llama-11b": 0.1, "pixtral-12b": 0.0, "phi-4": -0.2},
+        accuracy=FIVE_ACCURACY,
+        strategies={"sa": 0.0},
+        items_per_sign=10,
+    )
+    belief = {"qwen-7b": 1.2, "gemma-12b": 1.0, "llama-11b": 1.5, "pixtral-12b": 1.2, "phi-4": 0.9}
+    return [
+        base,
+        replace(base, name="agreement with the judge's own answer only", belief_effect=belief),
+        replace(
+            base,
+            name="an own-family term beyond agreement",
+            belief_effect=belief,
+            self_effect={"qwen-7b": 0.5, "gemma-12b": 0.0, "llama-11b": 0.3, "pixtral-12b": 0.6, "phi-4": 0.0},
+        ),
+        replace(
+            base,
+            name="an own-family term only where the judge's own answer is wrong",
+            belief_effect={k: v / 2 for k, v in belief.items()},
+            harmful_effect={"qwen-7b": 0.8, "gemma-12b": 0.0, "llama-11b": 0.6, "pixtral-12b": 0.9, "phi-4": 0.0},
         ),
     ]

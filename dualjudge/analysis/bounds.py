@@ -10,7 +10,8 @@ leave-one-judge-out and leave-one-family-out refits: each group's score range ov
 rank range over every refit, and whether the top group is the same in all of them. A group whose rank
 is the same in every refit holds it; the top holds only if no refit puts another group first. Score
 ranges are read on the outcome's scale: a held refit can extrapolate past its ends, and the range then
-stops at the end (said in `clipped`).
+stops at the end: the row keeps the refit's own value beside it (`refit_low`, `refit_high`) and every
+surface says the range was clipped (said in `clipped` too).
 """
 
 from __future__ import annotations
@@ -139,13 +140,16 @@ def bounds(
             values = [s[g] for s in scores if g in s]
             if values and (min(values) < lo_end or max(values) > hi_end):
                 clipped.append(g)
+            low, high = (float(min(values)), float(max(values))) if values else (None, None)
             rows.append(
                 {
                     "group": g,
-                    "low": float(np.clip(min(values), lo_end, hi_end)) if values else None,
-                    "high": float(np.clip(max(values), lo_end, hi_end)) if values else None,
+                    "low": None if low is None else float(np.clip(low, lo_end, hi_end)),
+                    "high": None if high is None else float(np.clip(high, lo_end, hi_end)),
                     "rank_best": min(ranks),
                     "rank_worst": max(ranks),
+                    "refit_low": low if low is not None and low < lo_end else None,
+                    "refit_high": high if high is not None and high > hi_end else None,
                 }
             )
         rows.sort(key=lambda r: (r["rank_best"], r["rank_worst"], r["group"]))

@@ -126,6 +126,28 @@ class Sensitivity(_Result):
     disagree: list[str]
 
 
+class TestedEstimate(Estimate):
+    p_adjusted: float | None = None  # Benjamini-Yekutieli across judges and outcomes; none for a warned judge
+
+
+class JudgeBelief(_Result):
+    """The index decomposed (analysis/belief.py): the judge's own answer held fixed, harmful and legitimate parts."""
+
+    source: str | None  # where the judge's own answers came from: "model" (its own), "family" (its family's)
+    items: int  # items with the judge's own label
+    items_wrong: int | None  # ... of which its label misses the gold one (None: no gold labels)
+    items_split: int  # items whose own answers split evenly between labels (left out)
+    verdicts: dict[str, int]  # the judge's verdicts carrying each term of the belief model
+    controlled: TestedEstimate | None  # the own-family effect with agreement with the judge's own answer held fixed
+    explained: Estimate | None  # the index minus the controlled estimate (same resamples): what agreement explains
+    agreement: Estimate | None  # the judge's shift for answers that share its own label, quality held fixed
+    harmful: TestedEstimate | None  # the own-family effect where the judge's own answer is wrong
+    legitimate: TestedEstimate | None  # ... where it is right
+    reason: str | None  # why `controlled` is not given
+    harmful_reason: str | None = None
+    legitimate_reason: str | None = None
+
+
 class JudgeSelfPreference(_Result):
     judge: str
     family: str
@@ -143,6 +165,8 @@ class JudgeSelfPreference(_Result):
     sensitivity: Sensitivity | None = None
     warnings: list[str] = []  # what may bias this judge's estimate, in words (empty when nothing applies)
     warned: bool = False  # it carries a warning: no adjusted p-value, the interval widened to its alternatives
+    widened: bool = False  # the interval was widened: no p-value either (the bootstrap's belongs to the narrower one)
+    belief: JudgeBelief | None = None  # the decomposition (None where the table has no labels)
 
 
 class MissingCell(_Result):
@@ -196,6 +220,9 @@ class OutcomeSelfPreference(_Result):
     pooled: Pooled | None = None
     pooled_reason: str | None = None
     correlated_pairs: list[CorrelatedPair] = []
+    belief_reason: str | None = None  # why agreement with the judge's own answer cannot be held fixed (None: it is)
+    belief_gold: bool | None = None  # gold labels known: the harmful and legitimate parts are told apart
+    never_answered: list[str] = []  # judges that never answered as a system (nor their family): out of the decomposition
 
 
 class SelfPreference(_Result):
@@ -290,10 +317,22 @@ class GroupBounds(_Result):
     """A group's score range over the held refits and its rank range over every refit."""
 
     group: str
-    low: float | None
+    low: float | None  # on the scale: a refit past an end is shown at the end ...
     high: float | None
     rank_best: int
     rank_worst: int
+    refit_low: float | None = None  # ... and the refit's own value is kept here (None: not clipped at that end)
+    refit_high: float | None = None
+
+    def score_range(self, digits: int = 2) -> str | None:
+        """ "8.39 to 10.00 (clipped at the scale's end: the refit gives 10.14)", the words every surface prints."""
+        if self.low is None or self.high is None:
+            return None
+        text = f"{self.low:.{digits}f} to {self.high:.{digits}f}"
+        past = [f"{v:.{digits}f}" for v in (self.refit_low, self.refit_high) if v is not None]
+        if past:
+            text += f" (clipped at the scale's end: the refit gives {' and '.join(past)})"
+        return text
 
 
 class Bounds(_Result):

@@ -27,6 +27,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from dualjudge.analysis import calibration
+from dualjudge.analysis.belief import decompose
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, Interval, t_interval, t_interval_words
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage, Outcome
 from dualjudge.analysis.diagnostics import (
@@ -477,6 +478,13 @@ def outcome_analysis(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage, n_
             }
         )
     judge_warnings(frame, grid, full, result, outcome, lineage, free_scales)
+    belief = decompose(
+        grid, frame, lineage, draws.estimate, {j: e["identified"] for j, e in calibrated.items()}, free_scales, n_resamples, seed
+    )
+    result["belief_reason"], result["never_answered"] = belief["reason"], belief["never_answered"]
+    result["belief_gold"] = belief.get("gold")
+    for entry in result["judges"]:
+        entry["belief"] = belief["judges"].get(entry["judge"])
     if any(e["identified"] for e in calibrated.values()):  # with no judge identified, the matrix is not either
         result["interaction"] = interaction_matrix(grid, draws)
     pooled, why = pooled_model(grid.long)
@@ -551,8 +559,9 @@ def judge_warnings(
         result["correlated_pairs"].append(
             {"judges": [pair.first, pair.second], "excess": round(pair.excess, 4), "copied": pair.copied}
         )
+        members = {pair.first, pair.second, *(pair.mirror or ())}  # with four judges the mirror is as likely
         left_out = {}
-        for gone in (pair.first, pair.second):
+        for gone in sorted(members):
             sub = build_grid(frame[frame["judge_model"].astype(str) != gone], outcome, lineage)
             if sub.design.n_answers and sub.design.n_clusters >= 2:
                 left_out[gone] = point_estimates(sub)
@@ -562,7 +571,10 @@ def judge_warnings(
             shown = [
                 v for gone, estimates in left_out.items() if gone != e["judge"] and (v := estimates.get(e["judge"])) is not None
             ]
-            if moves(e, shown):  # a pair warns a judge only where leaving a member out moves its estimate
+            # a member's own estimate is what the shared noise biases first (a planted null: 4 of 52 intervals of
+            # members missed the truth with none of them warned); another judge is warned where leaving a member
+            # out moves its estimate beyond its interval
+            if e["judge"] in members or moves(e, shown):
                 e["warnings"].append(pair_warning(pair, left_out, e["judge"]))
                 alternatives.setdefault(e["judge"], []).extend(shown)
     shifts, unit = (SHIFTS, "points") if outcome == "overall" else (tuple(x / 5 for x in SHIFTS), "probability")
@@ -640,7 +652,9 @@ def withdraw(results: dict[str, dict[str, Any]]) -> None:
     """A judge whose estimate carries a warning is not called significant, in place: it gets no adjusted
     p-value (adjust() leaves it out), and its interval is widened to cover the estimates its warnings show
     (with a correlated or copied judge left out, with its missing verdicts filled in low). A warning says
-    the estimate may be biased by an amount the interval does not hold; a p-value would claim it does."""
+    the estimate may be biased by an amount the interval does not hold; a p-value would claim it does. A widened
+    interval has no p-value of its own, so the bootstrap's (which belongs to the interval before widening) is
+    withheld too (`p` null, `widened` true)."""
     for r in results.values():
         alternatives = r.pop(ALTERNATIVES, {})
         for e in r.get("judges", []):
@@ -649,18 +663,29 @@ def withdraw(results: dict[str, dict[str, Any]]) -> None:
             e["warned"] = True
             shown = [v for v in alternatives.get(e["judge"], []) if np.isfinite(v)]
             if shown and e["ci_low"] is not None and e["ci_high"] is not None:
-                e["ci_low"], e["ci_high"] = min(e["ci_low"], *shown), max(e["ci_high"], *shown)
+                low, high = min(e["ci_low"], *shown), max(e["ci_high"], *shown)
+                if (low, high) != (e["ci_low"], e["ci_high"]):  # the bootstrap's p belongs to the interval it had
+                    e["ci_low"], e["ci_high"], e["p"], e["widened"] = low, high, None, True
 
 
 def adjust(results: dict[str, dict[str, Any]]) -> None:
     """Benjamini-Yekutieli adjusted p-values across every identified judge and outcome that carries no
-    warning (withdraw()), in place."""
-    entries = [e for r in results.values() for e in r.get("judges", []) if e.get("p") is not None and not e.get("warned")]
+    warning (withdraw()), in place: the index's, and apart from them each part of the decomposition's (the
+    belief-controlled estimate, the harmful and the legitimate part)."""
+    judges = [e for r in results.values() for e in r.get("judges", []) if not e.get("warned")]
+    _by([e for e in judges if e.get("p") is not None], "p", "p_adjusted")
+    for part in ("controlled", "harmful", "legitimate"):
+        estimates = [b[part] for e in judges if (b := e.get("belief")) and b.get(part)]
+        _by(estimates, "p", "p_adjusted")
+
+
+def _by(entries: list[dict[str, Any]], key: str, into: str) -> None:
+    """Benjamini-Yekutieli adjusted p-values of `entries[key]`, written to `entries[into]`."""
     if not entries:
         return
-    adjusted = multipletests([e["p"] for e in entries], method="fdr_by")[1]
+    adjusted = multipletests([e[key] for e in entries], method="fdr_by")[1]
     for e, p in zip(entries, adjusted):
-        e["p_adjusted"] = float(p)
+        e[into] = float(p)
 
 
 def self_preference(
@@ -703,6 +728,7 @@ CLI_KEYS = (
     "reason",
     "warnings",
     "warned",
+    "widened",
 )
 
 
@@ -721,7 +747,7 @@ def for_outcome(
 def cli_json(sp: SelfPreference, outcome: Outcome) -> dict[str, Any]:
     """The `dualjudge stats self-preference --json` object. `self` and `family_other` are the separated
     effects (null unless the judge's family has several generator models rated); their intervals are
-    under `self_ci` / `family_other_ci`."""
+    under `self_ci` / `family_other_ci`; `belief` is the index decomposed, as summary.json has it."""
     e = sp.outcomes()[outcome]
     judges = []
     for entry in e.judges:
@@ -730,6 +756,7 @@ def cli_json(sp: SelfPreference, outcome: Outcome) -> dict[str, Any]:
             iv = getattr(entry, part)
             row[part] = iv.estimate if iv else None
             row[f"{part}_ci"] = [iv.ci_low, iv.ci_high] if iv else None
+        row["belief"] = entry.belief.model_dump() if entry.belief else None
         judges.append(row)
     return {
         "outcome": outcome,
@@ -739,5 +766,7 @@ def cli_json(sp: SelfPreference, outcome: Outcome) -> dict[str, Any]:
         "lineage": sp.lineage,
         "n_signs": e.n_signs,
         "warnings": e.warnings,
+        "belief_reason": e.belief_reason,
+        "never_answered": e.never_answered,
         "judges": judges,
     }

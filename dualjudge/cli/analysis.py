@@ -55,7 +55,7 @@ def analyze(
     column of the contract is optional and unlocks its sections (docs/verdict-table.md)."""
     from dualjudge.analysis.scale import Scale
     from dualjudge.report.build import analyze as run_analysis
-    from dualjudge.report.findings import best_system
+    from dualjudge.report.findings import best_system, estimated_outcome
 
     scale = Scale(scale_max, high, low, high_inclusive, low_inclusive)
     try:
@@ -68,11 +68,12 @@ def analyze(
             f"interrupted: {out} is as it was (the analysis writes its files only once all are made)", highlight=False
         )
         raise typer.Exit(130) from None
-    judges = summary.self_preference.overall.judges if summary.self_preference.overall else []
+    shown = estimated_outcome(summary)
+    judges = shown[1].judges if shown else []
     estimated = [j.judge for j in judges if j.estimate is not None]
     console.print(
-        f"analysed {summary.n_rows} rows in {summary.analysis_seconds} s; self-preference (overall) "
-        f"estimated for {len(estimated)} of {len(judges)} judges"
+        f"analysed {summary.n_rows} rows in {summary.analysis_seconds} s; self-preference "
+        f"({shown[0] if shown else 'overall'}) estimated for {len(estimated)} of {len(judges)} judges"
         + ("" if len(estimated) == len(judges) else " (report.md says why not for the others)")
     )
     headline = best_system(summary)  # the report's own sentence: one answer on every surface
@@ -159,7 +160,7 @@ def stats_self_preference(
     from dualjudge.analysis.scale import Scale
     from dualjudge.analysis.self_preference import cli_json, for_outcome
     from dualjudge.analysis.table import read_table
-    from dualjudge.report.self_preference import sentence
+    from dualjudge.report.self_preference import belief_sentence, sentence
 
     sp, result = for_outcome(read_table(table, Scale.with_maximum(scale_max)), outcome, lineage, resamples, seed)
     if as_json:
@@ -168,10 +169,19 @@ def stats_self_preference(
     console.print(f"{sp.method}\nintervals: {sp.interval}; p adjusted: {sp.adjustment}", markup=False)
     for entry in result.judges:
         console.print(f"  {sentence(entry, outcome)}", markup=False)
+        parts = belief_sentence(entry, outcome)
+        if parts:
+            console.print(f"    {parts}", markup=False)
         for warning in entry.warnings:
             console.print(f"    warning: {warning}", markup=False)
     for warning in result.warnings:
         console.print(f"warning: {warning}", markup=False)
+    if result.belief_reason:
+        console.print(f"agreement with the judge's own answer not held fixed: {result.belief_reason}", markup=False)
+    if result.never_answered:
+        console.print(
+            f"never answered as a system, so left out of the decomposition: {', '.join(result.never_answered)}", markup=False
+        )
 
 
 @stats_app.command("systems")
@@ -247,8 +257,7 @@ def _print_board(result: dict[str, Any], indent: str) -> None:
         held = f"{bounds['top']} first in every refit" if bounds["top_holds"] else "no group first in every refit"
         console.print(
             f"{indent}bounds (own-family effect of {', '.join(bounds['judges'])} held at 0 and at its naive gap, "
-            f"{len(bounds['refits'])} refits): {held}; ranks "
-            + ", ".join(f"{r['group']} {r['rank_best']}-{r['rank_worst']}" for r in bounds["rows"]),
+            f"{len(bounds['refits'])} refits): {held}; ranks " + "; ".join(_bound_row(r) for r in bounds["rows"]),
             markup=False,
         )
     for c in result["changes"]:
@@ -260,6 +269,15 @@ def _print_board(result: dict[str, Any], indent: str) -> None:
     if indent:
         for warning in result["warnings"]:
             console.print(f"{indent}warning: {warning}", markup=False)
+
+
+def _bound_row(row: dict[str, Any]) -> str:
+    """A group's rank range and score range, as report.md words them (a clipped range said so)."""
+    from dualjudge.analysis.results import GroupBounds
+
+    r = GroupBounds.model_validate(row)
+    scores = r.score_range()
+    return f"{r.group} {r.rank_best}-{r.rank_worst}" + ("" if scores is None else f" ({scores})")
 
 
 def _one_variant(frame: pd.DataFrame, variant: str | None) -> tuple[pd.DataFrame, str, list[str]]:

@@ -20,8 +20,10 @@ from typing import Any, TypedDict
 
 import pandas as pd
 
+from dualjudge.analysis.belief import judge_beliefs, no_control
 from dualjudge.analysis.designs import variant_order
 from dualjudge.analysis.leaderboard import calibrated_scores
+from dualjudge.analysis.results import Summary
 from dualjudge.analysis.scale import PAPER_SCALE
 from dualjudge.analysis.self_preference import calibrated_residuals
 from dualjudge.analysis.table import ANSWER_IN_RUN, read_table
@@ -30,6 +32,7 @@ from dualjudge.files import write_text
 from dualjudge.paths import project_root
 from dualjudge.protocol.kinds import declared
 from dualjudge.report.escape import script_json
+from dualjudge.report.findings import estimated_outcome
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
 from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
@@ -41,6 +44,7 @@ from dualjudge.variants.manifest import variants_by_id
 class JudgeView(TypedDict):
     name: str
     family: str
+    self_preference: str | None  # the run's analysis, in words: the index beside it with agreement held fixed
 
 
 class KindView(TypedDict):
@@ -73,6 +77,7 @@ class VerdictView(TypedDict):
     k: dict[str, dict[str, Any]]  # per judge kind: "s" (state), its score fields, "r" (reasoning), "err"
     criteria: dict[str, Any] | None  # a rubric judge's clause scores
     residual: float | None  # the calibrated residual of its overall score
+    agrees: bool | None  # the answer's label is the judge's own on the item (None: its own answer is unknown)
 
 
 class AnswerView(TypedDict):
@@ -144,6 +149,7 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
     variants = variant_order(table["judge_variant"])
     details = {r.key(): r for r in store.read(VerdictRow)}
     residuals = _residuals(table)
+    own_labels = _own_labels(table, judges, judge_family)
     probes = _probes(store)
     answers: list[AnswerView] = []
     for key, rows in table.groupby(ANSWER_IN_RUN, sort=True):
@@ -152,8 +158,16 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
         v = testbed.get(str(item_id), {})
         item = str(first["task_item"]) if task and "task_item" in rows.columns else str(first["sign_code"])
         answer_key = (str(item_id), int(repeat), str(model), str(strategy))
+        label = _clean(first["predicted_category"])
+        own_item = f"{first['run_id']}\x1f{item_id}"
         verdicts = [
-            _verdict(r, judges, details, residuals.get((*answer_key, r["judge_model"], r["judge_variant"])))
+            _verdict(
+                r,
+                judges,
+                details,
+                residuals.get((*answer_key, r["judge_model"], r["judge_variant"])),
+                _agrees(own_labels.get(str(r["judge_model"]), {}).get(own_item), label),
+            )
             for r in rows.to_dict("records")
         ]
         answers.append(
@@ -194,6 +208,7 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
             for code in sorted({a["sign"] for a in answers})
             if code in signs_gold
         }
+    said = _self_preference_words(out)
     try:
         config = json.loads(store.get_meta("config") or "{}")
         if not isinstance(config, dict):
@@ -205,7 +220,7 @@ def explorer_data(out: Path, store: Store) -> ExplorerData:
         "good": PAPER_SCALE.high,
         "poor": PAPER_SCALE.low,
         "modality": config.get("testbed", {}).get("modality", "image"),
-        "judges": [JudgeView(name=j, family=judge_family[j]) for j in judges],
+        "judges": [JudgeView(name=j, family=judge_family[j], self_preference=said.get(j)) for j in judges],
         "variants": variants,
         "kinds": [KindView(name=k.name, columns=list(k.columns), value=k.value) for k in declared()],
         "signs": signs,
@@ -265,8 +280,43 @@ def _testbed(out: Path) -> dict[str, dict[str, Any]]:
     }
 
 
+def _own_labels(table: pd.DataFrame, judges: list[str], judge_family: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Each judge's own label per item (run and item), as the self-preference decomposition reads it."""
+    if no_control(table) is not None:
+        return {}
+    return judge_beliefs(table, judges, judge_family, "family").label
+
+
+def _agrees(own: str | None, label: Any) -> bool | None:
+    return None if own is None or label is None else str(label) == own
+
+
+def _self_preference_words(out: Path) -> dict[str, str]:
+    """Per judge, the analysis beside the run (summary.json, its reference judge variant) in a few words: the index,
+    the index with agreement with its own answer held fixed, and its recognition of its own answers."""
+    try:
+        summary = Summary.model_validate_json(RunDir(out).summary.read_text())
+    except (OSError, ValueError):
+        return {}
+    headline = estimated_outcome(summary)
+    words: dict[str, list[str]] = {}
+    for entry in headline[1].judges if headline else []:
+        if entry.estimate is None:
+            continue
+        parts = words.setdefault(entry.judge, [])
+        parts.append(f"self-preference {entry.estimate:+.2f} [{entry.ci_low:.2f}, {entry.ci_high:.2f}]")
+        c = entry.belief.controlled if entry.belief else None
+        if c is not None:
+            parts.append(f"with agreement held fixed {c.estimate:+.2f} [{c.ci_low:.2f}, {c.ci_high:.2f}]")
+    return {judge: "; ".join(parts) for judge, parts in words.items()}
+
+
 def _verdict(
-    r: dict[str, Any], judges: list[str], details: dict[tuple[Any, ...], VerdictRow], residual: float | None
+    r: dict[str, Any],
+    judges: list[str],
+    details: dict[tuple[Any, ...], VerdictRow],
+    residual: float | None,
+    agrees: bool | None = None,
 ) -> VerdictView:
     """One judge's verdicts on one answer: per declared judge kind its state, scores, reasoning and error."""
     key = (r["item_id"], int(r["repeat"]), r["system_model"], r["system"], r["judge_model"], r["judge_variant"])
@@ -288,6 +338,7 @@ def _verdict(
         "k": kinds,
         "criteria": criteria,
         "residual": None if residual is None else round(float(residual), 3),
+        "agrees": agrees,
     }
 
 

@@ -9,10 +9,11 @@ uneven missing verdicts). With `links`, the numbers open the run explorer on the
 from __future__ import annotations
 
 from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
-from dualjudge.analysis.results import JudgeSummary, Leaderboard, Summary
+from dualjudge.analysis.choices import Outcome
+from dualjudge.analysis.results import JudgeSummary, Leaderboard, OutcomeSelfPreference, Summary
 from dualjudge.analysis.words import words
 from dualjudge.report.links import linked, visibility_key
-from dualjudge.report.self_preference import sentence
+from dualjudge.report.self_preference import belief_sentence, sentence
 from dualjudge.report.systems import main_outcome
 from dualjudge.report.tables import num, rate
 from dualjudge.tasks.task import plural
@@ -32,16 +33,7 @@ def section(summary: Summary, links: bool = False) -> list[str]:
         )
     if summary.judges:
         parts.append("")
-    overall = summary.self_preference.overall
-    if overall is not None and overall.judges:
-        for entry in overall.judges:
-            text = sentence(entry, "overall")
-            if links and entry.estimate is not None:
-                text += f" ({linked('its own-family verdicts', True, judge=entry.judge, own=1, sort='residual', variant=variant)})"
-            parts.append(f"- Self-preference: {text}")
-        parts.append("")
-    elif overall is not None:
-        parts += [f"- Self-preference: not estimable ({overall.reason}).", ""]
+    parts += _self_preference(summary, links)
     best = best_system(summary)
     if best:
         parts += [f"- {best}", ""]
@@ -49,6 +41,36 @@ def section(summary: Summary, links: bool = False) -> list[str]:
     if warnings:
         parts += [f"- **Warning:** {w}" for w in warnings] + [""]
     return parts
+
+
+def estimated_outcome(summary: Summary) -> tuple[Outcome, OutcomeSelfPreference] | None:
+    """The outcome whose self-preference the headlines give: the overall score's where it has judges, else the
+    equivalence verdict's (a table of equivalence verdicts only); None where neither has."""
+    return next(((n, o) for n, o in summary.self_preference.outcomes().items() if o.judges), None)
+
+
+def _self_preference(summary: Summary, links: bool) -> list[str]:
+    """The self-preference headline of the outcome that was estimated: the overall score's, or, where the table
+    gives it none (equivalence verdicts only), the equivalence verdict's; not estimable only when neither is."""
+    outcomes = summary.self_preference.outcomes()
+    if not outcomes:
+        return []
+    headline = estimated_outcome(summary)
+    if headline is None:
+        return [f"- Self-preference: not estimable ({'; '.join(f'{n}: {o.reason}' for n, o in outcomes.items())}).", ""]
+    name, shown = headline
+    label = "Self-preference" if name == "overall" else f"Self-preference ({name} verdicts)"
+    parts = []
+    for entry in shown.judges:
+        text = sentence(entry, name)
+        if links and entry.estimate is not None:
+            variant = summary.judge_variant
+            text += f" ({linked('its own-family verdicts', True, judge=entry.judge, own=1, sort='residual', variant=variant)})"
+        parts.append(f"- {label}: {text}")
+        parts += [f"  - {line}" for line in [belief_sentence(entry, name)] if line]
+    if shown.belief_reason:
+        parts.append(f"- Agreement with the judge's own answer is not held fixed: {shown.belief_reason}.")
+    return parts + [""]
 
 
 def _what_was_run(summary: Summary) -> str:

@@ -148,7 +148,7 @@ def bound_words(b: Bounds, kind: str, leave_outs: bool = True) -> list[str]:
     ranks = "; ".join(
         f"{r.group} {r.rank_best}"
         + ("" if r.rank_best == r.rank_worst else f"-{r.rank_worst}")
-        + ("" if r.low is None or r.high is None else f" ({num(r.low, 2)} to {num(r.high, 2)})")
+        + ("" if (scores := r.score_range()) is None else f" ({scores})")
         for r in b.rows
     )
     return [

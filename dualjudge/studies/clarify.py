@@ -116,8 +116,8 @@ def clarify(
             record = asyncio.run(_clarify(ctx, options))
             export_run(config, out, ctx.store)
             _manifest(out, config, record, ctx.store.requests())
-            write_explorer(out, ctx.store)
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
+            write_explorer(out, ctx.store)  # after the analysis: it reads summary.json
             return record
         finally:
             ctx.store.close()

@@ -304,9 +304,9 @@ def _run_locked(
             ),
             out,
         )
-        if len(table):
-            write_explorer(out, ctx.store)
+        if len(table):  # the analysis first: the explorer names each judge's self-preference from its summary.json
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
+            write_explorer(out, ctx.store)
         return JobResult(out, report, table, c)
     finally:
         ctx.store.close()
