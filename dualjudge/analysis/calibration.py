@@ -208,20 +208,35 @@ class Types:
     def weighted(self, w: np.ndarray) -> Sums:
         """Per-type statistics with each cell weighted by w (B, C)."""
         n_t, n_j, n_c = len(self.group), self.present.shape[1], len(self.cell_type)
-        to_type = self.to_type
-        n = np.asarray(to_type @ (w * self.cell_n).T).T
-        sy = np.stack([np.asarray(to_type @ (wb[:, None] * self.cell_sy)) for wb in w])
+        n = np.asarray(self.to_type @ (w * self.cell_n).T).T
+        sy = self._per_type(w, self.cell_sy).reshape(len(w), n_t, n_j)
         syy = None
         if self.dense:
-            flat = self.cell_syy.reshape(n_c, n_j * n_j)
-            syy = np.stack([np.asarray(to_type @ (wb[:, None] * flat)).reshape(n_t, n_j, n_j) for wb in w])
+            syy = self._per_type(w, self.cell_syy.reshape(n_c, n_j * n_j)).reshape(len(w), n_t, n_j, n_j)
         return Sums(self, n, sy, w, syy)
+
+    def _per_type(self, w: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """(B, T, V) the cells' values (C, V) weighted by w (B, C) and summed per type: one sparse product per
+        resample or per value column, whichever are fewer (the same sums, element by element, either way)."""
+        to_type, b, v = self.to_type, len(w), values.shape[1]
+        if b <= v:
+            return np.stack([np.asarray(to_type @ (wb[:, None] * values)) for wb in w])
+        out = np.empty((b, len(self.group), v))
+        wt = np.ascontiguousarray(w.T)
+        for k in range(v):
+            out[:, :, k] = np.asarray(to_type @ (wt * values[:, k : k + 1])).T
+        return out
 
     @cached_property
     def to_type(self) -> csr_matrix:
         """(T, C) the one-hot of each cell's type."""
         n_c = len(self.cell_type)
         return csr_matrix((np.ones(n_c), (self.cell_type, np.arange(n_c))), shape=(len(self.group), n_c))
+
+    @cached_property
+    def row_type(self) -> np.ndarray:
+        """(R,) the type of each factor row."""
+        return np.asarray(self.cell_type[self.factors[0]])
 
     @cached_property
     def row_to_type(self) -> csr_matrix:
@@ -289,27 +304,44 @@ class Sums:
         self.answers = n @ p.sum(axis=1)  # (B,) verdict-weighted answer count, for the normalisation
         self.active = self.wx > 0  # (judge, term) pairs with verdicts, per resample
 
-    def times(self, a: np.ndarray) -> np.ndarray:
-        """(B, T, J) each type's cross-products times a (B, T, J): S_t a_t."""
+    def applied(self, a: np.ndarray) -> np.ndarray:
+        """The cross-products applied to a (B, T, J), in the form they are held: S_t a_t (B, T, J) when dense, else
+        each factor row's r . a_t (B, R). times() and quadratic() read it; a multiple c_t a_t of the same a is this
+        scaled (scaled()), so a sweep applies the cross-products once."""
         if self.syy is not None:
             return np.asarray(np.einsum("btij,btj->bti", self.syy, a))
+        return np.asarray(np.einsum("rj,brj->br", self.types.factors[1], a[:, self.types.row_type]))
+
+    def scaled(self, applied: np.ndarray, by: np.ndarray) -> np.ndarray:
+        """applied() of a_t / by_t (by: (B, T)), from applied() of a_t."""
+        return np.asarray(applied / (by[:, :, None] if self.syy is not None else by[:, self.types.row_type]))
+
+    def times(self, a: np.ndarray, applied: np.ndarray | None = None) -> np.ndarray:
+        """(B, T, J) each type's cross-products times a (B, T, J): S_t a_t (`applied`: applied(a), when known)."""
+        applied = self.applied(a) if applied is None else applied
+        if self.syy is not None:
+            return applied
         cell, rows = self.types.factors
-        weighted = self.w[:, cell] * np.einsum("rj,brj->br", rows, a[:, self.types.cell_type[cell]])  # (B, R)
+        weighted = self.w_rows * applied  # (B, R)
         b, n_t, n_j = a.shape
         spread = (weighted.T[:, :, None] * rows[:, None, :]).reshape(len(cell), b * n_j)  # (R, B J)
         return np.asarray(self.types.row_to_type @ spread).reshape(n_t, b, n_j).transpose(1, 0, 2)
 
-    def quadratic(self, a: np.ndarray) -> np.ndarray:
-        """(B, T) each type's a_t' S_t a_t."""
+    def quadratic(self, a: np.ndarray, applied: np.ndarray | None = None) -> np.ndarray:
+        """(B, T) each type's a_t' S_t a_t (`applied`: applied(a), when known)."""
+        applied = self.applied(a) if applied is None else applied
         if self.syy is not None:  # two contractions of two operands each: a three-operand einsum runs unblocked, 4x slower
-            return np.asarray(np.einsum("bti,bti->bt", a, np.einsum("btij,btj->bti", self.syy, a)))
-        cell, rows = self.types.factors
-        u = np.einsum("rj,brj->br", rows, a[:, self.types.cell_type[cell]])  # (B, R)
-        return np.asarray(self.types.row_to_type @ (self.w[:, cell] * u * u).T).T
+            return np.asarray(np.einsum("bti,bti->bt", a, applied))
+        return np.asarray(self.types.row_to_type @ (self.w_rows * applied * applied).T).T
+
+    @cached_property
+    def w_rows(self) -> np.ndarray:
+        """(B, R) each factor row's resample weight (its cell's): taken once, read every sweep."""
+        return np.asarray(self.w[:, self.types.factors[0]])
 
     def resamples(self, which: np.ndarray) -> Sums:
-        """The statistics of some of the resamples."""
-        return self.types.weighted(self.w[which])
+        """The statistics of some of the resamples (each resample's are its own: taken, not recomputed)."""
+        return Sums(self.types, self.n[which], self.sy[which], self.w[which], None if self.syy is None else self.syy[which])
 
     def block(self, t: np.ndarray, j: np.ndarray) -> Sums:
         """The statistics of the types `t` (sorted) and judges `j` of one block of the design."""
@@ -512,8 +544,8 @@ class _Sweep:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         lam, scale, eff, prec = self.unpack(x)
-        qa, qb = _quality(self.sums, lam, scale, eff, prec, self.scale_free)
-        lam, scale, eff, rss = _judge_step(self.sums, qa, qb, self.scale_free, self.fixed)
+        qa, qb, known = _quality(self.sums, lam, scale, eff, prec, self.scale_free)
+        lam, scale, eff, rss = _judge_step(self.sums, qa, qb, self.scale_free, self.fixed, known)
         psi, at_bound = self.last[2], self.last[3]
         if self.scale_free:
             prec, psi, at_bound = _precision(self.sums, rss, scale, prec)
@@ -639,9 +671,18 @@ def verdict_variance(sums: Sums) -> np.ndarray:
     return np.asarray(np.maximum(sums.wyy / n - (sums.wy / n) ** 2, 0.0))
 
 
+@dataclass(frozen=True)
+class _Known:
+    """What _quality computed that the judge step needs again, for the returned quality qa: qa . sy per type, and
+    the cross-products applied to qa (Sums.applied)."""
+
+    ay: np.ndarray
+    applied: np.ndarray
+
+
 def _quality(
     sums: Sums, lam: np.ndarray, scale: np.ndarray, eff: np.ndarray, prec: np.ndarray, scale_free: bool
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, _Known]:
     """Quality given the judges, as per-type affine coefficients: each answer's precision-weighted
     regression of its verdicts on the scales, q = sum_j p c (y - lam - eff.x) / sum_j p c scale with
     c = prec * scale, then normalised to weighted mean 0 (and variance 1 with free scales)."""
@@ -654,7 +695,8 @@ def _quality(
     beta = (alpha * offset).sum(axis=2)  # (B, T)
     ay = np.einsum("btj,btj->bt", alpha, sums.sy)
     s1 = ay - beta * sums.n  # sum of q over a type's answers
-    s2 = sums.quadratic(alpha) - 2 * beta * ay + beta**2 * sums.n
+    applied = sums.applied(alpha)
+    s2 = sums.quadratic(alpha, applied) - 2 * beta * ay + beta**2 * sums.n
     # weighted by verdicts per answer, within each connected block of the design
     types = sums.types
     component = types.component if types.component is not None else np.zeros(len(types.group), dtype=int)
@@ -663,7 +705,7 @@ def _quality(
     mean = (s1 @ weight) / total
     sd = np.sqrt(np.maximum((s2 @ weight) / total - mean**2, 1e-300)) if scale_free else np.ones_like(mean)
     mean_t, sd_t = mean[:, component], sd[:, component]  # (B, T)
-    return alpha / sd_t[:, :, None], (-beta - mean_t) / sd_t
+    return alpha / sd_t[:, :, None], (-beta - mean_t) / sd_t, _Known(ay / sd_t, sums.scaled(applied, sd_t))
 
 
 def _onehot_weights(weight: np.ndarray, component: np.ndarray) -> np.ndarray:
@@ -673,21 +715,31 @@ def _onehot_weights(weight: np.ndarray, component: np.ndarray) -> np.ndarray:
     return out
 
 
-def type_sums_of_quality(sums: Sums, qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def type_sums_of_quality(sums: Sums, qa: np.ndarray, qb: np.ndarray, known: _Known | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per type: the sum of its answers' quality, and of (their verdicts' product with it), (B, T), (B, T, J)."""
-    ay = np.einsum("btj,btj->bt", qa, sums.sy)
-    return ay + qb * sums.n, sums.times(qa) + qb[:, :, None] * sums.sy
+    ay = np.einsum("btj,btj->bt", qa, sums.sy) if known is None else known.ay
+    return ay + qb * sums.n, sums.times(qa, None if known is None else known.applied) + qb[:, :, None] * sums.sy
+
+
+def quality_sums(sums: Sums, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    """(B, T) the sum of each type's answers' quality (type_sums_of_quality's first part, alone)."""
+    return np.asarray(np.einsum("btj,btj->bt", qa, sums.sy) + qb * sums.n)
 
 
 def _judge_step(
-    sums: Sums, qa: np.ndarray, qb: np.ndarray, scale_free: bool, fixed: np.ndarray | None = None
+    sums: Sums,
+    qa: np.ndarray,
+    qb: np.ndarray,
+    scale_free: bool,
+    fixed: np.ndarray | None = None,
+    known: _Known | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per judge, the normal equations of [1, quality, indicators] (or, with the slope fixed at 1, of
     [1, indicators] on what quality leaves), solved for every resample at once. Also returns each
     judge's residual sum of squares (y'Wy - coef'X'Wy at the solution). A `fixed` effect moves to the
     left-hand side (y - v x) and its coefficient is pinned at v."""
     p, x = sums.types.present, sums.types.terms
-    q1, vy = type_sums_of_quality(sums, qa, qb)  # sum of q, and of y_j q, over each type's answers
+    q1, vy = type_sums_of_quality(sums, qa, qb, known)  # sum of q, and of y_j q, over each type's answers
     q2 = np.einsum("btj,btj->bt", qa, vy) + qb * q1  # sum of q^2
     sq, sqq = q1 @ p, q2 @ p
     sqy = np.einsum("btj,tj->bj", vy, p)

@@ -26,9 +26,9 @@ def _fingerprints(rows: pd.DataFrame, key: str, other: str, value: str) -> dict[
     each key's cells are sorted and hashed as arrays, so equal hashes are equal lists of cells."""
     if rows.empty:
         return {}
-    cells = [pd.factorize(rows[c].astype(str), sort=True)[0] for c in (other, "item_id", "system")]
+    cells = [pd.factorize(_text(rows[c]), sort=True)[0] for c in (other, "item_id", "system")]
     values = rows[value].astype(float).to_numpy()
-    keys, names = pd.factorize(rows[key].astype(str), sort=True)
+    keys, names = pd.factorize(_text(rows[key]), sort=True)
     order = np.lexsort((values, *cells[::-1], keys))
     coded = np.stack(cells)[:, order]
     values, keys = values[order], keys[order]
@@ -42,6 +42,11 @@ def _fingerprints(rows: pd.DataFrame, key: str, other: str, value: str) -> dict[
         digest.update(np.ascontiguousarray(values[lo:hi]).tobytes())
         out[str(name)] = digest.hexdigest()
     return out
+
+
+def _text(column: pd.Series) -> pd.Series:
+    """The column as text: a string column as it is (astype(str) would walk it value by value)."""
+    return column if pd.api.types.is_string_dtype(column.dtype) else column.astype(str)
 
 
 def duplicate_keys(frame: pd.DataFrame, outcome: Outcome, aliases: Aliases = ()) -> list[str]:

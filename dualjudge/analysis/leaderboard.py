@@ -167,7 +167,7 @@ class Draws:
 
 
 def _unit_statistics(sums: calibration.Sums, f: calibration.Fit, n_units: int) -> Draws:
-    q1, _ = calibration.type_sums_of_quality(sums, f.a, f.b)  # (B, T) sum of quality over each type's answers
+    q1 = calibration.quality_sums(sums, f.a, f.b)  # (B, T) sum of quality over each type's answers
     assert sums.types.unit is not None
     onehot = _onehot(sums.types.unit, n_units)  # (T, U)
     return Draws(_times(q1, onehot), _times(sums.n, onehot), f.leniency.mean(axis=1), f.scale.mean(axis=1))
@@ -242,6 +242,7 @@ def plain_rankings(
     """The naive ranking, the self-excluded one, and each judge's own: ranking name -> rows."""
     rated = _rated(frame, outcome)
     jf, gf = lineage_columns(rated, lineage)
+    rated = rated[["system_model", "system", "judge_model", "_y"]]  # what a ranking reads: the groupby moves no more
     out = {"naive": mean_ranking(rated, by, groups), "self_excluded": mean_ranking(rated[(jf != gf).to_numpy()], by, groups)}
     for judge, rows in rated.groupby(rated["judge_model"].astype(str), sort=True):
         out[judge_ranking(str(judge))] = mean_ranking(rows, by, groups)

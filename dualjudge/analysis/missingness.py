@@ -26,6 +26,8 @@ def _rate(rows: pd.DataFrame, status: str) -> dict[str, Any]:
 
 
 def missingness(frame: pd.DataFrame) -> dict[str, Any]:
+    wanted = [*ANSWER, "judge_model", "visibility", "system_family", *KINDS.values(), "system_status"]
+    frame = frame[[c for c in dict.fromkeys(wanted) if c in frame.columns]]  # a groupby moves every column it holds
     per_judge: dict[str, Any] = {}
     for judge, g in frame.groupby("judge_model", sort=True):
         entry: dict[str, Any] = {}

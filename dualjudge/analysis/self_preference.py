@@ -181,7 +181,8 @@ def build_grid(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> Grid:
     jf, gf = lineage_columns(frame, lineage)
     judge_family = _one_label(frame, "judge_model", jf, "judge")
     gen_family = _one_label(frame, "system_model", gf, "system model")
-    rows = frame[frame[status] == "ok"]
+    read = list(dict.fromkeys([*ANSWER, "judge_model", "sign_code", value]))
+    rows = frame.loc[(frame[status] == "ok").to_numpy(), read]  # the columns it reads: a filter moves no more
     answer_code, keys = answer_keys(rows)
     judge_code, judge_names = pd.factorize(rows["judge_model"])
     rated_by = pd.DataFrame({"a": answer_code, "j": judge_code}).drop_duplicates().groupby("a").size()
@@ -268,7 +269,7 @@ class Draws:
 def _statistics(sums: calibration.Sums, f: calibration.Fit, n_families: int) -> Draws:
     types = sums.types
     per_term = sums.wx  # (B, J, K) own-family verdicts per term
-    q1, _ = calibration.type_sums_of_quality(sums, f.a, f.b)
+    q1 = calibration.quality_sums(sums, f.a, f.b)
     fam = np.eye(n_families)[types.group]  # (T, F)
     p = types.present
     # per judge and generator family: sum of (y - leniency - scale x quality) over the family's answers
@@ -371,7 +372,7 @@ def interaction_matrix(grid: Grid, draws: Draws) -> dict[str, Any]:
 def missing_by_family(frame: pd.DataFrame, outcome: Outcome, lineage: Lineage) -> dict[str, Any]:
     _, status = OUTCOMES[outcome]
     _, gf = lineage_columns(frame, lineage)
-    asked = frame.assign(_gf=gf)[frame[status] != "skipped"]
+    asked = pd.DataFrame({"judge_model": frame["judge_model"], "_gf": gf, status: frame[status]})[frame[status] != "skipped"]
     table: dict[str, dict[str, dict[str, float | int]]] = {}
     warnings = []
     for judge, g in asked.groupby("judge_model", sort=True):

@@ -40,8 +40,16 @@ class Planted:
 
 
 def simulate(
-    planted: Planted = Planted(), n_signs: int = 30, items_per_sign: int = 13, repeats: int = 3, noise: float = 1.0, seed: int = 0
+    planted: Planted = Planted(),
+    n_signs: int = 30,
+    items_per_sign: int = 13,
+    repeats: int = 3,
+    noise: float = 1.0,
+    seed: int = 0,
+    labels: bool = False,
 ) -> pd.DataFrame:
+    """The table; with `labels`, each answer's final label is right ("cat") with a probability that rises with its
+    quality, else one of two near misses, so the self-preference decomposition has labels to hold fixed."""
     rng = np.random.default_rng(seed)
     sign_effect = rng.normal(0, 0.8, n_signs)
     rows = []
@@ -57,6 +65,9 @@ def simulate(
                     strategy = strategies[(i + r) % len(strategies)]
                     latent = 6.0 + planted.quality[g] + sign_effect[s] + item_effect + 2.0 * (vis - 0.6)
                     answer_noise = rng.normal(0, 0.5)
+                    label = "cat"
+                    if labels and rng.random() > 1.0 / (1.0 + np.exp(-(latent + answer_noise - 5.5))):
+                        label = "near-miss-a" if rng.random() < 0.5 else "near-miss-b"
                     for j, jfam in planted.judges.items():
                         bonus = (planted.family_bonus[j] if jfam == gfam else 0.0) + (planted.self_bonus if j == g else 0)
                         y = latent + answer_noise + planted.leniency[j] + bonus + rng.normal(0, noise)
@@ -73,7 +84,7 @@ def simulate(
                                 g,
                                 gfam,
                                 g,
-                                "cat",
+                                label,
                                 True,
                                 j,
                                 jfam,
