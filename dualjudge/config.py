@@ -189,6 +189,10 @@ class ProbesSection(_Section):
     padding: Bool = False
     padding_samples: Int = Field(default=50, ge=1)
     padding_max_tokens: Int = Field(default=PADDING_SAMPLING.max_tokens, ge=64, le=4096)
+    # self-recognition: each judge model's own answer against another family's, in both orders, "which did you write?"
+    recognition: Bool = False
+    recognition_pairs: Int = Field(default=50, ge=1)  # per judge model
+    recognition_single: Bool = False  # also each answer of a pair alone: "did you write this?"
 
 
 EngineSection = EngineSettings  # declared once, in inference/settings.py

@@ -28,6 +28,7 @@ class RunDir:
     ORDER_PROBES = "probes_order.csv"
     PADDING_PROBES = "probes_padding.csv"
     JUDGE_PASSES = "judge_passes.csv"
+    RECOGNITION_PROBES = "probes_recognition.csv"
     MANIFEST = "manifest.json"
     SUMMARY = "summary.json"
     REPORT_MD = "report.md"
@@ -37,7 +38,7 @@ class RunDir:
     PLANTED = "planted.json"  # beside a simulated table: what the simulator planted (the analysis shows it)
 
     # what a run writes beside its store (an --out folder holding other files is refused)
-    RUN_FILES = (VERDICTS_PARQUET, VERDICTS_CSV, ORDER_PROBES, PADDING_PROBES, JUDGE_PASSES, MANIFEST, TASK)
+    RUN_FILES = (VERDICTS_PARQUET, VERDICTS_CSV, ORDER_PROBES, PADDING_PROBES, JUDGE_PASSES, RECOGNITION_PROBES, MANIFEST, TASK)
     ANALYSIS_FILES = (SUMMARY, REPORT_MD, REPORT_HTML)
 
     def __truediv__(self, name: str) -> Path:

@@ -22,7 +22,7 @@ from dualjudge.inference.types import GenerationRequest, Image, Message, Samplin
 from dualjudge.inference.vllm_server import VllmServer
 from dualjudge.inference.weights import LocalWeights, fetch
 from dualjudge.protocol import EquivalenceVerdict, QualityVerdict, interpret, parse_sign_type, sign_type_pattern
-from dualjudge.protocol.judges import build_judge_request
+from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, build_judge_request
 from dualjudge.protocol.systems import Item, build_step_request
 from dualjudge.testbed.catalogue import default_catalogue
 from dualjudge.testbed.render import render_sign
@@ -308,3 +308,20 @@ api_key_env = "DJ_STAND_IN_KEY"
         model = QualityVerdict if req.constraint.schema["title"] == "QualityVerdict" else EquivalenceVerdict
         outcome = interpret(model, res)
         assert outcome.status == "ok", (res.text, outcome.detail)
+
+
+def test_vllm_cpu_answers_the_recognition_probe_in_its_constrained_forms(smollm2_server, smollm2):
+    """The self-recognition probe's two questions (which of two answers did you write, in both orders; did you write
+    this one) through vllm-cpu with their JSON constraints: every verdict is read, none is a parse failure."""
+    from dualjudge.protocol.recognition import run_recognition
+
+    engine = EndpointEngine("smollm2-135m-instruct", [Endpoint(smollm2_server.base_url, smollm2_server.api_key)], smollm2.identity)
+
+    async def go():
+        out = await run_recognition(SIGNS[0], RESPONSES[0], RESPONSES[1], engine.generate, DEFAULT_JUDGE_SAMPLING, single=True)
+        await engine.close()
+        return out
+
+    result = run(go())
+    assert result.status == "ok", result.detail
+    assert None not in (result.own_first, result.own_second, result.claims_own, result.claims_other)

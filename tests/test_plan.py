@@ -35,7 +35,12 @@ JUDGES_AND_PROBES = 'models = ["smollm2-135m-instruct", "gemma-3-270m"]\n[probes
 
 
 def test_the_plan_counts_every_request_the_runner_then_sends(tmp_path):
-    config = config_with(**{JUDGES_AND_PROBES: 'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n[probes]'})
+    config = config_with(
+        **{
+            JUDGES_AND_PROBES: 'models = ["smollm2-135m-instruct", "gemma-3-270m"]\npasses = 2\n[probes]\n'
+            "recognition = true\nrecognition_pairs = 3\nrecognition_single = true"
+        }
+    )
     out = tmp_path / "run"
     engines = Recorder()  # no answer repeats another's words (a repeated request is sent once)
     before = estimate(config, out, engines=engines)
@@ -46,6 +51,7 @@ def test_the_plan_counts_every_request_the_runner_then_sends(tmp_path):
     assert rows(before)[("smollm2-135m-instruct", "answers")] == 6 * 2 * 4
     assert rows(before)[("gemma-3-270m", "verdicts")] == 48 * 2
     assert rows(before)[("gemma-3-270m", "stability passes")] == 2 * 96
+    assert rows(before)[("gemma-3-270m", "recognition probe")] == 3 * 4  # 3 pairs: both orders and each answer alone
 
     result = run_job(config, out, engines=engines)
     assert result.report.sessions_requests == engines.calls == before.total_requests

@@ -119,6 +119,11 @@ CREATE TABLE IF NOT EXISTS judge_passes (
     judge_model TEXT NOT NULL, judge_variant TEXT NOT NULL, kind TEXT NOT NULL, pass_index INTEGER NOT NULL,
     status TEXT NOT NULL, value REAL, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
     PRIMARY KEY (variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind, pass_index));
+CREATE TABLE IF NOT EXISTS recognition_probe (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, judge_model TEXT NOT NULL, own_strategy TEXT NOT NULL,
+    other_model TEXT NOT NULL, other_strategy TEXT NOT NULL, status TEXT NOT NULL, own_first INTEGER, own_second INTEGER,
+    claims_own INTEGER, claims_other INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, judge_model, own_strategy, other_model, other_strategy));
 """
 
 

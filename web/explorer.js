@@ -234,11 +234,20 @@
 
   function probeList(x) {
     const variant = x.all.length ? x.all[0].jv : data.variants[0];
-    const probes = (x.a.probes || []).filter((p) => p.jv === variant);
+    const probes = (x.a.probes || []).filter((p) => p.jv === variant || p.jv === null);  // recognition: in no variant
     if (!probes.length) return null;
-    return el("ul", { class: "probes" }, ...probes.map((p) => el("li", {}, p.probe === "order"
-      ? `order probe, ${p.judge}: shown ${p.position} against ${p.other}; winners ${p.winner_ab ?? "-"} / ${p.winner_ba ?? "-"}; ${p.flipped === null ? p.status : p.flipped ? "flipped" : "stable"}`
-      : `padding probe, ${p.judge} (${p.kind}): ${fmt(p.original)} → ${fmt(p.padded)}, shift ${fmt(p.shift)}; ${p.flipped === null ? p.status : p.flipped ? "flipped" : "not flipped"}`)));
+    const yes = (v) => (v === null || v === undefined ? "-" : v ? "yes" : "no");
+    const text = (p) => {
+      if (p.probe === "order")
+        return `order probe, ${p.judge}: shown ${p.position} against ${p.other}; winners ${p.winner_ab ?? "-"} / ${p.winner_ba ?? "-"}; ${p.flipped === null ? p.status : p.flipped ? "flipped" : "stable"}`;
+      if (p.probe === "recognition")
+        return `recognition probe, ${p.judge}: ${p.role === "own" ? "its own answer against " + p.other : "set against its own answer " + p.other}; ` +
+          `named its own shown first ${yes(p.own_first)}, shown second ${yes(p.own_second)}` +
+          (p.claims_own === null && p.claims_other === null ? "" : `; alone, claimed its own ${yes(p.claims_own)}, the other ${yes(p.claims_other)}`) +
+          (p.status === "ok" ? "" : `; ${p.status}`);
+      return `padding probe, ${p.judge} (${p.kind}): ${fmt(p.original)} → ${fmt(p.padded)}, shift ${fmt(p.shift)}; ${p.flipped === null ? p.status : p.flipped ? "flipped" : "not flipped"}`;
+    };
+    return el("ul", { class: "probes" }, ...probes.map((p) => el("li", {}, text(p))));
   }
 
   function card(x) {

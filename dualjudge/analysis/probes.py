@@ -18,7 +18,7 @@ ORDER_FILE = RunDir.ORDER_PROBES
 PADDING_FILE = RunDir.PADDING_PROBES
 
 
-def _with_ci(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -> dict[str, Any]:
+def rate_with_ci(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -> dict[str, Any]:
     values = frame[column].astype("float64")
     if len(values) == 0:
         return {"estimate": None, "ci": None, "n": 0}
@@ -35,9 +35,9 @@ def _with_ci(frame: pd.DataFrame, column: str, seed: int, n_resamples: int) -> d
 
 def order_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAMPLES) -> dict[str, Any]:
     ok = frame[frame["status"] == "ok"]
-    out: dict[str, Any] = {"overall": _with_ci(ok, "flipped", seed, n_resamples), "per_judge": {}}
+    out: dict[str, Any] = {"overall": rate_with_ci(ok, "flipped", seed, n_resamples), "per_judge": {}}
     for judge, g in ok.groupby("judge_model", sort=True):
-        out["per_judge"][str(judge)] = _with_ci(g, "flipped", seed, n_resamples)
+        out["per_judge"][str(judge)] = rate_with_ci(g, "flipped", seed, n_resamples)
     out["not_ok"] = int((frame["status"] != "ok").sum())
     return out
 
@@ -48,10 +48,13 @@ def padding_probe(frame: pd.DataFrame, seed: int = 0, n_resamples: int = N_RESAM
     out: dict[str, Any] = {"kinds": kinds}
     for kind, g in ok.groupby("kind", sort=True):
         kinds[str(kind)] = {
-            "shift": _with_ci(g, "shift", seed, n_resamples),
-            "flip_rate": _with_ci(g, "flipped", seed, n_resamples),
+            "shift": rate_with_ci(g, "shift", seed, n_resamples),
+            "flip_rate": rate_with_ci(g, "flipped", seed, n_resamples),
             "per_judge": {
-                str(j): {"shift": _with_ci(h, "shift", seed, n_resamples), "flip_rate": _with_ci(h, "flipped", seed, n_resamples)}
+                str(j): {
+                    "shift": rate_with_ci(h, "shift", seed, n_resamples),
+                    "flip_rate": rate_with_ci(h, "flipped", seed, n_resamples),
+                }
                 for j, h in g.groupby("judge_model", sort=True)
             },
         }

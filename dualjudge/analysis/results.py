@@ -465,9 +465,35 @@ class PaddingProbe(_Result):
     not_ok: int
 
 
+class RecognitionJudge(_Result):
+    pairs: int  # own-versus-other pairs with a verdict in both orders
+    others: list[str]  # the other families' models its own answers were set against
+    accuracy: Rate  # position-corrected recognition: the mean over pairs of (own named when first + when second) / 2
+    first_position: Rate  # the share of verdicts naming the answer shown first
+    one_position: bool  # it named the same position in every pair: its 0.5 is no recognition at all
+    single: Rate | None = None  # "did you write this?": balanced accuracy over its own and the other answer
+
+
+class RecognitionCorrelation(_Result):
+    outcome: str  # the self-preference outcome correlated with (the headline's)
+    judges: list[str]
+    spearman: float | None
+    pearson: float | None
+    reason: str | None
+
+
+class RecognitionProbe(_Result):
+    definition: str
+    per_judge: dict[str, RecognitionJudge]
+    not_ok: int
+    failed_by_judge: dict[str, int] = {}
+    correlation: RecognitionCorrelation | None = None
+
+
 class Probes(_Result):
     order: OrderProbe | None = None
     padding: PaddingProbe | None = None
+    recognition: RecognitionProbe | None = None
 
 
 class Accuracy(_Result):

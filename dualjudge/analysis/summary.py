@@ -28,6 +28,7 @@ from dualjudge.analysis.identification import identification
 from dualjudge.analysis.missingness import missingness
 from dualjudge.analysis.planted import planted_near, task_near
 from dualjudge.analysis.probes import probe_frames, probes_of
+from dualjudge.analysis.recognition import correlation, recognition, recognition_frame
 from dualjudge.analysis.results import Clarification, DesignComparison, Requests, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
@@ -67,6 +68,11 @@ def summarize(
     }
     tell(f"self-preference ({n_resamples} resamples)")  # first: the leaderboard takes the judges' fits from it
     parts["self_preference"] = self_preference(frame, lineage, seed, n_resamples)
+    probes = extra.get("probes") or {}
+    if probes.get("recognition"):  # across judges: does recognising its own answers go with preferring them?
+        outcome = next((o for o in ("overall", "equivalent") if parts["self_preference"].get(o, {}).get("judges")), "overall")
+        index = {e["judge"]: e["estimate"] for e in parts["self_preference"].get(outcome, {}).get("judges", [])}
+        probes["recognition"]["correlation"] = correlation(probes["recognition"], index, outcome)
     tell(f"calibrated leaderboard ({n_resamples} resamples)")
     parts["systems"] = leaderboard.systems(frame, lineage, seed, n_resamples, scale_max=scale.maximum, aliases=aliases)
     parts["paired_tests"] = dual_judge.paired_tests(frame)
@@ -159,6 +165,7 @@ def _summarize_table(
 ) -> tuple[pd.DataFrame, Summary]:
     t0 = time.perf_counter()
     order, padding = probe_frames(table)
+    recognised = recognition_frame(table)
     human = human_check_near(table, frame)
     variants = variant_order(frame["judge_variant"])
     summaries = {}
@@ -168,6 +175,9 @@ def _summarize_table(
         if len(variants) > 1:
             rows = rows.copy()
             rows.attrs = frame.attrs
+        probes = probes_of(order, padding, variant, seed, n_resamples)
+        if recognised is not None and variant == variants[0]:  # asked once per judge, whatever its variants
+            probes["recognition"] = recognition(recognised, seed, n_resamples)
         summaries[variant] = summarize(
             rows,
             lineage,
@@ -176,7 +186,7 @@ def _summarize_table(
             scale,
             named,
             aliases,
-            probes=probes_of(order, padding, variant, seed, n_resamples) or None,
+            probes=probes or None,
             table=str(table),
             stability=stability_near(table, scale, variant),
             human=_human_of(human, variant, variants[0]),

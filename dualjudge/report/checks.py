@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dualjudge.analysis.results import Alpha, Summary
+from dualjudge.analysis.results import Alpha, RecognitionProbe, Summary
 from dualjudge.analysis.words import words
 from dualjudge.report.tables import ci, num, rate, table
 
@@ -198,4 +198,54 @@ def _probes(summary: Summary) -> list[str]:
             f"(95% CI {ci(p.shift.ci)}); flip rate {num(p.flip_rate.estimate)} "
             f"(95% CI {ci(p.flip_rate.ci)}), n = {p.shift.n}."
         )
+    if probes.recognition:
+        parts += ["", *recognition_section(probes.recognition)]
     return parts + [""]
+
+
+def recognition_section(r: RecognitionProbe) -> list[str]:
+    """The self-recognition probe: per judge the share of pairs in which it names its own answer, position-corrected,
+    and across judges its correlation with self-preference."""
+    parts = [f"Self-recognition (Panickssery et al. 2024): {r.definition}.", ""]
+    rows = []
+    for judge, e in r.per_judge.items():
+        acc = e.accuracy
+        note = "named one position every time: no recognition" if e.one_position else ""
+        if not e.one_position and acc.ci and acc.ci[0] > 0.5:
+            note = "above chance"
+        rows.append(
+            [
+                judge,
+                str(e.pairs),
+                f"{rate(acc.estimate)} {ci(acc.ci)}",
+                f"{rate(e.first_position.estimate)}",
+                "-" if e.single is None else f"{rate(e.single.estimate)} {ci(e.single.ci)}",
+                note,
+            ]
+        )
+    parts += [
+        table(
+            [
+                "judge",
+                "pairs",
+                "recognises its own answer [95% CI]",
+                "names the answer shown first",
+                "single: did you write this?",
+                "",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    if r.not_ok:
+        parts.append(f"{r.not_ok} pairs gave no verdict in both orders and are left out.")
+    c = r.correlation
+    if c is not None:
+        if c.spearman is None:
+            parts.append(f"Recognition and self-preference ({c.outcome}) across judges: not given ({c.reason}).")
+        else:
+            parts.append(
+                f"Recognition and self-preference ({c.outcome}) across {len(c.judges)} judges: Spearman rho "
+                f"{num(c.spearman)}, Pearson r {num(c.pearson)} (a description of these judges, not a test)."
+            )
+    return parts

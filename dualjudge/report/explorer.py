@@ -35,7 +35,7 @@ from dualjudge.report.escape import script_json
 from dualjudge.report.findings import estimated_outcome
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
-from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, RecognitionProbeRow, VerdictRow
 from dualjudge.storage.store import Store
 from dualjudge.tasks.signs import uk_signs
 from dualjudge.variants.manifest import variants_by_id
@@ -100,7 +100,7 @@ class AnswerView(TypedDict):
     scene: str | None
     image: str | None
     verdicts: list[VerdictView]
-    probes: list[dict[str, Any]]  # order and padding probes that involve the answer
+    probes: list[dict[str, Any]]  # order, padding and recognition probes that involve the answer
 
 
 class ExplorerData(TypedDict):
@@ -375,6 +375,25 @@ def _probes(store: Store) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
                     "winner_ba": o.winner_ba,
                     "flipped": o.flipped,
                     "status": o.status,
+                }
+            )
+    for r in store.read(RecognitionProbeRow):  # on both answers of the pair; asked once per judge, in no variant
+        for role, key, other in (
+            ("own", (r.variant_id, r.repeat, r.judge_model, r.own_strategy), f"{r.other_model} / {r.other_strategy}"),
+            ("other", (r.variant_id, r.repeat, r.other_model, r.other_strategy), f"{r.judge_model} / {r.own_strategy}"),
+        ):
+            out.setdefault(key, []).append(
+                {
+                    "probe": "recognition",
+                    "judge": r.judge_model,
+                    "jv": None,
+                    "role": role,
+                    "other": other,
+                    "own_first": r.own_first,
+                    "own_second": r.own_second,
+                    "claims_own": r.claims_own,
+                    "claims_other": r.claims_other,
+                    "status": r.status,
                 }
             )
     for p in store.read(PaddingProbeRow):

@@ -58,6 +58,20 @@ class OrderTask:
         return (a.variant_id, a.repeat, self.judge_model, self.variant, a.system_model, a.strategy, b.system_model, b.strategy)
 
 
+@dataclass(frozen=True)
+class RecognitionTask:
+    """The judge model's own answer and another family's answer to one variant and repeat (the self-recognition probe)."""
+
+    own: Answer
+    other: Answer
+    judge_model: str
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        a, b = self.own.key, self.other.key
+        return (a.variant_id, a.repeat, self.judge_model, a.strategy, b.system_model, b.strategy)
+
+
 def answer_tasks(config: RunConfig, items: list[Item], model: str) -> list[AnswerTask]:
     """Built in (strategy, variant, repeat) order."""
     return [
@@ -95,6 +109,33 @@ def order_pairs(planned: list[AnswerKey], n: int, seed: int) -> list[tuple[Answe
             for j in range(i + 1, len(group)):
                 a, b = group[i], group[j]
                 rank = seeded_rank(seed, "order", a.variant_id, a.repeat, a.system_model, a.strategy, b.system_model, b.strategy)
+                candidates.append((rank, a, b))
+    candidates.sort(key=lambda c: c[0])
+    return [(a, b) for _, a, b in candidates[:n]]
+
+
+def recognition_pairs(
+    planned: list[AnswerKey], judge: str, family: dict[str, str], n: int, seed: int
+) -> list[tuple[AnswerKey, AnswerKey]]:
+    """n pairs of the judge model's own planned answer and another family's to the same variant and repeat (the same
+    strategy where the other model has it, so both answered the same prompt), in a seeded order drawn from the
+    design alone, as order_pairs is: a rerun draws the same pairs. Empty where the judge model is no system model."""
+    own: dict[tuple[str, int], list[AnswerKey]] = {}
+    others: dict[tuple[str, int], list[AnswerKey]] = {}
+    mine = family.get(judge)
+    for k in set(planned):
+        if k.system_model == judge:
+            own.setdefault((k.variant_id, k.repeat), []).append(k)
+        elif mine is not None and family.get(k.system_model) not in (None, mine):
+            others.setdefault((k.variant_id, k.repeat), []).append(k)
+    candidates = []
+    for at, mine_here in own.items():
+        prompts = {(o.system_model, o.strategy) for o in others.get(at, [])}
+        for a in mine_here:
+            for b in others.get(at, []):
+                if b.strategy != a.strategy and (b.system_model, a.strategy) in prompts:
+                    continue  # that model answered the same prompt too: that answer is the pair
+                rank = seeded_rank(seed, "recognition", judge, a.variant_id, a.repeat, a.strategy, b.system_model, b.strategy)
                 candidates.append((rank, a, b))
     candidates.sort(key=lambda c: c[0])
     return [(a, b) for _, a, b in candidates[:n]]

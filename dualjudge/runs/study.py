@@ -3,7 +3,8 @@ count for the plan, its token bound).
 
     systems job of a model:  answers (every variant x repeat x strategy), padding (its losing answers restated)
     judges job of a model:   verdicts (every answer, each judge kind; run on the answers so far while other
-                             systems jobs still run), order probe, padding judged, stability passes
+                             systems jobs still run), order probe, recognition probe, padding judged,
+                             stability passes
 
 The runner executes the stages of each job in this order (runner.py); the schedule's job lengths and
 the placement simulation add up their tokens (`job_tokens`); the planner (`dualjudge plan`, estimate.py)
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 from dualjudge.config import RunConfig
 from dualjudge.runs.stage import JobKind, Stage
-from dualjudge.runs.stages import answers, order_probe, padding, padding_judged, stability_passes, verdicts
+from dualjudge.runs.stages import answers, order_probe, padding, padding_judged, recognition_probe, stability_passes, verdicts
 
 STUDY: tuple[Stage, ...] = (
     answers.STAGE,
     padding.STAGE,
     verdicts.STAGE,
     order_probe.STAGE,
+    recognition_probe.STAGE,
     padding_judged.STAGE,
     stability_passes.STAGE,
 )

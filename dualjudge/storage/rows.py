@@ -150,6 +150,26 @@ class OrderProbeRow(Row):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RecognitionProbeRow(Row):
+    """The self-recognition probe: the judge model's own answer to a variant and repeat against another family's,
+    asked in both orders (and each alone, when the single form is on). 1 = it named (claimed) the answer, 0 = not."""
+
+    TABLE: ClassVar[str] = "recognition_probe"
+    KEY: ClassVar[tuple[str, ...]] = ("variant_id", "repeat", "judge_model", "own_strategy", "other_model", "other_strategy")
+
+    variant_id: str
+    repeat: int
+    judge_model: str
+    own_strategy: str
+    other_model: str
+    other_strategy: str
+    own_first: int | None  # its own answer shown first (as A): it named A
+    own_second: int | None  # its own answer shown second (as B): it named B
+    claims_own: int | None = None  # shown alone, it said it wrote its own answer
+    claims_other: int | None = None  # shown alone, it said it wrote the other answer
+
+
+@dataclass(frozen=True, kw_only=True)
 class PaddingTextRow(_OfAnswer):
     TABLE: ClassVar[str] = "padding_texts"
 
@@ -178,7 +198,15 @@ class JudgePassRow(_OfJudgedAnswer):
     value: float | None = None  # the kind's decision as a number (overall; equivalent as 1/0)
 
 
-ROW_TYPES: tuple[type[Row], ...] = (AnswerRow, VerdictRow, OrderProbeRow, PaddingTextRow, PaddingProbeRow, JudgePassRow)
+ROW_TYPES: tuple[type[Row], ...] = (
+    AnswerRow,
+    VerdictRow,
+    OrderProbeRow,
+    PaddingTextRow,
+    PaddingProbeRow,
+    JudgePassRow,
+    RecognitionProbeRow,
+)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dualjudge.inference.cards import ModelCard, all_cards
 from dualjudge.protocol.kinds import declared, judge_kind
 from dualjudge.protocol.variants import HOLISTIC
 from dualjudge.rundir import RunDir
-from dualjudge.storage.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, VerdictRow
+from dualjudge.storage.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, RecognitionProbeRow, VerdictRow
 from dualjudge.storage.store import Store
 from dualjudge.tasks.task import Task
 from dualjudge.variants.manifest import Variant
@@ -145,12 +145,13 @@ def write_table(frame: pd.DataFrame, out: Path) -> tuple[Path, Path]:
 
 
 def write_probe_tables(store: Store, variants: dict[str, Variant], out: Path, cluster: str = "sign_code") -> None:
-    """probes_order.csv, probes_padding.csv and judge_passes.csv, with each variant's bootstrap cluster under
-    `cluster` (a task folder's: `group`, as its verdict table names it)."""
+    """probes_order.csv, probes_padding.csv, judge_passes.csv and probes_recognition.csv, with each variant's
+    bootstrap cluster under `cluster` (a task folder's: `group`, as its verdict table names it)."""
     for table, name in (
         (OrderProbeRow.TABLE, RunDir.ORDER_PROBES),
         (PaddingProbeRow.TABLE, RunDir.PADDING_PROBES),
         (JudgePassRow.TABLE, RunDir.JUDGE_PASSES),
+        (RecognitionProbeRow.TABLE, RunDir.RECOGNITION_PROBES),
     ):
         frame = pd.DataFrame([dict(r) for r in store.rows(table)])
         if frame.empty:

@@ -91,6 +91,8 @@ STAGE_SQL = {  # the requests a finished run made, per stage, read from its stor
     "order probe": "SELECT judge_model, 2 * COUNT(*) FROM order_probe GROUP BY judge_model",
     "padding judged": "SELECT judge_model, COUNT(*) FROM padding_probe GROUP BY judge_model",
     "stability passes": "SELECT judge_model, COUNT(*) FROM judge_passes GROUP BY judge_model",
+    # both orders of a pair, and each answer alone where the single form asked it
+    "recognition probe": "SELECT judge_model, 2 * COUNT(*) + 2 * COUNT(claims_own) FROM recognition_probe GROUP BY judge_model",
 }
 
 
