@@ -103,9 +103,9 @@ def test_a_judge_that_never_answered_is_named_and_left_out_and_a_family_answer_s
     assert "left out of the decomposition: claude." in md
 
 
-def test_own_labels_are_the_judges_majority_and_an_even_split_is_left_out():
+def test_own_labels_are_the_judges_majority_and_on_an_even_split_each_tied_label():
     rows = []
-    answers = {"a": ["x", "x", "y"], "b": ["x", "y"]}  # item a: x wins 2-1; item b: an even split
+    answers = {"a": ["x", "x", "y"], "b": ["y", "z"], "c": ["z"]}  # a: x wins 2-1; b: an even split; c: wrong
     for item, labels in answers.items():
         for r, label in enumerate(labels):
             rows.append(
@@ -114,7 +114,9 @@ def test_own_labels_are_the_judges_majority_and_an_even_split_is_left_out():
             )
     frame = validate(pd.DataFrame(rows))
     beliefs = judge_beliefs(frame, ["j"], {"j": "j"}, "family")
-    assert beliefs.label["j"] == {"table\x1fa": "x"} and beliefs.split["j"] == 1 and beliefs.wrong["j"] == {"table\x1fa": False}
+    a, b, c = (f"table\x1f{i}" for i in "abc")
+    assert beliefs.label["j"] == {a: frozenset("x"), b: frozenset("yz"), c: frozenset("z")} and beliefs.split["j"] == 1
+    assert beliefs.wrong["j"] == {a: False, b: True, c: True}  # gold x: b's tied labels are both wrong
 
 
 def test_own_family_answers_that_always_share_the_judges_label_cannot_be_told_apart():

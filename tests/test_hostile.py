@@ -26,7 +26,7 @@ from dualjudge.storage.rows import OrderProbeRow, PaddingTextRow
 from dualjudge.storage.store import Store
 from dualjudge.studies.job import run_job, stored_config
 from tests.helpers.engines import ScriptedEngines
-from tests.helpers.hosted import HOSTED_RUN, KEY, hosted_card
+from tests.helpers.hosted import HOSTED_RUN, KEY, hosted_card, hosted_config
 from tests.helpers.provider import MARKUP, Provider
 from tests.helpers.refusals import refused, snapshot
 from tests.helpers.runs import CONFIG, respond
@@ -183,27 +183,7 @@ def test_the_explorer_shows_every_answer_whatever_the_answers_contain(tmp_path):
 
 # -- 5 to 8. a provider that misbehaves ----------------------------------------------------------------------
 def _hosted_config(api: Provider, tmp_path: Path, **engine: object) -> RunConfig:
-    cards = tmp_path / "cards"
-    cards.mkdir(exist_ok=True)
-    (cards / "gpt-4o.toml").write_text(hosted_card(api.url))
-    return RunConfig(
-        **{
-            "run": {"name": "hostile", "seed": 1},
-            "testbed": {
-                "signs": ["616", "602"],
-                "visibilities": [1.0, 0.5],
-                "modes": ["bottom_up"],
-                "repeats": 1,
-                "modality": "text",
-                "size": 64,
-            },
-            "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
-            "judges": {"models": ["gpt-4o"], "max_tokens": 160},
-            "probes": {"order": False, "padding": False},
-            "engine": {"retries": 3, "concurrency": 2, **engine},
-            "models": {"dir": str(cards)},
-        }
-    )
+    return hosted_config(api.url, tmp_path, **engine)
 
 
 def _request() -> GenerationRequest:
@@ -439,7 +419,8 @@ def test_clarify_without_the_key_the_run_used_is_one_line_and_without_a_key_need
     keyed = _config(
         tmp_path,
         CONFIG.replace(
-            'backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real"\nendpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }'
+            'backend = "vllm"',
+            'backend = "vllm"\napi_key = "sk-real-key-42"\nendpoints = { "gemma-3-270m" = ["http://127.0.0.1:9/v1"] }',
         ),
     )
     open_ = _config(
@@ -450,7 +431,7 @@ def test_clarify_without_the_key_the_run_used_is_one_line_and_without_a_key_need
         store = Store(tmp_path / f"{needs}.sqlite")
         try:
             store.set_meta("config", cfg.model_dump_json())
-            assert "sk-real" not in (store.get_meta("config") or "")
+            assert "sk-real-key-42" not in (store.get_meta("config") or "")
             assert stored_config(store, tmp_path).engine.api_key.get_secret_value() == "EMPTY"  # export needs none
             if needs:
                 with pytest.raises(DualjudgeError, match="set DUALJUDGE_API_KEY to it"):
@@ -463,11 +444,11 @@ def test_clarify_without_the_key_the_run_used_is_one_line_and_without_a_key_need
 
 # -- 9. the attached endpoints' key is never the masked text --------------------------------------------------
 def test_a_stored_configuration_takes_the_endpoint_key_from_the_environment(tmp_path, monkeypatch):
-    cfg = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real"'))
+    cfg = _config(tmp_path, CONFIG.replace('backend = "vllm"', 'backend = "vllm"\napi_key = "sk-real-key-42"'))
     store = Store(tmp_path / "results.sqlite")
     try:
         store.set_meta("config", cfg.model_dump_json())
-        assert "sk-real" not in (store.get_meta("config") or "")
+        assert "sk-real-key-42" not in (store.get_meta("config") or "")
         monkeypatch.delenv("DUALJUDGE_API_KEY", raising=False)
         assert stored_config(store, tmp_path).engine.api_key.get_secret_value() == "EMPTY"
         monkeypatch.setenv("DUALJUDGE_API_KEY", "sk-from-env")

@@ -8,8 +8,9 @@ the calibrated index (calibration.py) with no favour for the family at all ("Are
 Narcissists?", arXiv 2601.22548). Here:
 
 - **the judge's own answer**: per judge and item, the label most of the judge model's own answers on the item end
-  in (its family's answers, by the lineage, where the model never answered as a system); an item whose answers
-  split evenly between labels gives the judge no one belief there, and its verdicts on that item are left out;
+  in (its family's answers, by the lineage, where the model never answered as a system); where its answers split
+  evenly between labels, each of the tied labels is its own (an answer sharing any of them agrees with it, and its
+  own answer is wrong only if none of them is the gold label);
 - **belief control**: the calibration refitted with, per judge, terms for an answer that shares the judge's own
   label beside its own-family terms: the own-family shift with agreement held fixed;
 - **harmful and legitimate parts** (Chen et al. 2025, arXiv 2504.03846), where the gold label is known: the
@@ -46,10 +47,10 @@ COLLINEAR = 1e-9  # a term whose residual on the kept ones has less than this sh
 class Beliefs:
     """Per judge, its own label on each item (what it answered as a system) and whether that label is wrong."""
 
-    label: dict[str, dict[str, str]]  # judge -> item key -> label
-    wrong: dict[str, dict[str, bool]]  # judge -> item key -> its label misses the gold one (items with a gold label)
+    label: dict[str, dict[str, frozenset[str]]]  # judge -> item key -> its label (the tied ones, on an even split)
+    wrong: dict[str, dict[str, bool]]  # judge -> item key -> none of its labels is the gold one (items with a gold label)
     source: dict[str, str]  # judge -> "model" (its own answers) or "family" (its family's, the model never answered)
-    split: dict[str, int]  # judge -> items whose answers split evenly between labels (left out)
+    split: dict[str, int]  # judge -> items whose answers split evenly between labels (each tied label is its own)
     never: list[str]  # judges that never answered as a system, nor did their family
     gold: bool  # the table has gold labels: the harmful and legitimate parts can be told apart
 
@@ -80,7 +81,7 @@ def judge_beliefs(frame: pd.DataFrame, judges: list[str], judge_family: dict[str
     answers = answers[answers["predicted_category"].notna()]
     answers = answers.assign(_item=item_keys(answers), _label=answers["predicted_category"].astype(str))
     gold_of = answers.dropna(subset=["category"]).drop_duplicates("_item").set_index("_item")["category"].astype(str)
-    label: dict[str, dict[str, str]] = {}
+    label: dict[str, dict[str, frozenset[str]]] = {}
     wrong: dict[str, dict[str, bool]] = {}
     source: dict[str, str] = {}
     split: dict[str, int] = {}
@@ -97,13 +98,10 @@ def judge_beliefs(frame: pd.DataFrame, judges: list[str], judge_family: dict[str
         counts = own.groupby(["_item", "_label"], sort=True).size().rename("n").reset_index()
         top = counts.groupby("_item")["n"].transform("max")
         modal = counts[counts["n"] == top]
-        ties = modal["_item"].duplicated(keep=False)
-        split[judge] = int(modal.loc[ties, "_item"].nunique())
-        held = modal[~ties]
-        label[judge] = dict(zip(held["_item"], held["_label"]))
-        gold = gold_of.reindex(held["_item"])
-        known = gold.notna().to_numpy()
-        wrong[judge] = dict(zip(held["_item"][known], (held["_label"].to_numpy()[known] != gold.to_numpy()[known])))
+        split[judge] = int(modal.loc[modal["_item"].duplicated(keep=False), "_item"].nunique())
+        mine = {item: frozenset(g["_label"]) for item, g in modal.groupby("_item", sort=True)}
+        label[judge] = mine
+        wrong[judge] = {item: gold_of[item] not in labels for item, labels in mine.items() if item in gold_of.index}
     return Beliefs(label, wrong, source, split, never, bool(len(gold_of)))
 
 
@@ -121,8 +119,8 @@ class BeliefDesign:
 def belief_design(grid: Grid, frame: pd.DataFrame, beliefs: Beliefs) -> BeliefDesign:
     """Terms per judge and answer: own family x (its own answer wrong, right) and sharing its own label x (wrong,
     right), or own family and sharing its label where no gold label is known. A judge's verdicts on items where it
-    has no own label (it did not answer them, or its answers split) are left out; answers fewer than two judges
-    then rate are dropped, as the index's grid drops them."""
+    has no own label (it did not answer them with a label) are left out; answers fewer than two judges then rate
+    are dropped, as the index's grid drops them."""
     d = grid.design
     answers = frame.drop_duplicates(ANSWER_KEY)
     from dualjudge.analysis.self_preference import answer_keys
@@ -138,10 +136,9 @@ def belief_design(grid: Grid, frame: pd.DataFrame, beliefs: Beliefs) -> BeliefDe
     item_codes, unique_items = pd.factorize(pd.Series(items))
     for j, judge in enumerate(grid.judges):
         mine = beliefs.label.get(judge, {})
-        belief = np.array([mine.get(i) for i in unique_items], dtype=object)[item_codes]
-        has[j] = belief != None  # noqa: E711  (an object array's element-wise test)
-        agree[j] = has[j] & (labels == belief) & (labels != None)  # noqa: E711
         bad = beliefs.wrong.get(judge, {})
+        has[j] = np.array([i in mine for i in unique_items], dtype=bool)[item_codes]
+        agree[j] = np.array([lab is not None and lab in mine.get(i, ()) for i, lab in zip(items, labels)], dtype=bool)
         wrong[j] = np.array([bool(bad.get(i, False)) for i in unique_items], dtype=bool)[item_codes]
     present = d.present & has
     keep = present.sum(axis=0) >= 2

@@ -136,7 +136,7 @@ class JudgeBelief(_Result):
     source: str | None  # where the judge's own answers came from: "model" (its own), "family" (its family's)
     items: int  # items with the judge's own label
     items_wrong: int | None  # ... of which its label misses the gold one (None: no gold labels)
-    items_split: int  # items whose own answers split evenly between labels (left out)
+    items_split: int  # items whose own answers split evenly between labels (each tied label counts as its own)
     verdicts: dict[str, int]  # the judge's verdicts carrying each term of the belief model
     controlled: TestedEstimate | None  # the own-family effect with agreement with the judge's own answer held fixed
     explained: Estimate | None  # the index minus the controlled estimate (same resamples): what agreement explains

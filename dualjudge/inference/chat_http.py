@@ -108,6 +108,21 @@ async def _bounded(content: aiohttp.StreamReader) -> bytes:
     return b"".join(parts)
 
 
+def scrub_strings(value: Any, key: str) -> Any:
+    """`value` (decoded JSON) with the key shown as *** in every string in it, keys of objects included: a provider
+    that echoes the key with JSON escapes (a \\u0073 for its first letter, \\/ for a slash) hides it from a look
+    at the bytes, never from this."""
+    if key in ("", "EMPTY"):
+        return value
+    if isinstance(value, str):
+        return scrub(value, key)
+    if isinstance(value, list):
+        return [scrub_strings(v, key) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k, key) if isinstance(k, str) else k: scrub_strings(v, key) for k, v in value.items()}
+    return value
+
+
 class ChatClient:
     """POST /chat/completions to one endpoint. The session opens on first use (inside the event loop)."""
 
@@ -152,7 +167,8 @@ class ChatClient:
             raise MalformedReply(f"the reply is not a chat completion (not JSON within bounds: {shown})") from None
         if not isinstance(payload, dict):
             raise MalformedReply(f"the reply is not a chat completion ({type(payload).__name__})")
-        return payload
+        scrubbed: dict[str, Any] = scrub_strings(payload, self._key)  # a key JSON-escaped in the bytes (\u0073k-...)
+        return scrubbed
 
     def _scrubbed(self, raw: bytes) -> bytes:
         """The reply's bytes with the API key shown as *** wherever it is, whatever its length or offset."""

@@ -35,6 +35,7 @@ from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, Endpoi
 from dualjudge.inference.server_process import ServerProcess
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
+from dualjudge.inference.urls import short_key_problem
 from dualjudge.inference.watch import WatchSettings, watch_server
 from dualjudge.inference.weights import locate, require
 
@@ -364,6 +365,9 @@ def hosted_key(card: ModelCard) -> str:
             f"{w.api_key_env} holds characters an API key cannot have (non-ASCII or spaces: a "
             f"copy-paste error?); set it to the key alone"
         )
+    problem = short_key_problem(key, w.api_key_env)
+    if problem:
+        raise DualjudgeError(problem)
     return key
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, SecretStr, field_serializer, field_validator, model_validator
 
 from dualjudge.inference.dialects import DialectName, ServerBackend
-from dualjudge.inference.urls import redacted, url_problem
+from dualjudge.inference.urls import redacted, short_key_problem, url_problem
 from dualjudge.schema import Bool, Distinct, Float, Int, Str, result_fields, setting
 
 # "vllm" and "sglang" start a model server per model (vllm_server.py, sglang_server.py); "transformers"
@@ -122,6 +122,14 @@ class EngineSettings(BaseModel):
         if stray:
             raise ValueError(f"endpoint_dialects names {', '.join(stray)}, which has no endpoints (engine.endpoints)")
         return self
+
+    @field_validator("api_key")
+    @classmethod
+    def _key_long_enough(cls, key: SecretStr) -> SecretStr:
+        problem = short_key_problem(key.get_secret_value(), "engine.api_key")
+        if problem:
+            raise ValueError(problem)
+        return key
 
     def dialect(self, model: str) -> DialectName:
         """How the attached endpoints of `model` take constraints."""

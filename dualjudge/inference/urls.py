@@ -51,6 +51,19 @@ def redacted(url: str) -> str:
     return shown + (f"?{SECRET_SHOWN}" if question else "") + (f"#{SECRET_SHOWN}" if hash_ else "")
 
 
+MIN_KEY_CHARS = 8  # a key shorter than this could be any word of a reply: it cannot be scrubbed safely, so it is refused
+
+
+def short_key_problem(key: str, where: str) -> str | None:
+    """Why `key` cannot be used (too short to tell from the text of a reply), or None. "EMPTY" is no key."""
+    if key == "EMPTY" or len(key) >= MIN_KEY_CHARS:
+        return None
+    return (
+        f"{where} holds a key of {len(key)} characters; a key under {MIN_KEY_CHARS} could be any word of a reply, so "
+        f"dualjudge cannot keep it out of the store and the reports: set the provider's full key"
+    )
+
+
 def scrub(text: str, *secrets: str) -> str:
     """`text` with every secret (an API key, and its Bearer header) shown as ***."""
     for secret in secrets:

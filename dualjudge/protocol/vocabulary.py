@@ -23,28 +23,41 @@ def __getattr__(name: str) -> object:  # `SIGN_TYPES`, computed when first asked
     raise AttributeError(name)
 
 
-# A line such as "SIGN_TYPE: no_entry", "**SIGN_TYPE:** no_entry" or "SIGN_TYPE: `no_entry`".
-_EMPH = r"[*_`]*"
+# A line such as "SIGN_TYPE: no_entry", "**SIGN_TYPE:** no_entry" or "SIGN_TYPE: `no_entry`": spaces and markdown
+# emphasis around the name and the value are tolerated, nothing fuzzier. Read line by line with str methods, never a
+# regular expression over the reply: two spans of spaces side by side in a pattern backtrack, and a reply of a few
+# thousand trailing spaces took tens of seconds to parse.
+_SPACES, _EMPH_CHARS = " \t", "*_`"
 LINE_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")  # a final line's name: SIGN_TYPE, VERDICT, ...
 LABEL_ID = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]$")  # a label id: snake_case, two characters or more
+VALUE_S = 0.5  # how long a task's answer pattern may take to match one value (regex's own timeout)
 
 
-@lru_cache(maxsize=16)
-def _line(name: str) -> re.Pattern[str]:
-    return re.compile(
-        rf"^[ \t]*{_EMPH}[ \t]*{re.escape(name)}[ \t]*{_EMPH}[ \t]*:[ \t]*{_EMPH}[ \t]*"
-        rf"([a-z][a-z0-9_]*[a-z0-9])[ \t]*{_EMPH}[ \t]*$",
-        re.MULTILINE,
-    )
+def _trimmed(part: str) -> str:
+    """`part` without the spaces, then the emphasis, then the spaces around it (the same on both ends)."""
+    return part.strip(_SPACES).strip(_EMPH_CHARS).strip(_SPACES)
 
 
-@lru_cache(maxsize=16)
-def _value_line(name: str) -> re.Pattern[str]:
-    """A `NAME: value` line, the value being the rest of the line (emphasis and spaces around it tolerated)."""
-    return re.compile(
-        rf"^[ \t]*{_EMPH}[ \t]*{re.escape(name)}[ \t]*{_EMPH}[ \t]*:[ \t]*{_EMPH}[ \t]*(.*?)[ \t]*{_EMPH}[ \t]*$",
-        re.MULTILINE,
-    )
+def named_values(text: str, name: str) -> list[str]:
+    """The values of the text's `NAME: value` lines, in order, each as its line holds it (trimmed): linear in the
+    text's length whatever it holds."""
+    out = []
+    for line in text.split("\n"):
+        head, colon, rest = line.partition(":")
+        if colon and name in head and _trimmed(head) == name:
+            out.append(_trimmed(rest))
+    return out
+
+
+def matches_whole(pattern: str, value: str) -> bool | None:
+    """Whether `value` matches the task's answer pattern whole, or None where that cannot be told within VALUE_S (a
+    pattern that backtracks without end on this value, such as a nested quantifier: `(a+)+b` on a run of a's)."""
+    import regex
+
+    try:
+        return regex.fullmatch(pattern, value, timeout=VALUE_S) is not None
+    except TimeoutError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -69,15 +82,12 @@ class FinalLine:
         else None."""
         if not text:
             return None
-        if self.answer is not None:
-            value = re.compile(self.answer)
-            for match in reversed(list(_value_line(self.name).finditer(text))):
-                if value.fullmatch(match.group(1)):
-                    return match.group(1)
-            return None
-        for match in reversed(list(_line(self.name).finditer(text))):
-            if match.group(1) in self.ids:
-                return match.group(1)
+        for value in reversed(named_values(text, self.name)):
+            if self.answer is not None:
+                if matches_whole(self.answer, value):  # undecided in time: not read as the answer
+                    return value
+            elif value in self.ids and LABEL_ID.match(value):
+                return value
         return None
 
 

@@ -203,6 +203,11 @@ def _probes(summary: Summary) -> list[str]:
     return parts + [""]
 
 
+def _share(estimate: float | None, interval: list[float] | None) -> str:
+    """A share and its interval, both as percentages."""
+    return f"{rate(estimate)}" + (f" [{rate(interval[0])}, {rate(interval[1])}]" if interval else "")
+
+
 def recognition_section(r: RecognitionProbe) -> list[str]:
     """The self-recognition probe: per judge the share of pairs in which it names its own answer, position-corrected,
     and across judges its correlation with self-preference."""
@@ -217,9 +222,9 @@ def recognition_section(r: RecognitionProbe) -> list[str]:
             [
                 judge,
                 str(e.pairs),
-                f"{rate(acc.estimate)} {ci(acc.ci)}",
+                _share(acc.estimate, acc.ci),
                 f"{rate(e.first_position.estimate)}",
-                "-" if e.single is None else f"{rate(e.single.estimate)} {ci(e.single.ci)}",
+                "-" if e.single is None else _share(e.single.estimate, e.single.ci),
                 note,
             ]
         )

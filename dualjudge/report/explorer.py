@@ -280,15 +280,16 @@ def _testbed(out: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def _own_labels(table: pd.DataFrame, judges: list[str], judge_family: dict[str, str]) -> dict[str, dict[str, str]]:
-    """Each judge's own label per item (run and item), as the self-preference decomposition reads it."""
+def _own_labels(table: pd.DataFrame, judges: list[str], judge_family: dict[str, str]) -> dict[str, dict[str, frozenset[str]]]:
+    """Each judge's own label per item (run and item; the tied ones on an even split), as the self-preference
+    decomposition reads it."""
     if no_control(table) is not None:
         return {}
     return judge_beliefs(table, judges, judge_family, "family").label
 
 
-def _agrees(own: str | None, label: Any) -> bool | None:
-    return None if own is None or label is None else str(label) == own
+def _agrees(own: frozenset[str] | None, label: Any) -> bool | None:
+    return None if own is None or label is None else str(label) in own
 
 
 def _self_preference_words(out: Path) -> dict[str, str]:

@@ -95,13 +95,15 @@ def _belief(e: OutcomeSelfPreference, outcome: Outcome) -> list[str]:
     parts = ["#### Self-preference or agreement with the judge's own answer?", ""]
     if e.belief_reason:
         return parts + [f"The control cannot be made: {e.belief_reason}.", ""]
+    if not any(j.estimate is not None and j.belief is not None for j in e.judges):
+        return parts + ["Not given: the index is estimated for no judge here (above), so there is nothing to decompose.", ""]
     parts += [
         "Every judge model also answered the items as a system. A judge that believes an item's answer is X scores "
         "every answer that says X higher, and its own family's answers say what it believes more often than the "
         "others: that raises the index without any favour for the family. The belief-controlled estimate refits the "
         "calibration with a term, per judge, for an answer that shares the judge's own label on the item (the label "
-        "most of its own answers there end in), so the own-family effect is measured among answers that agree with "
-        "the judge and among those that do not. "
+        "most of its own answers there end in, each of them on a tie), so the own-family effect is measured among "
+        "answers that agree with the judge and among those that do not. "
         + (
             "It is split by whether the judge's own answer on the item is wrong against the gold label (the harmful "
             "part: the favour that lifts wrong answers, the bias that changes conclusions) or right (the legitimate "
@@ -137,7 +139,10 @@ def _belief(e: OutcomeSelfPreference, outcome: Outcome) -> list[str]:
         if line:
             words.append(f"- {line}")
         if b.items_split:
-            out.append(f"{j.judge}: {b.items_split} items whose own answers split evenly between labels are left out")
+            out.append(
+                f"{j.judge}: on {b.items_split} items its own answers split evenly between labels; each of the tied "
+                f"labels counts as its own there"
+            )
     if rows:
         header = [
             "judge",

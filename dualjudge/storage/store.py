@@ -25,10 +25,12 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import os
 import sqlite3
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -114,8 +116,20 @@ UPGRADE_HINT = "it was made by an earlier dualjudge: rerun `dualjudge run CONFIG
 
 
 def _readonly_uri(path: Path) -> str:
-    """A SQLite URI that opens `path` read-only (nothing can be written through it)."""
-    return f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    """A SQLite URI that opens `path` read-only (nothing can be written through it); in a folder nothing can be
+    written to (an archived run on a read-only mount), also immutable: SQLite then needs no lock or shared-memory
+    file beside it, which it could not create there (a finished run's store has its write-ahead log folded in)."""
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro"
+    return uri + ("&immutable=1" if not writable_folder(path.parent) else "")
+
+
+def writable_folder(folder: Path) -> bool:
+    """Whether files can be made in `folder` (False on a read-only mount, whoever asks)."""
+    return os.access(folder, os.W_OK)
+
+
+def read_only_line(folder: Path, what: str) -> str:
+    return f"{folder}: is read-only (an archived run?), and {what} must write there; copy the run to a writable folder first"
 
 
 def _columns(db: sqlite3.Connection, schema: str, table: str) -> set[str]:
@@ -252,6 +266,8 @@ class Store:
             self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=BUSY_S)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
+            if not writable_folder(path.parent):
+                raise DualjudgeError(read_only_line(path.parent, "this command"))
             self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_S)
         self.cache_db = self.db  # where the response cache lives: the store itself, or a shared cache file
         try:
@@ -270,6 +286,10 @@ class Store:
             raise
         self._pending = 0  # writes in the open transaction
         self._since = 0.0  # when it began (monotonic)
+
+    @cached_property
+    def _has_cache(self) -> bool:
+        return _has_table(self.cache_db, "cache")
 
     @property
     def shares_cache(self) -> bool:
@@ -322,6 +342,8 @@ class Store:
 
     # -- response cache ------------------------------------------------------------------------
     def cache_get(self, key: str) -> GenerationResult | None:
+        if self.readonly and not self._has_cache:  # a run that kept its replies in a shared cache file
+            return None
         row = self.cache_db.execute(
             "SELECT text, finish_reason, prompt_tokens, completion_tokens, latency_s, constraint_kind FROM cache WHERE key = ?",
             (key,),

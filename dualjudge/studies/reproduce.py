@@ -174,8 +174,14 @@ def reproduce(
     shared: Store | None = None
     try:
         config = stored_config(store, run_dir, needs_key=True)
-        if config.engine.cache and Path(config.engine.cache).expanduser().is_file():
-            shared = Store(Path(config.engine.cache).expanduser(), readonly=True)
+        if config.engine.cache:  # the run kept its replies in a shared cache file (engine.cache), not in its store
+            path = Path(config.engine.cache).expanduser()
+            if not path.is_file():
+                raise DualjudgeError(
+                    f"{run_dir}: the run kept its replies in the shared cache {path} (engine.cache), which is not there; "
+                    f"put it back where it was to reproduce the run"
+                )
+            shared = Store(path, readonly=True)
         caches = [store] + ([shared] if shared is not None else [])
         manifest = read_manifest(run_dir)
         with tempfile.TemporaryDirectory(prefix="dualjudge-reproduce-") as tmp:

@@ -15,6 +15,7 @@ import io
 import json
 import math
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ from dualjudge.paths import project_root
 from dualjudge.protocol.kinds import declared
 from dualjudge.protocol.prompts import PromptSet, parse_prompt, prompts_dir
 from dualjudge.protocol.rubric import item_rubric, load_rubric
-from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME
+from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME, VALUE_S, matches_whole
 from dualjudge.tasks.hub import HubSource, is_hub, read_hub
 from dualjudge.tasks.task import Label, MetaValue, Task, TaskItem
 from dualjudge.tomlfile import first_error, read_toml
@@ -321,17 +322,19 @@ def checked_image(data: bytes, where: str) -> None:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data)) as im:
-            width, height = im.size
-            if width * height > MAX_IMAGE_PIXELS:
-                raise DualjudgeError(
-                    f"{where}: image is {width} x {height} pixels; the limit is {MAX_IMAGE_PIXELS:,} "
-                    f"(a picture this large is a decompression bomb or needs scaling down first)"
-                )
-            im.load()  # decoded whole: a truncated or corrupt picture fails here, not in a run
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)  # the refusal below is the one line
+            with Image.open(io.BytesIO(data)) as im:
+                width, height = im.size
+                if width * height > MAX_IMAGE_PIXELS:
+                    raise DualjudgeError(
+                        f"{where}: image is {width} x {height} pixels; the limit is {MAX_IMAGE_PIXELS:,} "
+                        f"(a picture this large is a decompression bomb or needs scaling down first)"
+                    )
+                im.load()  # decoded whole: a truncated or corrupt picture fails here, not in a run
     except DualjudgeError:
         raise
-    except Image.DecompressionBombError:
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise DualjudgeError(f"{where}: image has more than {MAX_IMAGE_PIXELS:,} pixels (a decompression bomb?)") from None
     except UnidentifiedImageError:
         raise DualjudgeError(f"{where}: image is not a picture in a format Pillow reads (PNG, JPEG, WebP, ...)") from None
@@ -429,7 +432,13 @@ def _items(
             raise DualjudgeError(f"{where}: empty reference")
         label = _text(row.get("label"))
         if label is not None and answer is not None:
-            if not re.fullmatch(answer, label):
+            matched = matches_whole(answer, label)
+            if matched is None:
+                raise DualjudgeError(
+                    f"{where}: the answer pattern {answer!r} cannot be checked against label {label!r} within "
+                    f"{VALUE_S:g} s (a nested quantifier such as (a+)+ backtracks without end); write it without one"
+                )
+            if not matched:
                 raise DualjudgeError(f"{where}: label {label!r} does not match the task's answer pattern {answer!r}")
         elif label is not None and label not in label_ids:
             raise DualjudgeError(f"{where}: label {label!r} is not one of the task's labels ({', '.join(sorted(label_ids))})")

@@ -2,7 +2,36 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from dualjudge.config import RunConfig
+
 KEY = "sk-test-never-written-0123456789"
+
+
+def hosted_config(url: str, tmp_path: Path, **engine: object) -> RunConfig:
+    """A small study of one hosted model (card in tmp_path/cards) as system and judge, at `url`."""
+    cards = tmp_path / "cards"
+    cards.mkdir(exist_ok=True)
+    (cards / "gpt-4o.toml").write_text(hosted_card(url))
+    settings: dict[str, Any] = {
+        "run": {"name": "hostile", "seed": 1},
+        "testbed": {
+            "signs": ["616", "602"],
+            "visibilities": [1.0, 0.5],
+            "modes": ["bottom_up"],
+            "repeats": 1,
+            "modality": "text",
+            "size": 64,
+        },
+        "systems": {"models": ["gpt-4o"], "strategies": ["sa"], "sign_type": "parsed", "max_tokens": 64},
+        "judges": {"models": ["gpt-4o"], "max_tokens": 160},
+        "probes": {"order": False, "padding": False},
+        "engine": {"retries": 3, "concurrency": 2, **engine},
+        "models": {"dir": str(cards)},
+    }
+    return RunConfig(**settings)
 
 
 def hosted_card(base_url: str = "http://127.0.0.1:9/v1", **weights: str) -> str:

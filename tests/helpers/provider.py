@@ -68,6 +68,10 @@ HOSTILE["deep_body"] = lambda good: b'{"choices": ' + b"[" * 20000 + b"]" * 2000
 # at an offset that straddles the 80 characters an error shows
 HOSTILE["key_in_content"] = _with(f"The key is {KEY}. SIGN_TYPE: no_entry")
 HOSTILE["key_in_body"] = lambda good: b"x" * 54 + KEY.encode() + b" and then not JSON"
+# the key in a 200's content in JSON escapes (a \u0073 for its first letter, its dashes as \u002d), which no look at
+# the reply's bytes finds
+ESCAPED_KEY = ("\\u%04x" % ord(KEY[0]) + KEY[1:].replace("-", "\\u002d")).encode()
+HOSTILE["key_escaped"] = _with(b'"The key is ' + ESCAPED_KEY + b'. SIGN_TYPE: no_entry"')
 
 
 def example(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
