@@ -123,13 +123,13 @@ def test_preflight_checks_the_key_variable_and_the_regex_a_hosted_api_cannot_enf
     (check,) = check_models({"gpt-4o": ["system"]}, {"gpt-4o": card}, modality="image")
     assert check.status == "warn" and "DJ_HOSTED_KEY is not set" in check.reasons[1]
     assert "not reproducible offline" in check.reasons[0]
-    (check,) = check_models({"gpt-4o": ["system"]}, {"gpt-4o": card}, for_run=True, regex=True)
+    (check,) = check_models({"gpt-4o": ["system"]}, {"gpt-4o": card}, for_run=True, regex="SIGN_TYPE")
     assert check.status == "fail" and any('sign_type = "parsed"' in r for r in check.failed)
     monkeypatch.setenv("DJ_HOSTED_KEY", KEY)
-    (check,) = check_models({"gpt-4o": ["system", "judge"]}, {"gpt-4o": card}, for_run=True, regex=False)
+    (check,) = check_models({"gpt-4o": ["system", "judge"]}, {"gpt-4o": card}, for_run=True, regex=None)
     assert check.failed == []
     vllm_hosted = _card(tmp_path, hosted_card(structured_outputs="vllm"))
-    (check,) = check_models({"gpt-4o": ["system"]}, {"gpt-4o": vllm_hosted}, for_run=True, regex=True)
+    (check,) = check_models({"gpt-4o": ["system"]}, {"gpt-4o": vllm_hosted}, for_run=True, regex="SIGN_TYPE")
     assert check.failed == []  # a hosted vLLM enforces the regex itself
 
 

@@ -751,6 +751,15 @@ class Requests(_Result):
     sessions: int
 
 
+class Cut(_Result):
+    """A system model's answers against its max_tokens (storage/truncation.py)."""
+
+    answers: int
+    cut: int  # answers one of whose calls stopped at max_tokens
+    max_tokens: int
+    suffices: int | None  # the max_tokens that lets 95% of its calls finish (None: not known, over 5% were cut)
+
+
 class Bootstrap(_Result):
     resamples: int
     seed: int
@@ -795,6 +804,7 @@ class Summary(_Result):
     table: str | None = None
     analysis_seconds: float | None = None
     requests: Requests | None = None  # from the run's manifest beside the table: requests sent to models
+    truncation: dict[str, Cut] | None = None  # from the run's manifest: per system model, answers cut at max_tokens
     judge_variant: str = "holistic"  # the judge design this summary is of
     variants: dict[str, Summary] = {}  # the other judge variants' summaries, when the table has several
     designs: DesignComparison | None = None  # the variants side by side, paired differences

@@ -29,7 +29,7 @@ from dualjudge.analysis.missingness import missingness
 from dualjudge.analysis.planted import planted_near, task_near
 from dualjudge.analysis.probes import probe_frames, probes_of
 from dualjudge.analysis.recognition import correlation, recognition, recognition_frame
-from dualjudge.analysis.results import Clarification, DesignComparison, Requests, Summary
+from dualjudge.analysis.results import Clarification, Cut, DesignComparison, Requests, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.self_preference import self_preference
 from dualjudge.analysis.stability import stability_near
@@ -193,7 +193,12 @@ def _summarize_table(
             judge_variant=variant,
         )
     main = summaries[variants[0]].model_copy(
-        update={"requests": _requests_near(table), "simulation": planted_near(table), "task": task_near(table)}
+        update={
+            "requests": _requests_near(table),
+            "truncation": _truncation_near(table),
+            "simulation": planted_near(table),
+            "task": task_near(table),
+        }
     )
     if len(variants) > 1:
         if progress:
@@ -236,6 +241,15 @@ def _design_row(judge: str, variant: str, s: Summary) -> dict[str, Any]:
     if h is not None:
         row.update(human_r_overall=h.overall.pearson, human_kappa_equivalent=h.equivalence.kappa)
     return row
+
+
+def _truncation_near(table: Path) -> dict[str, Cut] | None:
+    """Per system model, its answers cut at max_tokens, from the run's manifest beside the table (None elsewhere)."""
+    try:
+        data = json.loads(RunDir(table.parent).manifest.read_text()).get("truncation")
+        return {str(m): Cut.model_validate(t) for m, t in data.items()} if data else None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _requests_near(table: Path) -> Requests | None:

@@ -176,6 +176,8 @@ def run(
     )
     if failures:
         console.print(f"failures by kind: {failures}")
+    for line in result.report.truncated:
+        console.print(f"truncated: {line}", markup=False, highlight=False)
     for judge, kinds in sorted(result.report.verdict_failures.items()):
         console.print(f"verdicts of {judge} not ok, by kind: {kinds}")
     console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")
@@ -223,6 +225,7 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
 
     from dualjudge.storage.lock import is_running
     from dualjudge.storage.store import WORK_TABLES, load_run_store
+    from dualjudge.storage.truncation import Truncation
 
     store = load_run_store(run_dir)
     try:
@@ -246,6 +249,9 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
         last = manifest.last_session if manifest is not None else None
         if last is not None:
             console.print(f"last session: {last.requests_sent} requests sent, {last.cache_hits} answered from cache")
+        for model, cut in sorted((manifest.truncation or {}).items() if manifest is not None else []):
+            if cut.get("cut"):
+                console.print(f"truncated: {Truncation(**cut).words(model)}", markup=False, highlight=False)
         jobs = _jobs_table(store, is_running(run_dir))
         if jobs is not None:
             console.print(jobs)

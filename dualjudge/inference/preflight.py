@@ -279,14 +279,14 @@ def _server_parser() -> Any:
     return vllm_api.server_arg_parser()
 
 
-def _hosted(check: ModelCheck, w: RemoteWeights, roles: list[str], for_run: bool, regex: bool) -> None:
+def _hosted(check: ModelCheck, w: RemoteWeights, roles: list[str], for_run: bool, regex: str | None) -> None:
     check.reasons.append(
         f"hosted at {w.base_url} ({w.model}, declared version {w.version}): runs that use it are not reproducible offline"
     )
     if w.api_key_env and not os.environ.get(w.api_key_env):
         check.add("fail" if for_run else "warn", f"{w.api_key_env} is not set (the API key)")
     if regex and "system" in roles and not dialect(w.structured_outputs).regex:
-        check.add("fail", 'an OpenAI-style API cannot enforce the SIGN_TYPE regex: set systems.sign_type = "parsed"')
+        check.add("fail", f'an OpenAI-style API cannot enforce the {regex} line\'s regex: set systems.sign_type = "parsed"')
 
 
 def check_models(
@@ -296,15 +296,16 @@ def check_models(
     modality: str = "image",
     attached: frozenset[str] = frozenset(),
     for_run: bool = False,
-    regex: bool = False,
+    regex: str | None = None,
     groups: list[DeviceGroup] | None = None,
     loads: dict[str, Load] | None = None,
 ) -> list[ModelCheck]:
     """`models` maps each model name to its roles in the study ("system", "judge"). Models served at
     attached endpoints skip the weights and memory checks (someone else loaded them). `for_run`: the
-    run is about to start, so weights that are not present fail. `regex`: systems are asked for a
-    regex-constrained SIGN_TYPE line. `groups`: the run's device groups (default: one per visible GPU);
-    `loads`: what the study asks of each model's server at once (the KV-cache warning)."""
+    run is about to start, so weights that are not present fail. `regex`: the name of the final line systems are
+    asked for under a regex constraint (SIGN_TYPE, a task's label), None where none is. `groups`: the run's device
+    groups (default: one per visible GPU); `loads`: what the study asks of each model's server at once (the KV-cache
+    warning)."""
     groups = groups if groups is not None else resolve("auto", max(1, len(models)))
     out = []
     for name, roles in models.items():

@@ -45,11 +45,16 @@ def gold_prompts(gold: Gold) -> PromptSet:
 
 
 def render_gold(prompt: Prompt, gold: Gold, **values: str) -> tuple[str, str]:
-    """A judge prompt filled with the gold (caption, description, and both as one `reference` block)."""
+    """A judge prompt filled with the gold (caption, description, and both as one `reference` block) and, where the
+    task shows it, the item the candidate answered (`item_text`: a block of its own, empty where it is not shown)."""
     reference = (
         f"Reference caption: {gold.caption}\nReference: {gold.description}" if gold.caption else f"Reference: {gold.description}"
     )
-    return gold_prompts(gold).render(prompt, caption=gold.caption, description=gold.description, reference=reference, **values)
+    shown = getattr(gold, "shown_to_judges", None)
+    item_text = f"Item the candidate answered:\n<<<\n{shown}\n>>>\n\n" if shown else ""
+    return gold_prompts(gold).render(
+        prompt, caption=gold.caption, description=gold.description, reference=reference, item_text=item_text, **values
+    )
 
 
 def verdict_type(kind: str, convention: OverallConvention = "mean_of_subscores", rubric: Rubric | None = None) -> type[_Verdict]:

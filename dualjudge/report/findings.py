@@ -16,6 +16,7 @@ from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import belief_sentence, sentence
 from dualjudge.report.systems import main_outcome
 from dualjudge.report.tables import num, rate
+from dualjudge.storage.truncation import Truncation
 from dualjudge.tasks.task import plural
 
 
@@ -174,6 +175,12 @@ def _best_of(board: Leaderboard) -> str | None:
 
 def _warnings(summary: Summary) -> list[str]:
     out = []
+    for model, t in sorted((summary.truncation or {}).items()):
+        if t.cut:
+            out.append(
+                Truncation(t.answers, t.cut, t.max_tokens, t.suffices).words(model)
+                + ": its answers are judged as cut, and a constrained final line may have been forced in early."
+            )
     w = words()
     signs = summary.self_preference.overall.n_signs if summary.self_preference.overall else None
     if signs is not None and signs < MIN_RELIABLE_SIGNS:

@@ -39,6 +39,7 @@ class RunReport:
     jobs: list[JobRecord] = field(default_factory=list)  # this session's jobs (manifest.json["jobs"])
     restarts: list[str] = field(default_factory=list)  # each engine that went down and was started again, and why
     failed_jobs: list[str] = field(default_factory=list)  # each job that stopped (its model could not serve), and why
+    truncated: list[str] = field(default_factory=list)  # per system model whose answers were cut at max_tokens, in words
 
 
 class RunContext:

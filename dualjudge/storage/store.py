@@ -420,6 +420,20 @@ class Store:
             return 0
         return int(self.cache_db.execute("SELECT COUNT(*) FROM cache").fetchone()[0])
 
+    def cache_finish(self, keys: list[str]) -> dict[str, tuple[str, int]]:
+        """The finish reason and completion tokens of the cached replies among `keys`."""
+        if not keys or not _has_table(self.cache_db, "cache"):
+            return {}
+        out: dict[str, tuple[str, int]] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for key, reason, tokens in self.cache_db.execute(
+                f"SELECT key, finish_reason, completion_tokens FROM cache WHERE key IN ({marks})", chunk
+            ):
+                out[key] = (str(reason or ""), int(tokens or 0))
+        return out
+
     def cached_tokens(self, model: str, where: str) -> tuple[float, int]:
         """The completion tokens of a model's cached replies that match `where` (SQL over the cache's columns), and
         how many replies they are."""

@@ -32,6 +32,7 @@ from dualjudge.runs.progress import Progress
 from dualjudge.runs.runner import Runner
 from dualjudge.storage.lock import run_lock
 from dualjudge.storage.store import WORK_TABLES, Store, check_store_files
+from dualjudge.storage.truncation import truncation
 from dualjudge.studies.export import (
     RUN_FILES,
     TASK_NAMES,
@@ -98,7 +99,8 @@ def preflight(config: RunConfig, for_run: bool = True) -> list[ModelCheck]:
         config.testbed.modality,
         frozenset(config.engine.endpoints),
         for_run=for_run,
-        regex=config.systems.sign_type == "constrained",
+        # a constrained final line only where the task has one (a task without labels asks for none)
+        regex=config.task.load().label if config.systems.sign_type == "constrained" else None,
         groups=groups,
         loads=study_loads(config) if any(g.kind == "gpu" for g in groups) else None,  # the KV check is for GPUs only
     )
@@ -288,6 +290,8 @@ def _run_locked(
             failures=report.failures,
             verdict_failures_by_judge=report.verdict_failures,
         )
+        cut = truncation(ctx.store, config.systems.max_tokens)  # answers cut at max_tokens, said by run, status, report
+        report.truncated = [t.words(model) for model, t in cut.items() if t.cut]
         identities = asyncio.run(model_identities(ctx.engines, config))
         write_manifest(
             build_manifest(
@@ -301,6 +305,7 @@ def _run_locked(
                 jobs=recorded_jobs(ctx.store),
                 cache_file=config.engine.cache or str(RunDir(out).store),
                 regeneration=regen.record(),
+                truncation={m: t.as_dict() for m, t in cut.items()},
             ),
             out,
         )

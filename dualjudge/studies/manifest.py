@@ -138,6 +138,8 @@ class Manifest(BaseModel):
     # whether answers regenerate identically: batch invariance as resolved, its line, the inherited environment's
     # answer-changing variables (inference/determinism.py)
     regeneration: dict[str, Any] | None = None
+    # per system model: answers, those cut at max_tokens, max_tokens, and the max_tokens that lets 95% of calls finish
+    truncation: dict[str, dict[str, Any]] | None = None
     clarification: dict[str, Any] | None = None  # the rubric clarification's settings, split, clauses, arms
 
 

@@ -232,6 +232,7 @@ def _applied(catalogue: Catalogue, situations: int, seed: int) -> Task:
                     cluster=sign.code,
                     stratum=sign.group,
                     text=s.text(),
+                    shown_to_judges=s.text(),
                     sign=sign.code,
                     metadata=(("sign", sign.code), ("rule", rule.kind), ("day", s.day), ("time", s.time)),
                     prompts=prompts,

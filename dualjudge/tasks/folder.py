@@ -30,6 +30,7 @@ from dualjudge.protocol.prompts import PromptSet, parse_prompt, prompts_dir
 from dualjudge.protocol.rubric import item_rubric, load_rubric
 from dualjudge.protocol.vocabulary import LABEL_ID, LINE_NAME, VALUE_S, matches_whole
 from dualjudge.tasks.hub import HubSource, is_hub, read_hub
+from dualjudge.tasks.prompt_check import check_prompts
 from dualjudge.tasks.task import Label, MetaValue, Task, TaskItem
 from dualjudge.tomlfile import first_error, read_toml
 
@@ -37,7 +38,7 @@ TASK_FILE = "task.toml"
 MAX_ITEMS_BYTES = 256 * 2**20  # an items file beyond this is refused (images belong in files beside it)
 MAX_ITEMS = 100_000
 ITEM_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # it names files: letters, digits, . _ -
-KNOWN = ("id", "image", "text", "reference", "caption", "label", "group", "rubric")
+KNOWN = ("id", "image", "text", "reference", "caption", "label", "group", "rubric", "incorrect")
 META_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
 
@@ -60,6 +61,7 @@ class TaskFile(BaseModel):
     columns: dict[str, str] = {}
     prompts: str | None = None
     rubric: str | None = None
+    judges_see_item: bool = True  # the judges see the item's text (the question) beside the reference
 
 
 GOLD_VARIABLES = frozenset({"reference", "description", "caption"})  # what a system must never be shown
@@ -105,7 +107,7 @@ def load_task(folder: Path) -> Task:
     base = digest.copy()  # everything but the items file (a sample's identity is this and its items' hashes)
     sources: list[HubSource] = []
     items = _items(folder, spec, {lab.id for lab in labels}, prompts, digest, read, answer, sources)
-    return Task(
+    task = Task(
         name=spec.name,
         modalities=(spec.modality,),
         domain=spec.domain,
@@ -123,6 +125,8 @@ def load_task(folder: Path) -> Task:
         base_sha256=base.hexdigest(),
         source=sources[0].record() if sources else None,
     )
+    check_prompts(task, rubric or task_prompts_dir() / "rubrics" / "rubric.toml")  # as a run fills them, or one line
+    return task
 
 
 def _inside(folder: Path, rel: str, what: str, *, directory: bool = False) -> Path:
@@ -365,6 +369,26 @@ def _reference(value: Any, where: str) -> str | None:
     return _text(value)
 
 
+def _incorrect(value: Any, where: str) -> str:
+    """A dataset's known-incorrect answers (an `incorrect` column: a list, or a text of one a line), as the judges see
+    them after the reference; empty where there are none."""
+    value = _present(value)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        texts = [line.strip() for line in value.splitlines() if line.strip()]
+    elif isinstance(value, (list, tuple, np.ndarray)):
+        if not all(isinstance(v, (str, np.str_)) for v in value):
+            raise DualjudgeError(f"{where}: column 'incorrect' holds a list with something other than text in it")
+        texts = [str(v).strip() for v in value if str(v).strip()]
+    else:
+        raise DualjudgeError(f"{where}: column 'incorrect' holds a {type(value).__name__}; it must be text or a list of texts")
+    if not texts:
+        return ""
+    listed = "\n".join(f"{n}. {t}" for n, t in enumerate(texts, 1))
+    return f"\nKnown incorrect answers (a response that states one of these is wrong):\n{listed}"
+
+
 def _metadata(row: dict[str, Any], where: str) -> tuple[tuple[str, MetaValue], ...]:
     out: list[tuple[str, MetaValue]] = []
     for name, value in row.items():
@@ -430,6 +454,7 @@ def _items(
         reference = _reference(row.get("reference"), where)
         if reference is None:
             raise DualjudgeError(f"{where}: empty reference")
+        reference += _incorrect(row.get("incorrect"), where)
         label = _text(row.get("label"))
         if label is not None and answer is not None:
             matched = matches_whole(answer, label)
@@ -466,6 +491,7 @@ def _items(
                 prompts=prompts,
                 sha256=own.hexdigest(),
                 rubric=item_rubric(_present(row.get("rubric")), where),
+                shown_to_judges=text if spec.judges_see_item else None,
             )
         )
     if (label_ids or answer) and any(i.label is None for i in items) and any(i.label is not None for i in items):

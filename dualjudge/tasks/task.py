@@ -56,6 +56,7 @@ class TaskItem:
     prompts: PromptSet = PromptSet()
     sha256: str | None = None  # a task folder's item: its row and image, hashed (what a sample's identity is made of)
     rubric: Rubric | None = None  # the item's own rubric (a `rubric` column): the rubric judges score it with
+    shown_to_judges: str | None = None  # the item's text as the judges see it beside the reference (None: not shown)
 
     @property
     def description(self) -> str:

@@ -17,7 +17,9 @@ class ScriptedEngine:
     Records every request it receives, so tests can check what a system or judge sent.
     """
 
-    def __init__(self, respond: Callable[[GenerationRequest], str | Exception], model_identity: str = "scripted@0"):
+    def __init__(
+        self, respond: Callable[[GenerationRequest], str | Exception | GenerationResult], model_identity: str = "scripted@0"
+    ):
         self.respond = respond
         self.model_identity = model_identity
         self.requests: list[GenerationRequest] = []
@@ -28,6 +30,8 @@ class ScriptedEngine:
         out = self.respond(request)
         if isinstance(out, Exception):
             return GenerationResult(None, error=f"{type(out).__name__}: {out}")
+        if isinstance(out, GenerationResult):  # a test that sets the finish reason or token counts itself
+            return out
         return GenerationResult(
             out,
             finish_reason="stop",

@@ -1,0 +1,143 @@
+"""A real dataset, first try (issue 55): judges that see the question, prompts checked as a run fills them, no final
+line asked of a task that has none, truncation said, and the smaller faults a new user met."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from dualjudge.config import load_config
+from dualjudge.inference.types import GenerationResult
+from dualjudge.studies.job import preflight, run_job
+from tests.helpers.hosted import hosted_card
+from tests.helpers.runs import Recorder
+from tests.helpers.tasks import text_task, write_items
+
+STUDY = """
+[run]
+name = "t"
+[task]
+path = "task"
+[testbed]
+repeats = 1
+modality = "text"
+[systems]
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+strategies = ["sa"]
+max_tokens = 96
+[judges]
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+[engine]
+backend = "vllm"
+"""
+
+
+def _study(tmp_path: Path, text: str = STUDY) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    return path
+
+
+class Judged(Recorder):
+    """Records the user message of every judge request (a JSON-constrained one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.judged: list[str] = []
+
+    def respond_as(self, model, request):  # type: ignore[no-untyped-def]
+        if request.constraint is not None and request.constraint.kind == "json":
+            self.judged.append(request.messages[-1].text)
+        return super().respond_as(model, request)
+
+
+def test_the_judges_see_the_question_and_a_task_may_turn_it_off(tmp_path):
+    folder = text_task(tmp_path / "task", n=4)
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    engines = Judged()
+    run_job(load_config(_study(tmp_path)), tmp_path / "run", engines=engines)
+    assert engines.judged
+    for row in rows:
+        mine = [t for t in engines.judged if row["reference"] in t]
+        assert mine and all(f"Item the candidate answered:\n<<<\n{row['text']}\n>>>" in t for t in mine)
+    (folder / "task.toml").write_text((folder / "task.toml").read_text() + "judges_see_item = false\n")
+    off = Judged()
+    run_job(load_config(_study(tmp_path)), tmp_path / "run-off", engines=off)
+    assert off.judged and not any("Item the candidate answered" in t for t in off.judged)
+
+
+def test_the_task_judge_prompts_speak_of_the_item_never_of_visibility():
+    for path in sorted(Path("prompts/task").glob("judge_*.toml")):
+        text = path.read_text()
+        assert "visible" not in text and "seen only part" not in text, path
+        assert "$item_text" in text, path
+
+
+def test_known_incorrect_answers_are_shown_to_the_judges_as_such(tmp_path):
+    folder = text_task(tmp_path / "task", n=3)
+    rows = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    rows[0]["incorrect"] = ["Seven apples.", "None at all."]
+    rows[1]["incorrect"] = "Twelve apples.\nThirty apples."
+    write_items(folder / "items.jsonl", rows)
+    engines = Judged()
+    run_job(load_config(_study(tmp_path)), tmp_path / "run", engines=engines)
+    first = [t for t in engines.judged if rows[0]["reference"] in t]
+    assert first and all(
+        "Known incorrect answers (a response that states one of these is wrong):\n1. Seven apples.\n2. None at all." in t
+        for t in first
+    )
+    assert any("2. Thirty apples." in t for t in engines.judged)
+    assert not any("Known incorrect" in t for t in engines.judged if rows[2]["reference"] in t)
+
+
+def test_a_prompt_placeholder_no_run_fills_is_one_line_at_data_task_naming_its_file(tmp_path, cli):
+    folder = text_task(tmp_path / "task", n=3)
+    (folder / "prompts").mkdir()
+    own = Path("prompts/task/judge_quality.toml").read_text().replace('"item_text",', '"item_text", "item_question",')
+    (folder / "prompts" / "judge_quality.toml").write_text(
+        own.replace("$item_text$reference", "$item_text$item_question$reference")
+    )
+    (folder / "task.toml").write_text((folder / "task.toml").read_text() + 'prompts = "prompts"\n')
+    code, out, err = cli("data", "task", str(folder))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert f"{folder / 'prompts' / 'judge_quality.toml'}: uses $item_question, which a run does not fill" in lines[0]
+    code, _, err = cli("plan", str(_study(tmp_path)))
+    assert code == 2 and "uses $item_question" in err  # plan says the same
+
+
+def test_a_task_without_a_final_line_on_a_hosted_model_is_not_asked_for_one(tmp_path, monkeypatch):
+    text_task(tmp_path / "task", n=3)
+    (tmp_path / "cards").mkdir()
+    (tmp_path / "cards" / "gpt-4o.toml").write_text(hosted_card())
+    monkeypatch.setenv("DJ_HOSTED_KEY", "sk-test-never-written-0123456789")
+    text = STUDY.replace('["smollm2-135m-instruct", "gemma-3-270m"]', '["gpt-4o"]') + f'[models]\ndir = "{tmp_path / "cards"}"\n'
+    checks = preflight(load_config(_study(tmp_path, text)))
+    assert not [r for c in checks for r in c.failed if "regex" in r]
+
+
+def test_answers_cut_at_max_tokens_are_counted_per_model_on_every_surface(tmp_path, cli):
+    """One model's answers all stop at max_tokens: the run's summary, `status` and the report's findings say how
+    many, and that max_tokens is not known to suffice; the other model's are not named."""
+    text_task(tmp_path / "task", n=4)
+
+    class Cut(Recorder):
+        def respond_as(self, model, request):  # type: ignore[no-untyped-def]
+            out = super().respond_as(model, request)
+            if model == "gemma-3-270m" and (request.constraint is None or request.constraint.kind != "json"):
+                return GenerationResult(str(out), finish_reason="length", completion_tokens=96, prompt_tokens=10)
+            return out
+
+    out = tmp_path / "run"
+    result = run_job(load_config(_study(tmp_path)), out, engines=Cut())
+    said = "4 of 4 answers of gemma-3-270m were cut at max_tokens = 96"
+    assert any(said in line for line in result.report.truncated)
+    assert not any("smollm2" in line for line in result.report.truncated)
+    code, text, err = cli("status", str(out))
+    assert code == 0 and said in " ".join(text.split())
+    assert said in (out / "report.md").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["truncation"]["gemma-3-270m"]["cut"] == 4 and manifest["truncation"]["smollm2-135m-instruct"]["cut"] == 0
+    assert isinstance(pd.read_parquet(out / "verdicts.parquet"), pd.DataFrame)
