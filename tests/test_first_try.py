@@ -141,3 +141,22 @@ def test_answers_cut_at_max_tokens_are_counted_per_model_on_every_surface(tmp_pa
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["truncation"]["gemma-3-270m"]["cut"] == 4 and manifest["truncation"]["smollm2-135m-instruct"]["cut"] == 0
     assert isinstance(pd.read_parquet(out / "verdicts.parquet"), pd.DataFrame)
+
+
+def test_reproduce_goes_round_every_kind_of_request_and_says_which_a_small_sample_left_out(tmp_path, monkeypatch, cli):
+    """A sample of 4 over two models: each model's two picks are of two kinds (an answer and a verdict, or a probe),
+    the kinds the sample did not reach are named, and no line reads "0 of 0" or "everything matched" of nothing."""
+    from dualjudge.studies.reproduce import reproduce
+    from tests.helpers.runs import CONFIG, config
+
+    out = tmp_path / "run"
+    run_job(config(tmp_path, CONFIG), out, engines=Recorder())
+    small = reproduce(out, sample=4, seed=2, engines=Recorder())
+    for model in {c.model for c in small.compared}:
+        assert len({c.stage for c in small.compared if c.model == model}) == 2
+    said = " ".join(small.left_out)
+    assert "not in this sample of 4" in said and "order probe" in said + " ".join(c.stage for c in small.compared)
+    monkeypatch.setattr("dualjudge.studies.reproduce.Engines", lambda *a, **k: Recorder())
+    code, text, err = cli("reproduce", str(out), "--sample", "2", "--seed", "5")
+    assert " 0 of 0" not in text and ("none in this sample" in text or text.count("byte-identical") == 2), text
+    assert "everything sent again matched (2 requests)" in " ".join(text.split())

@@ -76,11 +76,14 @@ def data_task(
     found = builtin_task(task) if task in BUILTIN else task_at(Path(task))
     table = Table(title=f"task {found.name}: {len(found.items)} {plural(found.noun)} ({' and '.join(found.modalities)})")
     table.add_column("id")
+    texts = any(i.text for i in found.items)  # what the systems are asked (the question): shown where items have it
+    if texts:
+        table.add_column(found.noun, overflow="fold")
     table.add_column("label")
     table.add_column("group")
     table.add_column("reference", overflow="fold")
     for item in found.items[:5]:
-        table.add_row(item.id, item.label or "-", item.cluster, item.reference)
+        table.add_row(item.id, *([item.text or "-"] if texts else []), item.label or "-", item.cluster, item.reference)
     console.print(table)
     if found.label and found.answer is not None:
         labels = f"{found.label}: a value matching {found.answer} (scored by exact match against each item's label)"
@@ -90,6 +93,11 @@ def data_task(
         labels = "none (answers end freely)"
     groups = len({i.cluster for i in found.items})
     meta = sorted({k for i in found.items for k, _ in i.metadata})
-    console.print(f"domain: {found.domain}\nquestion: {found.question}\nfinal line: {labels}")
+    seen = (
+        "the judges see each item's text beside the reference"
+        if any(i.shown_to_judges for i in found.items)
+        else ("the judges see the reference, not the item")
+    )
+    console.print(f"domain: {found.domain}\nquestion: {found.question}\nfinal line: {labels}\n{seen}")
     console.print(f"bootstrap clusters: {groups} ({plural(found.unit)}); metadata: {', '.join(meta) or 'none'}")
     console.print(f"sha256: {found.sha256 or 'built in (pinned by the installed package)'}")

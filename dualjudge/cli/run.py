@@ -430,6 +430,12 @@ def reproduce(
         raise typer.Exit(4)
 
 
+def _share_line(what: str, identical: int, sent: int) -> str:
+    if not sent:
+        return f"{what}: none in this sample"
+    return f"{what} byte-identical: {identical} of {sent} ({identical / sent:.0%})"
+
+
 def _print_reproduction(result: Reproduction) -> None:
     answers, sent_answers = result.share("answer")
     verdicts, sent_verdicts = result.share("verdict")
@@ -437,8 +443,8 @@ def _print_reproduction(result: Reproduction) -> None:
         f"{result.run}: {len(result.compared)} of its {result.requests} stored requests sent again (seed {result.seed}), "
         f"{result.concurrency} in flight per model (the run: {', '.join(f'{m} {c}' for m, c in result.run_concurrency.items())})",
         result.regeneration,
-        f"answers byte-identical: {answers} of {sent_answers}" + (f" ({answers / sent_answers:.0%})" if sent_answers else ""),
-        f"verdicts byte-identical: {verdicts} of {sent_verdicts}" + (f" ({verdicts / sent_verdicts:.0%})" if sent_verdicts else ""),
+        _share_line("answers", answers, sent_answers),
+        _share_line("verdicts", verdicts, sent_verdicts),
     ]
     for c in result.changed:
         what = (
@@ -449,6 +455,9 @@ def _print_reproduction(result: Reproduction) -> None:
         lines.append(f"  {c.kind} by {c.model} ({c.stage}) on {c.variant_id}, {c.system_model} {c.strategy}: {what}; {c.link}")
     lines += [f"left out: {x}" for x in result.left_out]
     lines.append("this machine differs from the run's manifest in: " + ("; ".join(result.differences) or "nothing recorded"))
-    lines.append("everything matched" if result.matched else "something differed (exit 4)")
+    if result.matched:
+        lines.append(f"everything sent again matched ({len(result.compared)} requests)")
+    else:
+        lines.append("something differed (exit 4)")
     for line in lines:
         console.print(line, highlight=False, soft_wrap=True)

@@ -24,10 +24,13 @@ on; the checker fails when one is missing from a build, and a test keeps `USES` 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import json
+import logging
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -221,18 +224,36 @@ def _first_module(candidates: tuple[str, ...]) -> Any:
     raise ModuleNotFoundError(f"none of {', '.join(candidates)} ({last})")
 
 
+@contextlib.contextmanager
+def _quiet_import() -> Iterator[None]:
+    """vLLM imported into dualjudge's own process (to read its registry and its server's flags) says nothing below an
+    error while it is first imported: its notices at import ("Triton is installed, but doesn't include CPU backend",
+    logged before vLLM has configured its logging) are not this command's output. A server process logs as vLLM
+    does, into its log file."""
+    logger = logging.getLogger("vllm")
+    before = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        if logger.level == logging.ERROR:  # vLLM's own configuration, where it ran meanwhile, is kept
+            logger.setLevel(before)
+
+
 def registry() -> tuple[frozenset[str], dict[str, str]]:
     """(architectures the installed vLLM supports, removed architectures -> the last version that had them).
     May raise whatever importing vLLM raises on this machine; the caller says what was not checked."""
-    module = importlib.import_module(REGISTRY_MODULE)
+    with _quiet_import():
+        module = importlib.import_module(REGISTRY_MODULE)
     removed = dict(getattr(module, "_PREVIOUSLY_SUPPORTED_MODELS", {}))
     return frozenset(module.ModelRegistry.get_supported_archs()), removed
 
 
 def server_arg_parser() -> argparse.ArgumentParser:
     """The installed server's own argument parser."""
-    cli_args = _first_module(CLI_ARGS_MODULES)
-    flexible = importlib.import_module(ARGPARSE_MODULE).FlexibleArgumentParser
+    with _quiet_import():
+        cli_args = _first_module(CLI_ARGS_MODULES)
+        flexible = importlib.import_module(ARGPARSE_MODULE).FlexibleArgumentParser
     parser: argparse.ArgumentParser = cli_args.make_arg_parser(flexible(prog="vllm"))
     return parser
 

@@ -32,6 +32,7 @@ from dualjudge.rundir import RunDir
 from dualjudge.runs.counting import Observed, Planner, TokenCounter
 from dualjudge.runs.estimate import count_study
 from dualjudge.runs.jobs import device_groups, runs_here
+from dualjudge.runs.study import STUDY
 from dualjudge.runs.testbed import testbed_items
 from dualjudge.storage.store import Store, load_run_store
 from dualjudge.studies.job import model_identities, run_regeneration, stored_config
@@ -112,22 +113,31 @@ def parsed_values(kind: str, text: str | None) -> object:
 
 
 def sample_requests(observed: list[Observed], n: int, seed: int, identities: dict[str, str]) -> list[Observed]:
-    """`n` of the observed requests, drawn with `seed`: each model's shuffled in turn, so every model is
-    sent some; the same draw for the same store, seed and n."""
-    by_model: dict[str, dict[str, Observed]] = {}
-    for o in observed:
-        by_model.setdefault(o.model, {})[o.request.key(identities[o.model])] = o  # a request met twice is sent once
+    """`n` of the observed requests, drawn with `seed`: round the models, and within each model round its stages
+    (answers, verdicts, each probe), each shuffled, so every model and every kind of request it made is sent some
+    before any is sent twice; the same draw for the same store, seed and n."""
+    by_stage: dict[str, dict[str, dict[str, Observed]]] = {}
+    for o in observed:  # a request met twice is sent once
+        by_stage.setdefault(o.model, {}).setdefault(o.stage, {})[o.request.key(identities[o.model])] = o
     rng = random.Random(seed)
-    queues = []
-    for model in sorted(by_model):
-        keys = sorted(by_model[model])
-        rng.shuffle(keys)
-        queues.append([by_model[model][k] for k in keys])
+    models: list[list[list[Observed]]] = []
+    for model in sorted(by_stage):
+        stages = []
+        for stage in sorted(by_stage[model]):
+            keys = sorted(by_stage[model][stage])
+            rng.shuffle(keys)
+            stages.append([by_stage[model][stage][k] for k in keys])
+        models.append(stages)
     picked: list[Observed] = []
-    while len(picked) < n and any(queues):
-        for q in queues:
-            if q and len(picked) < n:
-                picked.append(q.pop(0))
+    turn = [0] * len(models)  # each model's next stage
+    while len(picked) < n and any(any(q) for q in models):
+        for m, stages in enumerate(models):
+            left = [q for q in stages if q]
+            if not left or len(picked) >= n:
+                continue
+            queue = left[turn[m] % len(left)]
+            turn[m] += 1
+            picked.append(queue.pop(0))
     return picked
 
 
@@ -249,6 +259,12 @@ async def _reproduce(
     if not observed:
         raise DualjudgeError(f"{run_dir}: its store answers none of the run's requests here (nothing to send again)")
     picked = sample_requests(observed, sample, seed, identities)
+    made = {o.stage for o in observed}
+    for stage in (s.name for s in STUDY if s.tokens(config, len(items)) > 0):  # the kinds of request the study makes
+        if stage not in made:
+            result.left_out.append(f"{stage}: none of its requests is in the run's cache here, so none is sent again")
+        elif stage not in {o.stage for o in picked}:
+            result.left_out.append(f"{stage}: not in this sample of {sample} (a larger --sample takes it in)")
     sign_of = {v.variant_id: v.sign_code for v in variants}
     for model in sorted({o.model for o in picked}):
         card = config.card(model)
