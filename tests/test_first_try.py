@@ -160,3 +160,36 @@ def test_reproduce_goes_round_every_kind_of_request_and_says_which_a_small_sampl
     code, text, err = cli("reproduce", str(out), "--sample", "2", "--seed", "5")
     assert " 0 of 0" not in text and ("none in this sample" in text or text.count("byte-identical") == 2), text
     assert "everything sent again matched (2 requests)" in " ".join(text.split())
+
+
+def test_status_gives_totals_the_share_done_and_the_time_left(tmp_path, cli):
+    from tests.helpers.runs import CONFIG, config
+
+    out = tmp_path / "run"
+    run_job(config(tmp_path, CONFIG), out, engines=Recorder(fail_after=30))  # the engine goes down part-way
+    code, text, err = cli("status", str(out))
+    line = next(x for x in " ".join(text.split()).split("requests: ")[1:] if " done" in x)
+    done, total = (int(n) for n in line.split(" done")[0].split(" of "))
+    assert code == 0 and 0 < done < total and f"{total - done} left, about " in line and "on this machine" in line
+    run_job(config(tmp_path, CONFIG), out, engines=Recorder())
+    code, text, _ = cli("status", str(out))
+    assert f"requests: {total} of {total} done (100%); 0 left" in " ".join(text.split())
+
+
+def test_progress_is_printed_as_lines_at_least_every_interval_when_not_on_a_terminal(capsys, monkeypatch):
+    from dualjudge.cli.run import LineProgress
+
+    monkeypatch.setattr(LineProgress, "EVERY_S", 0.05)
+    progress = LineProgress()
+    try:
+        stage = progress.stage("answers: smollm2", 4)
+        stage.advance(10)
+        stage.advance(20)
+        import time
+
+        time.sleep(0.3)
+        stage.end()
+    finally:
+        progress.close()
+    err = capsys.readouterr().err
+    assert "answers: smollm2: 2 of 4 (50%)" in err and "s left" in err and "answers: smollm2: 2 of 4 done in" in err

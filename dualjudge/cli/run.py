@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numbers
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -17,6 +19,7 @@ from dualjudge.rundir import RunDir
 if TYPE_CHECKING:  # imported where used: the CLI starts without pandas or the store
     import pandas as pd
 
+    from dualjudge.config import RunConfig
     from dualjudge.storage.store import Store
     from dualjudge.studies.reproduce import Reproduction
 
@@ -74,6 +77,72 @@ class RichProgress:
     def close(self) -> None:
         if self.bar.live.is_started:
             self.bar.stop()
+
+
+class _LineStage:
+    """One stage of a LineProgress: its counts, read by the printing thread."""
+
+    def __init__(self, owner: LineProgress, name: str, total: int) -> None:
+        self.owner, self.name, self.total = owner, name, total
+        self.done = self.tokens = 0
+        self.started = time.monotonic()
+        self.ended = False
+
+    def advance(self, tokens_so_far: int | None = None) -> None:
+        with self.owner.lock:
+            self.done += 1
+            if tokens_so_far is not None:
+                self.tokens = tokens_so_far
+
+    def end(self) -> None:
+        with self.owner.lock:
+            self.ended = True
+        if self.done:
+            self.owner.say(f"{self.name}: {self.done} of {self.total} done in {time.monotonic() - self.started:.0f} s")
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        text = f"{self.name}: {self.done} of {self.total} ({self.done / max(self.total, 1):.0%}), {self.tokens / elapsed:.1f} tok/s"
+        if 0 < self.done < self.total:
+            text += f", about {(self.total - self.done) * elapsed / self.done:.0f} s left"
+        return text
+
+
+class LineProgress:
+    """Progress as plain lines, for output that is not a terminal (a log file, CI): every active stage's counts at
+    least every EVERY_S seconds, and each stage's end."""
+
+    EVERY_S = 30.0
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stages: list[_LineStage] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="dualjudge-progress", daemon=True)
+        self._thread.start()
+
+    def stage(self, name: str, total: int, from_cache: bool = False) -> _LineStage:
+        stage = _LineStage(self, name, total)
+        with self.lock:
+            self.stages.append(stage)
+        return stage
+
+    def note(self, message: str) -> None:
+        self.say(message)
+
+    def say(self, message: str) -> None:
+        err_console.print(message, highlight=False, markup=False, soft_wrap=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.EVERY_S):
+            with self.lock:
+                active = [s for s in self.stages if not s.ended and s.total]
+                lines = [s.line() for s in active]
+            for line in lines:
+                self.say(line)
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 def _fmt2(x: object) -> str:
@@ -152,7 +221,7 @@ def run(
                 f"smoke test: {failed} (the study did not start; `dualjudge models check CONFIG --smoke` shows every model)"
             )
         err_console.print(f"smoke test passed: {', '.join(r.model for r in results)}", highlight=False)
-    progress = RichProgress()
+    progress: RichProgress | LineProgress = RichProgress() if err_console.is_terminal else LineProgress()
     try:
         result = run_job(cfg, out, progress)
     except KeyboardInterrupt:
@@ -256,8 +325,42 @@ def status(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) ->
         if jobs is not None:
             console.print(jobs)
         console.print(f"response cache: {store.cache_size()} entries")
+        config = _stored(store, run_dir)
     finally:
         store.close()
+    if config is not None:
+        recorded = {m: r.identity for m, r in (manifest.models.items() if manifest else ()) if r.identity}
+        console.print(_left(config, run_dir, recorded), highlight=False)
+
+
+def _stored(store: Store, run_dir: Path) -> RunConfig | None:
+    """The run's configuration, where it can still be read (its task folder, its cards): what `status` counts."""
+    from dualjudge.errors import DualjudgeError
+    from dualjudge.studies.job import stored_config
+
+    try:
+        return stored_config(store, run_dir)
+    except DualjudgeError:
+        return None
+
+
+def _left(config: RunConfig, run_dir: Path, identities: dict[str, str]) -> str:
+    """The run's requests in all, the share its cache answers, and the plan's time for the rest on this machine
+    (`identities`: each model's as the run recorded it, which its cache is keyed by)."""
+    from dualjudge.errors import DualjudgeError
+    from dualjudge.runs.estimate import estimate
+
+    try:
+        with err_console.status("counting what is left (as `dualjudge plan` counts it)"):
+            est = estimate(config, run_dir, identities=identities)
+    except DualjudgeError as e:
+        return f"what is left cannot be counted here: {e}"
+    done, total = est.cached, est.total_requests
+    share = f" ({done / total:.0%})" if total else ""
+    line = f"requests: {done} of {total} done{share}; {total - done} left"
+    if total - done and est.seconds is not None:
+        line += f", about {_duration(est.seconds + est.load_seconds)} on this machine (the plan's estimate, loads included)"
+    return line
 
 
 def export(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:

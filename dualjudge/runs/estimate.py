@@ -220,13 +220,15 @@ async def _estimate(
     variants: list[Variant],
     items: list[Item],
     for_gpu: str | None = None,
+    identities: dict[str, str] | None = None,
 ) -> list[StageCount | ModelCost]:
     cards = {m: config.card(m) for m in config.all_models()}
+    known = identities or {}
     study = Planner(
         config,
         caches,
         config.task.load(),
-        {m: await engines.identity(cards[m]) for m in cards},
+        {m: known.get(m) or await engines.identity(cards[m]) for m in cards},
         {m: TokenCounter(cards[m], config.testbed.size) for m in cards},
         expected_answer_tokens(config, caches + logs),
     )
@@ -271,10 +273,12 @@ def estimate(
     measured: tuple[Path, ...] = (),
     engines: EngineFactory | None = None,
     for_gpu: str | None = None,
+    identities: dict[str, str] | None = None,
 ) -> Estimate:
     """The plan of a run of `config` into `out` (which may not exist yet); nothing is written anywhere.
     `for_gpu`: price the local servers on this GPU of the roofline's table (a plan made on another machine)
-    rather than on what this machine has."""
+    rather than on what this machine has. `identities`: each model's request identity as the run recorded it (its
+    manifest), which its cache is keyed by; a model not named gets this machine's."""
     if for_gpu is not None and not any(g.name.lower() == for_gpu.lower() for g in GPUS):
         raise DualjudgeError(f"--gpu {for_gpu}: not in the roofline's table ({', '.join(g.name for g in GPUS)})")
     engines = engines or Engines(config.engine, seed=config.run.seed)
@@ -288,7 +292,7 @@ def estimate(
         with tempfile.TemporaryDirectory(prefix="dualjudge-plan-") as tmp:
             folder, variants = _variants(config, out, Path(tmp))
             items = testbed_items(config, folder, variants)
-            flat = asyncio.run(_estimate(config, out, engines, opened, logs, variants, items, for_gpu))
+            flat = asyncio.run(_estimate(config, out, engines, opened, logs, variants, items, for_gpu, identities or {}))
     finally:
         for store in {id(s): s for s in opened + logs}.values():
             store.close()
