@@ -19,7 +19,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.inference.types import Image, Sampling
 from dualjudge.protocol.editor import build_editor_request
 from dualjudge.protocol.judges import build_judge_request
-from dualjudge.protocol.kinds import declared
+from dualjudge.protocol.kinds import PROTOCOL_KINDS, declared
 from dualjudge.protocol.probes import build_padding_request, build_pairwise_request
 from dualjudge.protocol.recognition import build_pair_request, build_single_request
 from dualjudge.protocol.rubric import Rubric, load_rubric
@@ -71,11 +71,13 @@ def check_prompts(task: Task, rubric: Path | None) -> None:
                         previous=("a report", "a report"),
                     )
                 )
+    optional: list[Callable[[], Any]] = []  # a kind declared in code beside the protocol's: checked where the task has its prompt
     for kind in declared():
+        into = builds if kind.name in PROTOCOL_KINDS else optional
         for convention in CONVENTIONS:
-            builds.append(partial(build_judge_request, kind.name, gold, "an answer", sampling, convention))
+            into.append(partial(build_judge_request, kind.name, gold, "an answer", sampling, convention))
         if clauses is not None:
-            builds.append(partial(build_judge_request, kind.name, gold, "an answer", sampling, rubric=clauses))
+            into.append(partial(build_judge_request, kind.name, gold, "an answer", sampling, rubric=clauses))
     builds += [
         lambda: build_pairwise_request(gold, "an answer", "another", sampling),
         lambda: build_pair_request(gold, "an answer", "another", sampling),
@@ -87,10 +89,12 @@ def check_prompts(task: Task, rubric: Path | None) -> None:
             lambda: build_pairwise_request(gold, "an answer", "another", sampling, clauses),
             lambda: build_editor_request(clauses, clauses.ids[:1], 0, gold.prompts),
         ]
-    for build in builds:
+    for build in [*builds, *optional]:
         try:
             build()
         except DualjudgeError as e:
+            if build in optional and "the task has no prompt" in str(e):
+                continue  # a study that asks that kind is refused in its own line, naming the file to write
             raise DualjudgeError(_said(str(e), gold.prompts, task.folder)) from None
 
 
