@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from dualjudge.config import load_config
 from dualjudge.inference.types import GenerationResult
@@ -193,3 +194,54 @@ def test_progress_is_printed_as_lines_at_least_every_interval_when_not_on_a_term
         progress.close()
     err = capsys.readouterr().err
     assert "answers: smollm2: 2 of 4 (50%)" in err and "s left" in err and "answers: smollm2: 2 of 4 done in" in err
+
+
+def test_a_strategy_gap_is_one_number_and_the_wrong_winner_chance_follows_its_test(tmp_path):
+    """Decision risk's mean difference is the paired test's delta on per-group means, printed alike; its chance of
+    naming the wrong winner is that test's one-sided p, never 0% from a percentile bootstrap over seven groups."""
+    from dualjudge.analysis.simulate import simulate
+    from dualjudge.report.build import analyze
+
+    frame = simulate(n_signs=7, items_per_sign=3, repeats=4, seed=4)  # every cell holds all four strategies
+    table = tmp_path / "t.parquet"
+    frame.to_parquet(table, index=False)
+    summary = analyze(table, tmp_path / "a", n_resamples=100)
+    md = (tmp_path / "a" / "report.md").read_text()
+    for name, test in summary.paired_tests.items():
+        pair = next((k, v) for k, v in summary.decision_risk.pairs.items() if set(k.split(" vs ")) == {name, "sa"})
+        key, risk = pair
+        sign = 1 if key.startswith(name) else -1
+        clustered = test.sign_clustered
+        assert sign * risk.mean_difference == pytest.approx(clustered.delta_overall)
+        assert risk.p_wrong_winner == pytest.approx(clustered.p / 2)  # the same test, one-sided
+        assert risk.p_wrong_winner > 0
+        row = next(line for line in md.splitlines() if line.startswith(f"| {key} |"))
+        assert f"| {abs(risk.mean_difference):.2f} |" in row.replace("-", "")
+    assert "Not a per-judge estimate: the pooled model" in md
+
+
+def test_the_help_the_report_and_its_captions_say_what_holds_for_any_task(cli, tmp_path):
+    """--help speaks of any reference-based task; the report names the probes that were not run; a judge's figure of
+    its two verdicts says so, not 'the two judges'."""
+    from dualjudge.analysis.simulate import simulate
+    from dualjudge.report.build import analyze
+
+    code, text, _ = cli("--help")
+    assert code == 0 and "any reference-based task" in " ".join(text.split())
+    table = tmp_path / "t.parquet"
+    simulate(n_signs=6, items_per_sign=2, repeats=1, seed=1).to_parquet(table, index=False)
+    analyze(table, tmp_path / "a", n_resamples=100)
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert "Not run (no probe table beside the verdicts): the presentation-order probe ([probes] order), the padding probe" in md
+    assert "Joint distribution of the two judges" not in md and "its quality verdicts split by its equivalence verdicts" in md
+
+
+def test_a_vllm_imported_to_read_its_registry_says_nothing_at_import():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from dualjudge.inference import vllm_api; vllm_api.registry()"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Triton" not in done.stderr and "WARNING" not in done.stderr, done.stderr

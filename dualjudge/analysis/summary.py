@@ -81,7 +81,7 @@ def summarize(
         agreement=agreement.between_judges(frame),
         identification=identification(frame, scale),
         missingness=missingness(frame),
-        decision_risk=decision_risk(frame, seed, n_resamples),
+        decision_risk=decision_risk(frame),
         statistics=statistics.computed(frame),
     )
     return Summary.model_validate(

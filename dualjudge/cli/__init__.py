@@ -18,7 +18,10 @@ from dualjudge.errors import DualjudgeError
 
 app = typer.Typer(
     rich_markup_mode=None,
-    help="Dual-judge evaluation of VLMs on UK traffic signs, with cross-family self-preference.",
+    help=(
+        "Does an LLM judge favour answers of its own model family? Dual-judge studies (a 0-10 quality judge and a "
+        "strict equivalence judge) across model families, on UK traffic signs or any reference-based task of your own."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

@@ -1,4 +1,4 @@
-"""`dualjudge data ...`: build and inspect the sign testbed."""
+"""`dualjudge data ...`: check a task; build and inspect the uk-signs testbed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dualjudge.cli.common import console, csv_list, err_console, floats
 from dualjudge.errors import DualjudgeError
 
-app = typer.Typer(rich_markup_mode=None, help="Build and inspect the sign testbed; check a task.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None,
+    help="Check a task (yours or a built-in one); build and inspect the uk-signs testbed.",
+    no_args_is_help=True,
+)
 DEFAULT_TESTBED = Path("testbed")
 
 

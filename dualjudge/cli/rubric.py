@@ -18,12 +18,12 @@ def clarify(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (its judges score with the rubric).")],
     editor: Annotated[str, typer.Option(help="The model card that rewrites clauses (local or hosted).")],
     k: Annotated[int, typer.Option(help="Clauses to clarify (and as many for the control).")] = 2,
-    dev_share: Annotated[float, typer.Option(help="Share of each sign group in the development split.")] = 0.5,
+    dev_share: Annotated[float, typer.Option(help="Share of each group (of signs, or a task's) in the development split.")] = 0.5,
     seed: Annotated[
         Optional[int], typer.Option(help="Seed of the split, the control draw and the editor (default: the run's).")
     ] = None,
 ) -> None:
-    """Rank the rubric's clauses by the judges' disagreement on a development split of the signs, have an
+    """Rank the rubric's clauses by the judges' disagreement on a development split of the items, have an
     editor rewrite the most contested ones (and, as the control, as many random others), then score the
     test split with the original, clarified and control rubrics and report agreement between judges,
     with humans (when labels were imported) and self-preference under each. Resumes when rerun."""

@@ -478,7 +478,7 @@ def view(
         ),
     ] = False,
 ) -> None:
-    """Write RUN/explorer.html: every answer with its image or scene text, gold reference, the judges'
+    """Write RUN/explorer.html: every answer with its image or text, the reference, the judges'
     verdicts and reasoning and its probes, filtered and sorted in the browser (one file, works offline)."""
     from dualjudge.report.explorer import write_explorer
     from dualjudge.storage.store import load_run_store

@@ -160,9 +160,10 @@ def _decision_risk(summary: Summary) -> list[str]:
         return parts + [f"Not computed: {d.reason or f'too few systems or {words().units}'}.", ""]
     w = words()
     parts.append(
-        f"For each pair of strategies: the winner by mean overall (all judges), the {w.unit}-cluster bootstrap "
-        f"probability that the run names the wrong winner, and about how many {w.units} would name the right "
-        "one 90% of the time."
+        f"For each pair of strategies: the winner by mean overall (all judges), the mean difference of the per-{w.unit} "
+        f"means (the paired test's delta on per-{w.unit} means above), the probability that the run names the wrong "
+        f"winner (that test's one-sided p-value: a t on {w.units} - 1 degrees of freedom), and about how many "
+        f"{w.units} would name the right one 90% of the time."
     )
     parts += [
         "",
@@ -172,7 +173,7 @@ def _decision_risk(summary: Summary) -> list[str]:
                 [
                     k,
                     v.winner or "tie",
-                    num(v.mean_difference, 3),
+                    num(v.mean_difference, 2),
                     str(v.signs),
                     rate(v.p_wrong_winner),
                     str(v.signs_for_90pct) if v.signs_for_90pct is not None else "-",
@@ -184,11 +185,21 @@ def _decision_risk(summary: Summary) -> list[str]:
     return parts + [""]
 
 
+PROBES = {
+    "order": "the presentation-order probe ([probes] order)",
+    "padding": "the padding probe ([probes] padding)",
+    "recognition": "the self-recognition probe ([probes] recognition)",
+}
+
+
 def _probes(summary: Summary) -> list[str]:
     probes = summary.probes
-    if not probes:
-        return []
     parts = ["## Judge probes", ""]
+    absent = [words for name, words in PROBES.items() if probes is None or getattr(probes, name) is None]
+    if absent:
+        parts += [f"Not run (no probe table beside the verdicts): {', '.join(absent)}.", ""]
+    if not probes:
+        return parts
     if probes.order:
         o = probes.order.overall
         parts.append(f"Order probe: flip rate {num(o.estimate)} (95% CI {ci(o.ci)}, {o.n} pairs).")

@@ -1,5 +1,5 @@
 """The report's figures, drawn with matplotlib's object API (no pyplot, no global backend): degradation
-by visibility, the joint distribution of the two judges, Type II rates by visibility, the heatmap
+by visibility, each judge model's quality verdicts split by its equivalence verdicts, Type II rates by visibility, the heatmap
 of calibrated residuals (judge x generator family), and the calibrated leaderboard."""
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ def joint_figure(joint: JointCounts, path: Path, title: str) -> Path:
     ax = fig.subplots()
     for counts, label, colour in ((joint.equivalent, "equivalent", "#2b8a3e"), (joint.not_equivalent, "not equivalent", "#c92a2a")):
         ax.hist(joint.bins[:-1], bins=joint.bins, weights=counts, alpha=0.6, label=label, color=colour)
-    ax.axvline(7, color="k", ls="--", lw=0.8)
-    ax.axvline(5, color="k", ls=":", lw=0.8)
-    ax.set_xlabel("quality judge: overall (Type II: not equivalent and > 7; Type I: equivalent and < 5)")
+    ax.axvline(7, color="k", ls="--", lw=0.8, label="> 7: not equivalent is Type II")
+    ax.axvline(5, color="k", ls=":", lw=0.8, label="< 5: equivalent is Type I")
+    ax.set_xlabel("overall (its quality verdict, 0-10)")
     ax.set_ylabel("answers")
-    ax.legend()
+    ax.legend(fontsize="small")
     ax.set_title(title)
     return _save(fig, path)
 

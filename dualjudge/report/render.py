@@ -45,7 +45,7 @@ def _figures(summary: Summary, out: Path, lineage: Lineage) -> list[tuple[str, P
         if not absent & {"overall", "equivalent"}:
             made.append(
                 (
-                    f"Joint distribution of the two judges: {judge}",
+                    f"{judge}: its quality verdicts split by its equivalence verdicts",
                     fig.joint_figure(s.joint, d / f"joint_{safe}.png", f"Quality vs equivalence ({judge})"),
                 )
             )

@@ -273,7 +273,11 @@ def _sensitivity(e: OutcomeSelfPreference) -> list[str]:
         parts += words + ([""] if words else [])
     if e.pooled:
         p = e.pooled
-        line = f"Pooled `{p.formula}` ({p.interval}): same_family {num(p.same_family.estimate, 3)} {ci(p.same_family.ci, 3)}"
+        line = (
+            "Not a per-judge estimate: the pooled model, every judge together with one same-family term for all of them "
+            f"(it assumes every judge uses the scale alike), `{p.formula}` ({p.interval}): same_family "
+            f"{num(p.same_family.estimate, 3)} {ci(p.same_family.ci, 3)}"
+        )
         if p.self:
             line += f"; self {num(p.self.estimate, 3)} {ci(p.self.ci, 3)}"
         parts += [line + ".", ""]
