@@ -448,15 +448,22 @@ def plan(
             markup=False,
         )
     total, loads = est.seconds, est.load_seconds
-    console.print(
+    line = (
         f"total: {est.total_requests} requests, {est.cached} answered from the cache, "
-        f"{est.total_requests - est.cached} to send; time {_duration(total)}"
-        + (
-            f" of serving, {_duration(loads)} of loading (each model once; what a load rests on is said per model above)"
-            if total and loads
-            else ""
-        )
+        f"{est.total_requests - est.cached} to send; time {_duration(total)} of serving"
     )
+    placed = est.placed
+    if placed is not None and total:
+        times = {1: "once", 2: "twice"}
+        loaded = ", ".join(f"{m} {times.get(n, f'{n} times')}" for m, n in sorted(placed.loads.items()) if n)
+        line += (
+            f"; about {_duration(placed.seconds)} of wall time with the runner's schedule on {placed.groups} device "
+            f"group(s), loads included ({loaded or 'no load'}: a judge whose answers come from a model loaded after it "
+            f"is loaded again; what a load rests on is said per model above)"
+        )
+    elif total and loads:
+        line += f", {_duration(loads)} of loading (each model once; what a load rests on is said per model above)"
+    console.print(line, highlight=False)
     for note in est.notes:
         console.print(f"note: {note}", highlight=False)
 

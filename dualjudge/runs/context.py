@@ -135,7 +135,8 @@ def check_task(config: RunConfig, out: Path, store: Store) -> None:
     now = {"name": task.name, "sha256": config.task_hash()}
     recorded = json.loads(store.get_meta(TASK_META) or "null")
     if recorded is None:
-        store.set_meta(TASK_META, json.dumps(now))
+        if not store.readonly:  # `plan` asks the same questions of a run folder, read-only
+            store.set_meta(TASK_META, json.dumps(now))
     elif recorded["name"] == task.name and recorded["sha256"] != now["sha256"]:
         then = (recorded["sha256"] or "")[:12]
         raise DualjudgeError(
@@ -146,7 +147,8 @@ def check_task(config: RunConfig, out: Path, store: Store) -> None:
 
 def check_fingerprint(config: RunConfig, out: Path, store: Store) -> None:
     """A new run directory records its configuration and rubrics; an existing one must hold the same
-    configuration (a one-line error otherwise) and the same rubric for every judge variant it has."""
+    configuration (a one-line error otherwise) and the same rubric for every judge variant it has. On a store
+    opened read-only (`plan` on a run folder) the same refusals, and nothing is recorded."""
     check_task(config, out, store)
     fp = config.fingerprint()
     stored = store.get_meta("config_fingerprint")
@@ -160,7 +162,9 @@ def check_fingerprint(config: RunConfig, out: Path, store: Store) -> None:
                     f"{recorded[variant][:12]} then, {sha[:12]} now); verdicts of two rubrics would share one "
                     f"label: restore the file, or add the new text as a new variant (rubric:NAME) or another --out"
                 )
-    if stored is None:
+    if store.readonly:  # `plan` on a run folder: the same refusals, nothing recorded
+        pass
+    elif stored is None:
         store.set_meta("config_fingerprint", fp)
         store.set_meta("config", config.model_dump_json())
         store.set_meta(RUBRICS_META, json.dumps(rubrics))

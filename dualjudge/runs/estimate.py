@@ -47,13 +47,14 @@ from dualjudge.protocol.systems import Item
 from dualjudge.protocol.variants import variant_rubric
 from dualjudge.rundir import RunDir
 from dualjudge.runs import plan
+from dualjudge.runs.context import check_fingerprint, with_drawn_sample
 from dualjudge.runs.counting import (
     Planner,
     Seen,
     StageCount,
     TokenCounter,
 )
-from dualjudge.runs.jobs import all_groups
+from dualjudge.runs.jobs import all_groups, runs_here, study_jobs
 from dualjudge.runs.measured import (
     expected_answer_tokens,
     expected_completion,
@@ -61,7 +62,8 @@ from dualjudge.runs.measured import (
     measured_pace,
 )
 from dualjudge.runs.roofline import GPUS, GpuSpec, Work, cpu_spec, gpu_spec, load_basis, load_seconds, serving_seconds
-from dualjudge.runs.study import stages
+from dualjudge.runs.schedule import Stage, simulate
+from dualjudge.runs.study import STUDY, stages
 from dualjudge.runs.testbed import build_testbed, testbed_items
 from dualjudge.storage.rows import Answer
 from dualjudge.storage.store import Store
@@ -82,12 +84,24 @@ class ModelCost:
     load_basis: str = ""  # what that figure rests on (roofline.load_basis)
 
 
+@dataclass(frozen=True)
+class Placed:
+    """The runner's own schedule (runs/schedule.py) of the study's jobs on this machine's device groups, each job as
+    long as the plan prices it and each load as long as the plan's load time: the wall time and how often each
+    model is loaded (a model whose judges job must wait for another model's answers is loaded again)."""
+
+    seconds: float  # the makespan: serving and loads, jobs side by side where the groups allow
+    loads: dict[str, int]  # model -> times loaded
+    groups: int
+
+
 @dataclass
 class Estimate:
     config: str
     rows: list[StageCount]
     models: list[ModelCost]
     notes: list[str] = field(default_factory=list)
+    placed: Placed | None = None  # None: some model's time is unknown (a hosted model without size or hint)
 
     @property
     def total_requests(self) -> int:
@@ -117,6 +131,7 @@ class Estimate:
             "load_seconds": self.load_seconds,
             "rows": [r.as_dict() for r in self.rows],
             "models": [asdict(m) for m in self.models],
+            "placed": asdict(self.placed) if self.placed else None,
             "notes": self.notes,
         }
 
@@ -289,6 +304,9 @@ def estimate(
         Store(RunDir(d).store, readonly=True) for d in measured if RunDir(d).store.is_file()
     ]
     try:
+        if own.is_file():  # a run folder: what `run` would refuse there, plan refuses too; a sampled run's own sample
+            config = with_drawn_sample(config, opened[0])
+            check_fingerprint(config, out, opened[0])
         with tempfile.TemporaryDirectory(prefix="dualjudge-plan-") as tmp:
             folder, variants = _variants(config, out, Path(tmp))
             items = testbed_items(config, folder, variants)
@@ -306,6 +324,58 @@ def estimate(
             "padding counts are upper bounds until the answers are known: only losing answers are restated, "
             "and a restatement is judged only where the judge's verdict on the original is ok"
         )
-    return Estimate(
-        config_name, [r for r in flat if isinstance(r, StageCount)], [m for m in flat if isinstance(m, ModelCost)], notes
+    rows = [r for r in flat if isinstance(r, StageCount)]
+    models = [m for m in flat if isinstance(m, ModelCost)]
+    placed = None if for_gpu else placement_of(config, rows, models, all_groups(config), len(variants))
+    return Estimate(config_name, rows, models, notes, placed)
+
+
+PROBE_STAGES = frozenset(s.name for s in STUDY if s.job == "judges" and s.name != "verdicts")  # a judges job's last work
+
+
+def job_seconds(rows: list[StageCount], models: list[ModelCost]) -> tuple[dict[tuple[str, Stage], float], float]:
+    """Each (model, job)'s seconds: its model's time split over its stages by their tokens (to prefill, and the
+    expected completion tokens), and the share of the judges jobs' tokens that is probes (they wait for every
+    systems job)."""
+    job_of = {s.name: s.job for s in STUDY}
+    expected = {m.model: m for m in models}
+    tokens: dict[tuple[str, Stage], float] = {}
+    probe = judge = 0.0
+    for row in rows:
+        bound = sum(r.completion_tokens for r in rows if r.model == row.model) or 1
+        work = row.prefill_tokens + row.completion_tokens * expected[row.model].expected_completion_tokens / bound
+        key = (row.model, job_of.get(row.stage, "judges"))
+        tokens[key] = tokens.get(key, 0.0) + work
+        if key[1] == "judges":
+            judge += work
+            probe += work if row.stage in PROBE_STAGES else 0.0
+    per_model: dict[str, float] = {}
+    for (m, _), t in tokens.items():
+        per_model[m] = per_model.get(m, 0.0) + t
+    seconds = {(m, j): (expected[m].seconds or 0.0) * t / per_model[m] for (m, j), t in tokens.items() if per_model[m]}
+    return seconds, probe / judge if judge else 0.0
+
+
+def placement_of(
+    config: RunConfig, rows: list[StageCount], models: list[ModelCost], groups: list[DeviceGroup], items: int
+) -> Placed | None:
+    """The runner's schedule of the study simulated on `groups` (None where some model's time is unknown)."""
+    if any(m.seconds is None for m in models):
+        return None
+    seconds, probe_share = job_seconds(rows, models)
+    jobs, last = study_jobs(config, items, lambda m: runs_here(config, m))
+    cards = {m: config.card(m) for m in config.all_models()}
+    run = simulate(
+        jobs,
+        groups,
+        lambda model, group: group.holds(cards[model]),
+        {key: seconds.get(key, 0.0) for key in ((j.model, j.stage) for j in jobs)},
+        probe_share=probe_share,
+        load_s={m.model: m.load_seconds or 0.0 for m in models},
+        last_system=last,
+        replicas=config.engine.replicas,
     )
+    loads: dict[str, int] = {}
+    for span in run.spans:
+        loads[span.job.model] = loads.get(span.job.model, 0) + int(span.loaded)
+    return Placed(run.makespan, loads, len(groups))
