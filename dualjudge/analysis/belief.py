@@ -79,8 +79,15 @@ def judge_beliefs(frame: pd.DataFrame, judges: list[str], judge_family: dict[str
     _, gf = lineage_columns(frame, lineage)
     answers = frame.assign(_family=gf.to_numpy()).drop_duplicates(ANSWER_KEY)
     answers = answers[answers["predicted_category"].notna()]
-    answers = answers.assign(_item=item_keys(answers), _label=answers["predicted_category"].astype(str))
-    gold_of = answers.dropna(subset=["category"]).drop_duplicates("_item").set_index("_item")["category"].astype(str)
+    answers = answers.assign(_item=item_keys(answers), _label=answers["predicted_category"].astype(str), _gold=answers["category"])
+    return beliefs_of(answers[["_item", "_label", "_gold", "system_model", "_family"]], judges, judge_family)
+
+
+def beliefs_of(answers: pd.DataFrame, judges: list[str], judge_family: dict[str, str]) -> Beliefs:
+    """The judges' own labels from answers (one row per answer: `_item`, `_label`, `_gold` (NaN: unknown),
+    `system_model`, `_family`): per judge and item the modal label of the judge model's answers, else of its
+    family's; every tied label where they split evenly."""
+    gold_of = answers.dropna(subset=["_gold"]).drop_duplicates("_item").set_index("_item")["_gold"].astype(str)
     label: dict[str, dict[str, frozenset[str]]] = {}
     wrong: dict[str, dict[str, bool]] = {}
     source: dict[str, str] = {}

@@ -52,11 +52,16 @@ def analyze(
     """Tables 1-3, self-preference with CIs, agreement, probes and more; writes the report.
 
     The table needs item_id, system_model, judge_model and overall and/or equivalent; every other
-    column of the contract is optional and unlocks its sections (docs/verdict-table.md)."""
+    column of the contract is optional and unlocks its sections (docs/verdict-table.md). A pairwise
+    table (item_id, judge_model, system_a, system_b, winner, shown_first) gets the pairwise analysis."""
+    from dualjudge.analysis.pairwise.table import is_pairwise_file
     from dualjudge.analysis.scale import Scale
     from dualjudge.report.build import analyze as run_analysis
     from dualjudge.report.findings import best_system, estimated_outcome
 
+    if is_pairwise_file(table):
+        _analyze_pairwise(table, out, resamples, seed)
+        return
     scale = Scale(scale_max, high, low, high_inclusive, low_inclusive)
     try:
         with stage_progress("analysing") as progress:
@@ -80,6 +85,23 @@ def analyze(
     if headline:
         console.print(headline, markup=False, highlight=False)
     console.print(f"wrote {out}/summary.json, report.md, report.html, figures/")
+
+
+def _analyze_pairwise(table: Path, out: Path, resamples: int, seed: int) -> None:
+    from dualjudge.report.build import analyze_pairwise
+    from dualjudge.report.pairwise import headline
+
+    try:
+        with stage_progress("analysing") as progress:
+            result = analyze_pairwise(table, out, seed, resamples, progress)
+    except KeyboardInterrupt:
+        err_console.print(
+            f"interrupted: {out} is as it was (the analysis writes its files only once all are made)", highlight=False
+        )
+        raise typer.Exit(130) from None
+    for line in headline(result):
+        console.print(line, markup=False, highlight=False)
+    console.print(f"wrote {out}/summary.json, report.md, report.html")
 
 
 def _read_long(path: Path) -> pd.DataFrame:

@@ -117,6 +117,10 @@ class Shape(_Strict):
     heads: int = Field(ge=1)
     kv_heads: int = Field(ge=1)
     head_dim: int = Field(ge=1)
+    # the vocabulary: its embedding is a lookup, and the output head runs for every generated token but only for a
+    # prompt's last token (what sets a small model's prefill apart from its decode: Gemma 3 270M is 62% embedding)
+    vocab: int | None = Field(default=None, ge=1)
+    tied_embeddings: bool = True  # the output head is the input embedding (counted once in parameters_b)
     vision_params_b: float = Field(default=0.0, ge=0)  # the vision encoder's parameters (billions)
     vision_patches: int | None = Field(default=None, ge=1)  # patches it encodes per 512 px testbed image
     source: str = Field(min_length=1)  # where the numbers come from

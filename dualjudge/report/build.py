@@ -11,8 +11,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from threadpoolctl import threadpool_limits
+
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.duplicates import Aliases
+from dualjudge.analysis.pairwise.results import PairwiseAnalysis
 from dualjudge.analysis.results import Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.summary import Progress, summarize_table
@@ -41,6 +44,32 @@ def regeneration_line(out: Path) -> str | None:
         f"batch invariance {invariance}; {engine}, torch {v.get('torch')}, transformers {v.get('transformers')}, "
         f"{manifest.get('structured_outputs_backend')} grammars"
     )
+
+
+def analyze_pairwise(
+    table: Path, out: Path, seed: int = 0, n_resamples: int = N_RESAMPLES, progress: Progress | None = None
+) -> PairwiseAnalysis:
+    """`dualjudge analyze` of a pairwise table: summary.json (the pairwise analysis) and the report, written
+    together at the end as a verdict table's are."""
+    from dualjudge.analysis.pairwise.estimate import pairwise
+    from dualjudge.analysis.pairwise.table import read_pairwise
+    from dualjudge.report.pairwise import render_pairwise_report
+
+    check_output_dir(out, "--out", ANALYSIS_FILES, ANALYSIS_FOLDERS)
+    with threadpool_limits(1, user_api="blas"):
+        result = pairwise(read_pairwise(table), seed, n_resamples, progress, table=str(table))
+    if progress:
+        progress("report")
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".analysis-", dir=out))
+    try:
+        write_text(RunDir(staging).summary, result.to_json())
+        render_pairwise_report(result, staging)
+        for name in ANALYSIS_FILES:
+            os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return result
 
 
 def analyze(

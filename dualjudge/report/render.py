@@ -216,6 +216,11 @@ def _html(md: str, figures: dict[str, str]) -> str:
     body = markdown_to_html(md)
     for path, data in figures.items():  # a figure's path is letters, digits, . _ - and / (file_stem)
         body = body.replace(f'src="{path}"', f'src="{data}"')
+    return page(body)
+
+
+def page(body: str) -> str:
+    """The report's HTML page around a body rendered from its Markdown."""
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
         "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"

@@ -3,9 +3,11 @@
 A server's job is one stream of work, and vLLM overlaps its parts: chunked prefill puts prompt tokens
 into the same steps as decoding sequences. So the job takes the longer of two totals, not their sum:
 
-- compute: 2 x parameters FLOPs for every prompt token the server has to prefill (a prefix it has
-  already cached, such as a judge's system prompt and rubric, counts once per server) and for every
-  generated token, plus the vision encoder's 2 x vision parameters x patches per image;
+- compute: 2 x parameters FLOPs for every generated token and for every prompt token the server has to
+  prefill (a prefix it has already cached, such as a judge's system prompt and rubric, counts once per
+  server), plus the vision encoder's 2 x vision parameters x patches per image; where the card gives the
+  vocabulary, the embedding (a lookup) is not counted and the output head counts for every generated
+  token but, in a prompt, only for its last one (a small model's prefill is mostly not its embedding's);
 - memory: every decode step reads the weights once (a step advances `batch` sequences by one token),
   and every generated token reads its sequence's KV cache so far (layers x kv_heads x head_dim x 2
   values a token of context, from the card's published shape).
@@ -101,15 +103,32 @@ def serving_seconds(card: ModelCard, gpu: GpuSpec, work: Work, batch: int) -> fl
     """Seconds one server of `card` on `gpu` needs for `work`, `batch` sequences at a time."""
     if card.parameters_b is None or work.requests <= 0:
         return 0.0
-    params = card.parameters_b * 1e9
+    prefill, decode = matmul_parameters(card)
     width = max(1, min(batch, work.requests))
-    compute = 2 * params * (work.prompt_tokens + work.completion_tokens) + work.images * vision_flops(card)
+    compute = (
+        2 * prefill * work.prompt_tokens
+        + 2 * (decode - prefill) * work.requests  # each prompt's last token through the output head
+        + 2 * decode * work.completion_tokens
+        + work.images * vision_flops(card)
+    )
     steps = work.completion_tokens / width
     memory = steps * weights_gb(card) * 1e9 + work.completion_tokens * work.context_tokens * (kv_bytes_per_token(card) or 0.0)
     return (
         max(compute / (gpu.tflops * 1e12 * COMPUTE_EFFICIENCY), memory / (gpu.bandwidth_gbs * 1e9 * BANDWIDTH_EFFICIENCY))
         + steps * gpu.step_overhead_s
     )
+
+
+def matmul_parameters(card: ModelCard) -> tuple[float, float]:
+    """The parameters a prompt token and a generated token multiply through: all of them, or, where the card gives
+    the vocabulary, without the input embedding (a lookup) and, for a prompt token, without the output head."""
+    params = (card.parameters_b or 0.0) * 1e9
+    s = card.shape
+    if s is None or s.vocab is None:
+        return params, params
+    embedding = float(s.vocab * s.hidden)
+    body = max(params - embedding * (1 if s.tied_embeddings else 2), 0.0)
+    return body, body + embedding
 
 
 def load_seconds(card: ModelCard, disk_gbs: float = DISK_GBS, cpu: bool = False) -> float:
