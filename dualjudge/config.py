@@ -29,7 +29,7 @@ from dualjudge.errors import DualjudgeError
 from dualjudge.inference.cards import ModelCard, all_cards, get_card, user_cards_dir
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.protocol.judges import DEFAULT_JUDGE_SAMPLING, verdict_type
-from dualjudge.protocol.kinds import PROTOCOL_KINDS, declared
+from dualjudge.protocol.kinds import PAIRWISE, PROTOCOL_KINDS, declared
 from dualjudge.protocol.probes import PADDING_SAMPLING
 from dualjudge.protocol.systems import DEFAULT_SYSTEM_SAMPLING, STRATEGIES, Strategy
 from dualjudge.protocol.variants import HOLISTIC, variant_problem, variant_rubric
@@ -155,13 +155,28 @@ class JudgesSection(_Section):
     # judge designs compared side by side: holistic, rubric, rubric:NAME (protocol/variants.py)
     variants: Annotated[tuple[Str, ...], Distinct] = (HOLISTIC,)
     rubrics: dict[Str, Str] = {}  # NAME -> rubric file, for the rubric:NAME variants
+    # the pairwise judge's pairs (kinds with "pairwise"), each asked in both orders: each judge's own family's answer
+    # against every other family's to the same prompt (own_vs_other, Panickssery et al.'s design), every pair of
+    # system models (all), or N pairs per item drawn by the run's seed (the same pairs for every judge)
+    pairs: Literal["own_vs_other", "all"] | Int = "own_vs_other"
+
+    @property
+    def pointwise(self) -> tuple[str, ...]:
+        """The kinds that judge one answer at a time (every kind but the pairwise judge)."""
+        return tuple(k for k in self.kinds if k != PAIRWISE)
+
+    @property
+    def pairwise(self) -> bool:
+        return PAIRWISE in self.kinds
 
     @model_validator(mode="after")
     def _variants_known(self) -> JudgesSection:
-        known = [k.name for k in declared()]
+        known = [*(k.name for k in declared()), PAIRWISE]
         for kind in self.kinds:
             if kind not in known:
                 raise ValueError(f"unknown judge kind {kind!r}; choose from {', '.join(known)}")
+        if isinstance(self.pairs, int) and self.pairs < 1:
+            raise ValueError("judges.pairs: a number of pairs per item is at least 1 (or own_vs_other, all)")
         for name in self.variants:
             problem = variant_problem(name, self.rubrics)
             if problem:
@@ -175,7 +190,7 @@ class JudgesSection(_Section):
                 rubric = variant_rubric(name, self.rubrics)
             except DualjudgeError as e:
                 raise ValueError(f"judges.rubrics: {e}") from None
-            for kind in (*self.kinds, "pairwise") if rubric else ():
+            for kind in (*self.pointwise, "pairwise") if rubric else ():
                 try:
                     verdict_type(kind, self.overall, rubric).reasoning_chars(self.max_tokens)
                 except ValueError as e:  # the clause scores need room before the reasoning's bound
@@ -249,6 +264,14 @@ class RunConfig(_Section):
                 raise ValueError(f"testbed.items: task {task.name} has no item {item_id!r}")
         if not self.items():
             raise ValueError(f"testbed: no item of task {task.name} is selected (testbed.signs and testbed.items)")
+        if self.judges.pairwise:
+            if len(self.systems.models) < 2:
+                raise ValueError("judges.kinds: the pairwise judge compares two system models' answers; name two or more")
+            families = {self.card(m).family for m in self.systems.models}
+            if self.judges.pairs == "own_vs_other" and len(families) < 2:
+                raise ValueError(
+                    'judges.pairs: own_vs_other pairs answers of different families, and the systems are all of one; use "all"'
+                )
         if self.testbed.modality == "image":
             for name in self.systems.models:
                 if "image" not in self.card(name).modalities:

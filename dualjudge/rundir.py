@@ -29,6 +29,8 @@ class RunDir:
     PADDING_PROBES = "probes_padding.csv"
     JUDGE_PASSES = "judge_passes.csv"
     RECOGNITION_PROBES = "probes_recognition.csv"
+    PAIRWISE_PARQUET = "pairwise.parquet"  # the pairwise judge's table (docs/verdict-table.md)
+    PAIRWISE_CSV = "pairwise.csv"
     MANIFEST = "manifest.json"
     SUMMARY = "summary.json"
     REPORT_MD = "report.md"
@@ -38,7 +40,18 @@ class RunDir:
     PLANTED = "planted.json"  # beside a simulated table: what the simulator planted (the analysis shows it)
 
     # what a run writes beside its store (an --out folder holding other files is refused)
-    RUN_FILES = (VERDICTS_PARQUET, VERDICTS_CSV, ORDER_PROBES, PADDING_PROBES, JUDGE_PASSES, RECOGNITION_PROBES, MANIFEST, TASK)
+    RUN_FILES = (
+        VERDICTS_PARQUET,
+        VERDICTS_CSV,
+        PAIRWISE_PARQUET,
+        PAIRWISE_CSV,
+        ORDER_PROBES,
+        PADDING_PROBES,
+        JUDGE_PASSES,
+        RECOGNITION_PROBES,
+        MANIFEST,
+        TASK,
+    )
     ANALYSIS_FILES = (SUMMARY, REPORT_MD, REPORT_HTML)
 
     def __truediv__(self, name: str) -> Path:
@@ -76,6 +89,11 @@ class RunDir:
     @property
     def verdicts_csv(self) -> Path:
         return self.root / self.VERDICTS_CSV
+
+    @property
+    def pairwise(self) -> Path:
+        """The pairwise judge's table (Parquet; the CSV beside it is the same table)."""
+        return self.root / self.PAIRWISE_PARQUET
 
     @property
     def task(self) -> Path:

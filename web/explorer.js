@@ -234,12 +234,15 @@
 
   function probeList(x) {
     const variant = x.all.length ? x.all[0].jv : data.variants[0];
-    const probes = (x.a.probes || []).filter((p) => p.jv === variant || p.jv === null);  // recognition: in no variant
+    const probes = (x.a.probes || []).filter((p) => p.jv === variant || p.jv === null);  // recognition, pairwise: no variant
     if (!probes.length) return null;
     const yes = (v) => (v === null || v === undefined ? "-" : v ? "yes" : "no");
     const text = (p) => {
       if (p.probe === "order")
         return `order probe, ${p.judge}: shown ${p.position} against ${p.other}; winners ${p.winner_ab ?? "-"} / ${p.winner_ba ?? "-"}; ${p.flipped === null ? p.status : p.flipped ? "flipped" : "stable"}`;
+      if (p.probe === "pairwise")
+        return `pairwise judge, ${p.judge}: against ${p.other}; shown first ${p.shown_first ?? "-"} | shown second ${p.shown_second ?? "-"}; ` +
+          (p.flipped === null ? p.status : p.flipped ? "FLIPPED (the two orders disagree)" : "the two orders agree");
       if (p.probe === "recognition")
         return `recognition probe, ${p.judge}: ${p.role === "own" ? "its own answer against " + p.other : "set against its own answer " + p.other}; ` +
           `named its own shown first ${yes(p.own_first)}, shown second ${yes(p.own_second)}` +

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -47,6 +48,7 @@ def pilot_config(name: str, folder: Path, items: int) -> Path:
     data = tomllib.loads(source.read_text())
     task = (source.parent / data["task"]["path"]).resolve()
     text = source.read_text().replace(f'path = "{data["task"]["path"]}"', f'path = "{task}"')
+    text = re.sub(r"(?m)^sample(_seed)?\s*=.*\n", "", text)  # the example's own sample, if it draws one
     text = text.replace("[testbed]\n", f"[testbed]\nsample = {items}\nsample_seed = 1\n", 1)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}-pilot.toml"

@@ -208,12 +208,28 @@ def _summarize_table(
         main = main.model_copy(
             update={"variants": {v: summaries[v] for v in variants[1:]}, "designs": DesignComparison.model_validate(designs)}
         )
+    main = _with_pairwise(table, main, seed, n_resamples, progress)
     record = clarification_near(table)
     if record is not None:
         test = frame[frame["sign_code"].astype(str).isin(set(record.split["test"]))]
         result = experiment(frame, record, human_check_near(table, test), lineage, seed, n_resamples)
         main = main.model_copy(update={"clarification": Clarification.model_validate(result)})
     return frame, main.model_copy(update={"analysis_seconds": round(time.perf_counter() - t0, 2)})
+
+
+def _with_pairwise(table: Path, main: Summary, seed: int, n_resamples: int, progress: Progress | None) -> Summary:
+    """The summary with the pairwise judges' analysis where a run's pairwise table is beside its verdict table, and
+    the judges that judged both ways set side by side."""
+    from dualjudge.analysis.pairwise.estimate import pairwise, side_by_side
+    from dualjudge.analysis.pairwise.table import read_pairwise
+
+    near = RunDir(table.parent).pairwise
+    if table.name != RunDir.VERDICTS_PARQUET or not near.is_file():
+        return main
+    if progress:
+        progress("pairwise judges")
+    result = pairwise(read_pairwise(near), seed, n_resamples, progress, table=str(near))
+    return main.model_copy(update={"pairwise": result.model_copy(update={"side_by_side": side_by_side(main, result)})})
 
 
 def _human_of(human: dict[str, Any] | None, variant: str, reference: str) -> dict[str, Any] | None:

@@ -152,6 +152,23 @@ def _fmt2(x: object) -> str:
     return "-" if not isinstance(x, numbers.Real) or pd.isna(x) else f"{float(x):.2f}"
 
 
+def _pairwise_lines(out: Path) -> None:
+    """The pairwise judges' lines, from the analysis the run wrote (summary.json's pairwise part)."""
+    import json
+
+    from dualjudge.analysis.results import PairwiseAnalysis
+    from dualjudge.report.pairwise import headline
+
+    try:
+        data = json.loads(RunDir(out).summary.read_text())
+        result = PairwiseAnalysis.model_validate(data.get("pairwise") or data)
+    except (OSError, ValueError):
+        console.print("pairwise: no analysis was written (no pair had both answers)")
+        return
+    for line in headline(result)[1:]:
+        console.print(f"pairwise {line.strip()}", markup=False, highlight=False)
+
+
 def _summary_table(frame: pd.DataFrame) -> Table:
     from dualjudge.studies.job import summary
 
@@ -232,7 +249,10 @@ def run(
         sys.exit(130)
     finally:
         progress.close()
-    console.print(_summary_table(result.table))
+    if cfg.judges.pointwise:
+        console.print(_summary_table(result.table))
+    if cfg.judges.pairwise:
+        _pairwise_lines(out)
     failures = {t: f for t, f in result.report.failures.items() if f}
     console.print(
         f"requests sent: {result.report.sessions_requests}; answered from cache: {result.report.cache_hits}; "
@@ -249,7 +269,10 @@ def run(
         console.print(f"truncated: {line}", markup=False, highlight=False)
     for judge, kinds in sorted(result.report.verdict_failures.items()):
         console.print(f"verdicts of {judge} not ok, by kind: {kinds}")
-    console.print(f"results: {out}/ (verdicts.parquet, verdicts.csv, manifest.json, results.sqlite)")
+    tables = ("verdicts.parquet, verdicts.csv, " if cfg.judges.pointwise else "") + (
+        "pairwise.parquet, pairwise.csv, " if cfg.judges.pairwise else ""
+    )
+    console.print(f"results: {out}/ ({tables}manifest.json, results.sqlite)")
     for caveat in caveats(cfg):
         console.print(caveat)
     code, why = exit_status(result.counts, result.report.failed_jobs)
@@ -455,11 +478,18 @@ def plan(
     placed = est.placed
     if placed is not None and total:
         times = {1: "once", 2: "twice"}
-        loaded = ", ".join(f"{m} {times.get(n, f'{n} times')}" for m, n in sorted(placed.loads.items()) if n)
+
+        def loads_of(model: str, n: int) -> str:
+            extra = placed.replicas.get(model, 0)
+            said = f"{model} {times.get(n, f'{n} times')}"
+            return said + (f" ({extra} of them a replica for a long job's work)" if extra else "")
+
+        loaded = ", ".join(loads_of(m, n) for m, n in sorted(placed.loads.items()) if n)
+        reloads = any(n - placed.replicas.get(m, 0) > 1 for m, n in placed.loads.items())
+        why = "; a judge whose answers come from a model loaded after it is loaded again" if reloads else ""
         line += (
             f"; about {_duration(placed.seconds)} of wall time with the runner's schedule on {placed.groups} device "
-            f"group(s), loads included ({loaded or 'no load'}: a judge whose answers come from a model loaded after it "
-            f"is loaded again; what a load rests on is said per model above)"
+            f"group(s), loads included ({loaded or 'no load'}{why}; what a load rests on is said per model above)"
         )
     elif total and loads:
         line += f", {_duration(loads)} of loading (each model once; what a load rests on is said per model above)"

@@ -161,4 +161,7 @@ EQUIVALENCE = declare(
         statistics=("self-preference (equivalent)", "agreement (equivalent)", "dual-judge Type I/II", "paper tables"),
     )
 )
-PROTOCOL_KINDS: tuple[str, ...] = (QUALITY.name, EQUIVALENCE.name)  # a study's judges unless it names others
+PROTOCOL_KINDS: tuple[str, ...] = (QUALITY.name, EQUIVALENCE.name)
+# the pairwise judge (protocol/comparison.py): two answers at once, so none of the per-answer machinery above; a
+# study names it in judges.kinds beside (or instead of) the declared kinds
+PAIRWISE = "pairwise"  # a study's judges unless it names others

@@ -15,8 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from dualjudge.analysis.choices import N_RESAMPLES, Lineage
 from dualjudge.analysis.duplicates import Aliases
-from dualjudge.analysis.pairwise.results import PairwiseAnalysis
-from dualjudge.analysis.results import Summary
+from dualjudge.analysis.results import PairwiseAnalysis, Summary
 from dualjudge.analysis.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.summary import Progress, summarize_table
 from dualjudge.files import check_output_dir, write_text

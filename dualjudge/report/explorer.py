@@ -35,7 +35,7 @@ from dualjudge.report.escape import script_json
 from dualjudge.report.findings import estimated_outcome
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
-from dualjudge.storage.rows import OrderProbeRow, PaddingProbeRow, RecognitionProbeRow, VerdictRow
+from dualjudge.storage.rows import ComparisonRow, OrderProbeRow, PaddingProbeRow, RecognitionProbeRow, VerdictRow
 from dualjudge.storage.store import Store
 from dualjudge.tasks.signs import uk_signs
 from dualjudge.variants.manifest import variants_by_id
@@ -397,6 +397,8 @@ def _probes(store: Store) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
                     "status": r.status,
                 }
             )
+    for key, entry in _comparisons(store):
+        out.setdefault(key, []).append(entry)
     for p in store.read(PaddingProbeRow):
         out.setdefault((p.variant_id, p.repeat, p.system_model, p.strategy), []).append(
             {
@@ -411,6 +413,42 @@ def _probes(store: Store) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
                 "status": p.status,
             }
         )
+    return out
+
+
+def _comparisons(store: Store) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """The pairwise judge's pairs, each on both of its answers: how the answer fared shown first and shown second
+    (won, lost, tie), side by side, and whether the two orders disagree on which answer is better (a flip)."""
+    pairs: dict[tuple[Any, ...], dict[str, ComparisonRow]] = {}
+    for r in store.read(ComparisonRow):
+        pairs.setdefault((r.variant_id, r.repeat, r.strategy, r.judge_model, r.system_a, r.system_b), {})[r.shown_first] = r
+    out = []
+    for (variant, repeat, strategy, judge, a, b), orders in sorted(pairs.items()):
+        winners = {shown: r.winner for shown, r in orders.items() if r.status == "ok"}
+        flipped = None if len(winners) < 2 else winners["a"] != winners["b"]
+        status = "ok" if len(winners) == 2 else next((r.status for r in orders.values() if r.status != "ok"), "not_run")
+        for side, model, other in (("a", a, b), ("b", b, a)):
+
+            def fared(shown: str, side: str = side) -> str | None:
+                w = winners.get(shown)
+                return None if w is None else "tie" if w == "tie" else "won" if w == side else "lost"
+
+            first, second = ("a", "b") if side == "a" else ("b", "a")
+            out.append(
+                (
+                    (variant, repeat, model, strategy),
+                    {
+                        "probe": "pairwise",
+                        "judge": judge,
+                        "jv": None,
+                        "other": f"{other} / {strategy}",
+                        "shown_first": fared(first),
+                        "shown_second": fared(second),
+                        "flipped": flipped,
+                        "status": status,
+                    },
+                )
+            )
     return out
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dualjudge.analysis.pairwise.results import PairwiseAnalysis, PairwiseBoard, PairwiseJudge, SideBySide
-from dualjudge.analysis.results import Estimate
+from dualjudge.analysis.results import Estimate, PairwiseAnalysis, PairwiseBoard, PairwiseJudge, SideBySide
 from dualjudge.files import write_text
 from dualjudge.report.escape import markdown_to_html, md_strings
 from dualjudge.report.tables import num, pvalue, rate, table

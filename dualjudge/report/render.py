@@ -20,6 +20,8 @@ from dualjudge.report.designs import variant_sections
 from dualjudge.report.escape import markdown_to_html, md_strings, md_text
 from dualjudge.report.findings import section as findings_section
 from dualjudge.report.once import explanations, once
+from dualjudge.report.pairwise import sections as pairwise_sections
+from dualjudge.report.pairwise import side_by_side_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section
 from dualjudge.report.systems import section as systems_section
@@ -122,6 +124,8 @@ def markdown(
     parts += self_preference_section(
         summary.self_preference, summary.simulation.truth_self_preference if summary.simulation else None
     )
+    if summary.pairwise is not None:
+        parts += pairwise_sections(summary.pairwise) + side_by_side_section(summary.pairwise.side_by_side)
     parts += checks_section(summary)
     parts += statistic_sections(summary.statistics)  # declared statistics (analysis/statistics.py)
     if summary.designs:

@@ -93,6 +93,7 @@ class Placed:
     seconds: float  # the makespan: serving and loads, jobs side by side where the groups allow
     loads: dict[str, int]  # model -> times loaded
     groups: int
+    replicas: dict[str, int] = field(default_factory=dict)  # model -> of its loads, replicas started for a long job
 
 
 @dataclass
@@ -319,6 +320,12 @@ def estimate(
         "completion tokens are bounds at max_tokens; prompts carry answers not yet generated at their expected "
         "length; each model's expected completion tokens and time say what they rest on",
     ]
+    if config.judges.pairwise:
+        n = len(config.systems.models)
+        notes.append(
+            f"the pairwise judge's pairs grow with the square of the system models: {n} models make {n * (n - 1) // 2} "
+            f"pairs per prompt with judges.pairs = \"all\", each asked in both orders by every judge"
+        )
     if config.probes.padding:
         notes.append(
             "padding counts are upper bounds until the answers are known: only losing answers are restated, "
@@ -376,6 +383,8 @@ def placement_of(
         replicas=config.engine.replicas,
     )
     loads: dict[str, int] = {}
+    replicas: dict[str, int] = {}
     for span in run.spans:
         loads[span.job.model] = loads.get(span.job.model, 0) + int(span.loaded)
-    return Placed(run.makespan, loads, len(groups))
+        replicas[span.job.model] = replicas.get(span.job.model, 0) + int(span.loaded and span.replica)
+    return Placed(run.makespan, loads, len(groups), {m: n for m, n in replicas.items() if n})

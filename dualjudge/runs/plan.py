@@ -59,6 +59,21 @@ class OrderTask:
 
 
 @dataclass(frozen=True)
+class ComparisonTask:
+    """A pair of the pairwise judge's design in one order: `a` and `b` as the pairwise table names them."""
+
+    a: Answer
+    b: Answer
+    judge_model: str
+    shown_first: str  # "a" or "b"
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        a, b = self.a.key, self.b.key
+        return (a.variant_id, a.repeat, a.strategy, self.judge_model, a.system_model, b.system_model, self.shown_first)
+
+
+@dataclass(frozen=True)
 class RecognitionTask:
     """The judge model's own answer and another family's answer to one variant and repeat (the self-recognition probe)."""
 
@@ -112,6 +127,38 @@ def order_pairs(planned: list[AnswerKey], n: int, seed: int) -> list[tuple[Answe
                 candidates.append((rank, a, b))
     candidates.sort(key=lambda c: c[0])
     return [(a, b) for _, a, b in candidates[:n]]
+
+
+def comparison_pairs(
+    planned: list[AnswerKey], judge: str, family: dict[str, str], design: str | int, seed: int
+) -> list[tuple[AnswerKey, AnswerKey]]:
+    """The pairwise judge's pairs for `judge`: two system models' planned answers to the same variant, repeat and
+    strategy (the same prompt). own_vs_other: the judge's family's answer (first of the pair) against each other
+    family's; all: every two models (in name order); N: N of all the pairs per variant and repeat in a seeded order
+    drawn from the design alone, the same for every judge (so their verdicts are on the same pairs)."""
+    by_prompt: dict[tuple[str, int, str], list[AnswerKey]] = {}
+    for k in set(planned):
+        by_prompt.setdefault((k.variant_id, k.repeat, k.strategy), []).append(k)
+    mine = family.get(judge)
+    pairs: list[tuple[AnswerKey, AnswerKey]] = []
+    chosen: dict[tuple[str, int], list[tuple[str, AnswerKey, AnswerKey]]] = {}
+    for (variant, repeat, strategy), keys in sorted(by_prompt.items()):
+        keys.sort(key=lambda k: k.system_model)
+        for i, a in enumerate(keys):
+            for b in keys[i + 1 :]:
+                if design == "own_vs_other":
+                    own_a, own_b = family.get(a.system_model) == mine, family.get(b.system_model) == mine
+                    if own_a != own_b:
+                        pairs.append((a, b) if own_a else (b, a))
+                elif design == "all":
+                    pairs.append((a, b))
+                else:
+                    rank = seeded_rank(seed, "pairwise", variant, repeat, strategy, a.system_model, b.system_model)
+                    chosen.setdefault((variant, repeat), []).append((rank, a, b))
+    for candidates in chosen.values():
+        candidates.sort(key=lambda c: c[0])
+        pairs += [(a, b) for _, a, b in candidates[: int(design)]]
+    return pairs
 
 
 def recognition_pairs(

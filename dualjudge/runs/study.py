@@ -3,8 +3,8 @@ count for the plan, its token bound).
 
     systems job of a model:  answers (every variant x repeat x strategy), padding (its losing answers restated)
     judges job of a model:   verdicts (every answer, each judge kind; run on the answers so far while other
-                             systems jobs still run), order probe, recognition probe, padding judged,
-                             stability passes
+                             systems jobs still run), pairwise (the pairwise judge's pairs), order probe,
+                             recognition probe, padding judged, stability passes
 
 The runner executes the stages of each job in this order (runner.py); the schedule's job lengths and
 the placement simulation add up their tokens (`job_tokens`); the planner (`dualjudge plan`, estimate.py)
@@ -15,12 +15,22 @@ from __future__ import annotations
 
 from dualjudge.config import RunConfig
 from dualjudge.runs.stage import JobKind, Stage
-from dualjudge.runs.stages import answers, order_probe, padding, padding_judged, recognition_probe, stability_passes, verdicts
+from dualjudge.runs.stages import (
+    answers,
+    comparisons,
+    order_probe,
+    padding,
+    padding_judged,
+    recognition_probe,
+    stability_passes,
+    verdicts,
+)
 
 STUDY: tuple[Stage, ...] = (
     answers.STAGE,
     padding.STAGE,
     verdicts.STAGE,
+    comparisons.STAGE,
     order_probe.STAGE,
     recognition_probe.STAGE,
     padding_judged.STAGE,

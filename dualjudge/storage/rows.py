@@ -170,6 +170,25 @@ class RecognitionProbeRow(Row):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ComparisonRow(Row):
+    """The pairwise judge: two system models' answers to one variant, repeat and strategy, shown in one order
+    (`shown_first`: "a" or "b"); `winner` "a", "b" or "tie" (None without a verdict). a sorts before b by model,
+    except in the own-versus-other design, where a is the judge's own family's."""
+
+    TABLE: ClassVar[str] = "comparisons"
+    KEY: ClassVar[tuple[str, ...]] = ("variant_id", "repeat", "strategy", "judge_model", "system_a", "system_b", "shown_first")
+
+    variant_id: str
+    repeat: int
+    strategy: str
+    judge_model: str
+    system_a: str
+    system_b: str
+    shown_first: str
+    winner: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class PaddingTextRow(_OfAnswer):
     TABLE: ClassVar[str] = "padding_texts"
 
@@ -206,6 +225,7 @@ ROW_TYPES: tuple[type[Row], ...] = (
     PaddingProbeRow,
     JudgePassRow,
     RecognitionProbeRow,
+    ComparisonRow,
 )
 
 

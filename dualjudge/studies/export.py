@@ -21,7 +21,15 @@ from dualjudge.inference.cards import ModelCard, all_cards
 from dualjudge.protocol.kinds import declared, judge_kind
 from dualjudge.protocol.variants import HOLISTIC
 from dualjudge.rundir import RunDir
-from dualjudge.storage.rows import AnswerRow, JudgePassRow, OrderProbeRow, PaddingProbeRow, RecognitionProbeRow, VerdictRow
+from dualjudge.storage.rows import (
+    AnswerRow,
+    ComparisonRow,
+    JudgePassRow,
+    OrderProbeRow,
+    PaddingProbeRow,
+    RecognitionProbeRow,
+    VerdictRow,
+)
 from dualjudge.storage.store import Store
 from dualjudge.tasks.task import Task
 from dualjudge.variants.manifest import Variant
@@ -94,6 +102,69 @@ def verdict_table(
         for f in k.scores:
             frame[f.name] = frame[f.name].astype(DTYPES[f.type])
     return frame
+
+
+PAIRWISE_COLUMNS = (
+    "run_id",
+    "item_id",
+    "group",
+    "repeat",
+    "strategy",
+    "judge_model",
+    "judge_family",
+    "system_a",
+    "system_b",
+    "family_a",
+    "family_b",
+    "shown_first",
+    "winner",
+    "pairwise_status",
+    "label_a",
+    "label_b",
+    "label",
+    "error",
+)
+
+
+def pairwise_table(store: Store, variants: dict[str, Variant], run_id: str, cards: dict[str, ModelCard]) -> pd.DataFrame:
+    """The pairwise judge's table (docs/verdict-table.md): one row per pair and order, with the two answers' final
+    labels and the item's gold label (the decomposition's), each item's cluster under `group`."""
+    labels = {a.key(): a.predicted_category for a in store.read(AnswerRow)}
+    rows = []
+    for r in sorted(store.read(ComparisonRow), key=lambda r: r.key()):
+        variant = variants.get(r.variant_id)
+        if variant is None:
+            continue
+        rows.append(
+            {
+                "run_id": run_id,
+                "item_id": r.variant_id,
+                "group": variant.sign_code,
+                "repeat": r.repeat,
+                "strategy": r.strategy,
+                "judge_model": r.judge_model,
+                "judge_family": cards[r.judge_model].family,
+                "system_a": r.system_a,
+                "system_b": r.system_b,
+                "family_a": cards[r.system_a].family,
+                "family_b": cards[r.system_b].family,
+                "shown_first": r.shown_first,
+                "winner": r.winner,
+                "pairwise_status": r.status,
+                "label_a": labels.get((r.variant_id, r.repeat, r.system_a, r.strategy)),
+                "label_b": labels.get((r.variant_id, r.repeat, r.system_b, r.strategy)),
+                "label": variant.category,
+                "error": r.error,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(PAIRWISE_COLUMNS))
+
+
+def write_pairwise(frame: pd.DataFrame, out: Path) -> None:
+    with replacing(RunDir(out).pairwise) as tmp:
+        frame.to_parquet(tmp, index=False)
+    with replacing(out / RunDir.PAIRWISE_CSV) as tmp:
+        frame.to_csv(tmp, index=False, lineterminator="\n")
 
 
 META_PREFIX = "meta_"  # a task item's metadata column in the verdict table

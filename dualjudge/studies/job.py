@@ -21,7 +21,7 @@ from dualjudge.inference.image_tokens import image_tokens
 from dualjudge.inference.preflight import Load, ModelCheck, check_models, failures
 from dualjudge.protocol.kinds import judge_kind
 from dualjudge.protocol.variants import HOLISTIC
-from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze
+from dualjudge.report.build import ANALYSIS_FILES, ANALYSIS_FOLDERS, analyze, analyze_pairwise
 from dualjudge.report.explorer import write_explorer
 from dualjudge.report.links import EXPLORER
 from dualjudge.rundir import RunDir
@@ -37,8 +37,10 @@ from dualjudge.studies.export import (
     RUN_FILES,
     TASK_NAMES,
     in_task_words,
+    pairwise_table,
     verdict_table,
     with_task_columns,
+    write_pairwise,
     write_probe_tables,
     write_table,
 )
@@ -209,7 +211,7 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
         variants,
         config.run.name,
         config.judges.models,
-        config.judges.kinds,
+        config.judges.pointwise,
         config.judges.overall,
         config.cards(),
         config.judges.variants,
@@ -219,6 +221,8 @@ def export_run(config: RunConfig, out: Path, store: Store) -> pd.DataFrame:
         write_text(RunDir(out).task, task_json(task))
     write_table(table, out)
     write_probe_tables(store, variants, out, "sign_code" if task.builtin else TASK_NAMES["sign_code"])
+    if config.judges.pairwise:
+        write_pairwise(pairwise_table(store, variants, config.run.name, config.cards()), out)
     return table
 
 
@@ -234,7 +238,7 @@ def validate_run(config: RunConfig) -> None:
     config.cards()
     prompts = config.task.load().prompts
     rubric = any(v != HOLISTIC for v in config.judges.variants)
-    for kind in config.judges.kinds:  # a kind without the task's prompt: one line, before anything is written
+    for kind in config.judges.pointwise:  # a kind without the task's prompt: one line, before anything is written
         for with_rubric in {False, rubric}:
             judge_kind(kind).prompt(config.judges.overall, rubric=with_rubric, prompts=prompts)
 
@@ -309,8 +313,11 @@ def _run_locked(
             ),
             out,
         )
-        if len(table):  # the analysis first: the explorer names each judge's self-preference from its summary.json
+        if config.judges.pointwise and len(table):  # the analysis first: the explorer names each judge's index from it
             analyze(RunDir(out).verdicts, out, seed=config.run.seed, links=True)
+            write_explorer(out, ctx.store)
+        elif config.judges.pairwise and RunDir(out).pairwise.is_file():
+            analyze_pairwise(RunDir(out).pairwise, out, seed=config.run.seed)
             write_explorer(out, ctx.store)
         return JobResult(out, report, table, c)
     finally:

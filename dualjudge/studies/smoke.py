@@ -24,6 +24,7 @@ from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.engines import EngineFactory, Engines
 from dualjudge.inference.types import EngineDown, Sampling
 from dualjudge.protocol.judges import run_judge
+from dualjudge.protocol.kinds import PROTOCOL_KINDS
 from dualjudge.protocol.systems import Item, run_system
 from dualjudge.runs.jobs import device_groups, runs_here
 from dualjudge.runs.testbed import testbed_items
@@ -115,7 +116,7 @@ async def smoke_model(
             if "judge" in roles:
                 j = config.judges
                 judged = await run_judge(
-                    j.kinds[0],
+                    (j.pointwise or PROTOCOL_KINDS)[0],
                     sign,
                     answer_text,
                     engine.generate,

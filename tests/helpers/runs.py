@@ -47,6 +47,8 @@ def respond(request):
             return json.dumps({"reasoning": "r", "equivalent": len(request.messages[1].text) % 2 == 0})
         if title == "PairwiseVerdict":
             return json.dumps({"reasoning": "r", "winner": "A"})
+        if title == "ComparisonVerdict":  # the pairwise judge: A, B or tie by the prompt's length
+            return json.dumps({"reasoning": "r", "winner": ("A", "B", "tie")[len(request.messages[1].text) % 3]})
         return json.dumps(fill_schema(request.constraint.schema, request.messages[1].text))  # a rubric judge
     final = "SIGN_TYPE: no_entry"
     if request.constraint is not None and request.constraint.kind == "regex" and "SIGN_TYPE" not in request.constraint.spec:
@@ -91,6 +93,7 @@ STAGE_SQL = {  # the requests a finished run made, per stage, read from its stor
     "order probe": "SELECT judge_model, 2 * COUNT(*) FROM order_probe GROUP BY judge_model",
     "padding judged": "SELECT judge_model, COUNT(*) FROM padding_probe GROUP BY judge_model",
     "stability passes": "SELECT judge_model, COUNT(*) FROM judge_passes GROUP BY judge_model",
+    "pairwise": "SELECT judge_model, COUNT(*) FROM comparisons GROUP BY judge_model",
     # both orders of a pair, and each answer alone where the single form asked it
     "recognition probe": "SELECT judge_model, 2 * COUNT(*) + 2 * COUNT(claims_own) FROM recognition_probe GROUP BY judge_model",
 }

@@ -34,7 +34,7 @@ class Comparisons:
     own_first: np.ndarray  # (N,) the first-shown answer is of the judge's family
     own_second: np.ndarray
     prob_first: np.ndarray  # (N,) the judge's probability that the first-shown answer is better (NaN: not given)
-    pair: np.ndarray  # (N,) the comparison's code without its order: run and item, judge, the two systems
+    pair: np.ndarray  # (N,) the comparison's code without its order: run, item (strategy, repeat), judge, the two systems
     missing: dict[str, int]  # judge -> its comparisons without a verdict
 
     def own_vs_other(self) -> np.ndarray:
@@ -73,7 +73,11 @@ def comparisons(frame: pd.DataFrame) -> Comparisons:
     if "prob_a" in answered.columns:
         given = pd.to_numeric(answered["prob_a"], errors="coerce").to_numpy(dtype=float)
         prob = np.where(a_first, given, 1.0 - given)
-    item = pd.factorize(answered["run_id"].astype(str) + "\x1f" + answered["item_id"].astype(str))[0].astype(np.int64)
+    prompt = answered["run_id"].astype(str) + "\x1f" + answered["item_id"].astype(str)
+    for column in ("strategy", "repeat"):  # a run's table: one item's prompts and repeats are separate pairs
+        if column in answered.columns:
+            prompt = prompt + "\x1f" + answered[column].astype(str)
+    item = pd.factorize(prompt)[0].astype(np.int64)
     n_s = len(systems)
     pair = ((item * len(judges) + judge) * n_s + np.minimum(sys_a, sys_b)) * n_s + np.maximum(sys_a, sys_b)
     return Comparisons(

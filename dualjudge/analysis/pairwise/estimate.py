@@ -24,11 +24,12 @@ from dualjudge.analysis.choices import N_RESAMPLES
 from dualjudge.analysis.pairwise import model
 from dualjudge.analysis.pairwise.cells import Coded, Comparisons, coded, comparisons
 from dualjudge.analysis.pairwise.model import FIRST_WINS, SECOND_WINS, TIE, Cells, Params, Spec
-from dualjudge.analysis.pairwise.results import PairwiseAnalysis
 from dualjudge.analysis.ranks import calibrated_board, competition_ranks
+from dualjudge.analysis.results import Estimate, PairwiseAnalysis, SideBySide, Summary
 
 POSITION_ONLY = 0.99  # a judge giving this share of its decisive verdicts (or 1 minus it) to one slot
-POSITION_ONLY_MIN = 20  # ... out of at least this many
+POSITION_ONLY_MIN = 20  # ... out of at least this many; with fewer (at least POSITION_ONLY_FEW), every one of them
+POSITION_ONLY_FEW = 4
 SEPARATED = 8.0  # a logit beyond this is a separated term (one side always wins): not settled
 CHUNK = 100  # resamples whose cells are made at once
 SATURATED_MAX_PAIRS = 400  # per judge; a judge comparing more pairs is not in the transitivity test
@@ -85,11 +86,12 @@ def _position_only(comps: Comparisons) -> dict[int, str]:
         mine = comps.judge == j
         decisive = mine & (comps.outcome != TIE)
         n = int(decisive.sum())
-        if n < POSITION_ONLY_MIN:
+        if n < POSITION_ONLY_FEW:
             continue
         first = int((decisive & (comps.outcome == FIRST_WINS)).sum())
         share = first / n
-        if share >= POSITION_ONLY or share <= 1 - POSITION_ONLY:
+        bound = POSITION_ONLY if n >= POSITION_ONLY_MIN else 1.0
+        if share >= bound or share <= 1 - bound:
             slot, k = ("first", first) if share >= 0.5 else ("second", n - first)
             out[j] = (
                 f"{judge} picks the {slot}-shown answer in {k:,} of its {n:,} decisive verdicts: a position-only judge, "
@@ -158,15 +160,19 @@ def _never(term: str, judge: str) -> str:
 
 
 def _ranked(cells: Cells, spec: Spec, comps: Comparisons, terms: tuple[str, ...]) -> tuple[Spec, dict[str, str]]:
-    """The spec with every parameter that the design cannot identify held, and why: the Jacobian's columns in order
-    (strengths, ties, first-slot terms, then the other terms), a column in the span of those before it dropped."""
+    """The spec with every parameter that the design cannot identify held, and why. The base (strengths, ties,
+    first-slot terms) is kept column by column in that order; a judge's other term is identified only if its column
+    is outside the span of the base and every other term: where two terms move together (with two families, each
+    judge's favour and the strength gap between them), all of them are held, never one pinned by the other."""
     start = model._zero(cells)
     matrix, layout = model.jacobian_matrix(cells, spec, start)
-    order = list(range(layout.n_s))
-    order += [int(layout.tau_at[j]) for j in range(cells.n_judges) if layout.tau_at[j] >= 0]
-    for k in range(len(terms)):
-        order += [int(layout.beta_at[j, k]) for j in range(cells.n_judges) if layout.beta_at[j, k] >= 0]
-    dropped = set(model.dependent_columns(matrix, order))
+    base = list(range(layout.n_s))
+    base += [int(layout.tau_at[j]) for j in range(cells.n_judges) if layout.tau_at[j] >= 0]
+    base += [int(layout.beta_at[j, FIRST]) for j in range(cells.n_judges) if layout.beta_at[j, FIRST] >= 0]
+    dropped = set(model.dependent_columns(matrix, base))
+    kept = [c for c in base if c not in dropped]
+    others = [int(layout.beta_at[j, k]) for k in range(1, len(terms)) for j in range(cells.n_judges) if layout.beta_at[j, k] >= 0]
+    dropped |= set(model.outside_span(matrix, kept, others))
     beta, ties = spec.beta.copy(), spec.ties.copy()
     held: dict[str, str] = {}
     for j in range(cells.n_judges):
@@ -174,7 +180,7 @@ def _ranked(cells: Cells, spec: Spec, comps: Comparisons, terms: tuple[str, ...]
         for k, name in enumerate(terms):
             if layout.beta_at[j, k] in dropped:
                 beta[j, k] = False
-                held[f"{name}:{judge}"] = _unidentified(name, judge, comps)
+                held[f"{name}:{judge}"] = _unidentified(name, judge, comps, cells, j)
         if layout.tau_at[j] in dropped:
             ties[j] = False
     systems = [comps.systems[m + 1] for m in range(layout.n_s) if m in dropped]
@@ -185,12 +191,20 @@ def _ranked(cells: Cells, spec: Spec, comps: Comparisons, terms: tuple[str, ...]
     return replace(spec, beta=beta, ties=ties), held
 
 
-def _unidentified(term: str, judge: str, comps: Comparisons) -> str:
+def _unidentified(term: str, judge: str, comps: Comparisons, cells: Cells, j: int) -> str:
     family = comps.judge_family[judge]
     if term == "own":
+        theirs = np.array([comps.system_family[s] == family for s in comps.systems])
+        checked = (cells.judge != j) & (theirs[cells.first] != theirs[cells.second]) & (cells.counts.sum(axis=1) > 0)
+        if not checked.any():
+            return (
+                f"{judge}'s own-family term is not identifiable: no judge of another family compared {family}'s answers "
+                f"with others, so its family's strength and its own favour are one number (the design's rank is short)"
+            )
         return (
-            f"{judge}'s own-family term is not identifiable: no judge of another family compared {family}'s answers "
-            f"with others, so its family's strength and its own favour are one number (the design's rank is short)"
+            f"{judge}'s own-family term is not identifiable: the judges that pin {family}'s strength have own-family "
+            f"terms of their own that move with it (with two families, each judge's favour and the strength gap are "
+            f"one equation short: a third family's judge, or pairs of two other families' answers, would separate them)"
         )
     if term == "first":
         return f"{judge}'s first-slot preference is not identifiable from its comparisons"
@@ -211,8 +225,7 @@ def with_decisiveness(d: Design, comps: Comparisons, at: Params) -> tuple[Design
     trial = replace(d.spec, decisive=decisive)
     matrix, layout = model.jacobian_matrix(cells, trial, at)
     others = [i for i in range(layout.size) if i not in set(layout.d_at[layout.d_at >= 0])]
-    order = others + [int(layout.d_at[j]) for j in np.flatnonzero(decisive)]
-    dropped = set(model.dependent_columns(matrix, order)) - set(others)
+    dropped = set(model.outside_span(matrix, others, [int(layout.d_at[j]) for j in np.flatnonzero(decisive)]))
     held = dict(d.held)
     for j in np.flatnonzero(decisive):
         if layout.d_at[j] in dropped:
@@ -307,11 +320,19 @@ def _failed(f: model.Fit) -> model.Fit:
 
 
 # -- per judge --------------------------------------------------------------------------------------------------
-def _estimate(point: float, draws: np.ndarray, g: int) -> dict[str, float] | None:
+def _estimate(
+    point: float, draws: np.ndarray, g: int, within: tuple[float, float] = (-np.inf, np.inf)
+) -> dict[str, float] | None:
+    """The t interval of a statistic over the resamples, its bounds kept `within` the statistic's range (a rate's
+    interval never leaves 0-1, however few the clusters)."""
     if not np.isfinite(point):
         return None
     iv: Interval | None = t_interval(point, draws, g)
-    return iv.as_dict() if iv else None
+    if iv is None:
+        return None
+    out = iv.as_dict()
+    out["ci_low"], out["ci_high"] = max(out["ci_low"], within[0]), min(out["ci_high"], within[1])
+    return out
 
 
 def raw_rates(comps: Comparisons, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -373,18 +394,9 @@ def pairwise(
     x = np.column_stack([np.ones(len(comps.judge)), _own_diff(comps)])
     tell("pairwise: design")
     d = design(comps, x, terms, position_only)
-    plain_spec = d.spec
-    tell("pairwise: plain fit")
-    plain = model.fit(d.coded.cells, plain_spec)
-    d, ref = with_decisiveness(d, comps, plain.params)
-    scaled = _scaled(d, ref)
-    tell("pairwise: fit")
-    full = model.fit(d.coded.cells, d.spec, plain.params)
-    decisive_df = int(d.spec.decisive.sum())
-    decisiveness_test = _lr(full.loglik, plain.loglik, decisive_df) if decisive_df else None
-    draws = bootstrap(d, plain_spec, scaled, full, plain, weights, lambda m: tell(f"pairwise: {m}"))
-    tell("pairwise: transitivity")
-    transitivity = saturated_test(comps, d, full)
+    fitted = _fitted(comps, d, weights, tell) if d.in_fit.any() else None
+    if fitted is None:
+        warnings.append("no judge's verdicts can be fitted (each is a position-only judge or gave no verdict)")
     raw, raw_draws, _ = raw_rates(comps, weights)
     consistency, both = order_consistency(comps)
     decisive_verdicts = comps.outcome != TIE
@@ -396,7 +408,7 @@ def pairwise(
     judges = []
     for j, judge in enumerate(comps.judges):
         judges.append(
-            _judge(j, judge, comps, d, draws, full, g, raw[j], raw_draws[:, j], position_only.get(j), scaled)
+            _judge(j, judge, comps, fitted, g, raw[j], raw_draws[:, j], position_only.get(j))
             | {
                 "comparisons": int(n_comp[j]),
                 "missing": comps.missing.get(judge, 0),
@@ -409,9 +421,10 @@ def pairwise(
             }
         )
     _adjust(judges)
-    board = leaderboard(comps, draws, g, d)
-    if not full.converged:
-        warnings.append(f"the fit did not converge in {full.steps} steps: read its terms with care")
+    no_fit: dict[str, Any] = {"test": None, "reason": "no judge's verdicts can be fitted", "fits": None}
+    transitivity = fitted.transitivity if fitted else no_fit
+    if fitted is not None and not fitted.full.converged:
+        warnings.append(f"the fit did not converge in {fitted.full.steps} steps: read its terms with care")
     if transitivity.get("fits") is False:
         t = transitivity["test"]
         warnings.append(
@@ -435,14 +448,42 @@ def pairwise(
                 "G/(G-1), 95% t interval on G-1 degrees of freedom (G = clusters)"
             ),
             "definitions": DEFINITIONS,
-            "decisiveness_test": decisiveness_test,
+            "decisiveness_test": fitted.decisiveness_test if fitted else None,
             "transitivity": transitivity,
-            "board": board,
-            "unidentified": sorted(set(d.unidentified)),
+            "board": leaderboard(comps, fitted, g) if fitted else None,
+            "unidentified": sorted(set(fitted.design.unidentified)) if fitted else [],
             "warnings": [*position_only.values(), *warnings],
             "analysis_seconds": round(time.perf_counter() - t0, 2),
         }
     )
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The fits of a pairwise table: the design (decisiveness added), the plain and the full fit, the bootstrap's
+    draws, the decisiveness test and the transitivity test."""
+
+    design: Design
+    full: model.Fit
+    draws: Draws
+    scaled: np.ndarray
+    decisiveness_test: dict[str, Any] | None
+    transitivity: dict[str, Any]
+
+
+def _fitted(comps: Comparisons, d: Design, weights: np.ndarray, tell: Progress) -> Fitted:
+    plain_spec = d.spec
+    tell("pairwise: plain fit")
+    plain = model.fit(d.coded.cells, plain_spec)
+    d, ref = with_decisiveness(d, comps, plain.params)
+    scaled = _scaled(d, ref)
+    tell("pairwise: fit")
+    full = model.fit(d.coded.cells, d.spec, plain.params)
+    decisive_df = int(d.spec.decisive.sum())
+    test = _lr(full.loglik, plain.loglik, decisive_df) if decisive_df else None
+    draws = bootstrap(d, plain_spec, scaled, full, plain, weights, lambda m: tell(f"pairwise: {m}"))
+    tell("pairwise: transitivity")
+    return Fitted(d, full, draws, scaled, test, saturated_test(comps, d, full))
 
 
 def _lr(big: float, small: float, df: int) -> dict[str, Any]:
@@ -454,19 +495,16 @@ def _judge(
     j: int,
     judge: str,
     comps: Comparisons,
-    d: Design,
-    draws: Draws,
-    full: model.Fit,
+    fitted: Fitted | None,
     g: int,
     raw: float,
     raw_draws: np.ndarray,
     position_only: str | None,
-    scaled: np.ndarray,
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "judge": judge,
         "family": comps.judge_family[judge],
-        "raw_own_rate": _estimate(raw, raw_draws, g) if np.isfinite(raw) else None,
+        "raw_own_rate": _estimate(raw, raw_draws, g, (0.0, 1.0)) if np.isfinite(raw) else None,
         "position": None,
         "decisiveness": None,
         "tie": None,
@@ -480,16 +518,17 @@ def _judge(
     if position_only is not None:
         entry["reason"] = position_only
         return entry
-    if not d.in_fit[j]:
+    if fitted is None or not fitted.design.in_fit[j]:
         entry["reason"] = f"{judge} gave no verdict the model can use"
         return entry
+    d, draws, full, scaled = fitted.design, fitted.draws, fitted.full, fitted.scaled
     spec = d.spec
     if spec.beta[j, FIRST]:
         entry["position"] = _estimate(draws.beta[0, j, FIRST], draws.beta[1:, j, FIRST], g)
     else:
         entry["position_reason"] = d.held.get(f"position:{judge}")
     if scaled[j]:
-        entry["decisiveness"] = _estimate(float(np.exp(draws.d[0, j])), np.exp(draws.d[1:, j]), g)
+        entry["decisiveness"] = _estimate(float(np.exp(draws.d[0, j])), np.exp(draws.d[1:, j]), g, (0.0, np.inf))
     if f"decisiveness:{judge}" in d.held:
         entry["decisiveness_reason"] = d.held[f"decisiveness:{judge}"]
     tau = full.params.tau[j]
@@ -506,7 +545,7 @@ def _judge(
         return entry
     entry["own_logit"] = _estimate(own, draws.beta[1:, j, OWN], g)
     rates = draws.rates[:, j, :]
-    entry["own_points"] = _estimate(rates[0, 0] - rates[0, 1], rates[1:, 0] - rates[1:, 1], g)
+    entry["own_points"] = _estimate(rates[0, 0] - rates[0, 1], rates[1:, 0] - rates[1:, 1], g, (-1.0, 1.0))
     if np.isfinite(rates[0]).all():
         entry["explained"] = {
             "quality": float(rates[0, 2] - 0.5),
@@ -529,12 +568,12 @@ def _adjust(judges: list[dict[str, Any]]) -> None:
 
 
 # -- the board and the transitivity test ----------------------------------------------------------------------------
-def leaderboard(comps: Comparisons, draws: Draws, g: int, d: Design) -> dict[str, Any] | None:
+def leaderboard(comps: Comparisons, fitted: Fitted, g: int) -> dict[str, Any] | None:
     """The systems' strengths (logits of the judges' geometric-mean decisiveness, own-family and position terms
     taken out) with rank intervals, read as the pointwise board is (ranks.calibrated_board)."""
-    if "strengths" in d.held or g < 2:
+    if "strengths" in fitted.design.held or g < 2:
         return None
-    scores = draws.strengths
+    scores = fitted.draws.strengths
     ok = np.isfinite(scores).all(axis=1)
     board = calibrated_board(scores[ok], comps.systems, g)
     won = np.where(comps.outcome == FIRST_WINS, 1.0, np.where(comps.outcome == TIE, 0.5, 0.0))
@@ -604,3 +643,31 @@ def saturated_test(comps: Comparisons, d: Design, full: model.Fit) -> dict[str, 
         return {"test": None, "reason": "the design leaves the saturated model no more parameters than the fit", "fits": None}
     test = _lr(total, full.loglik, df)
     return {"test": test, "reason": None, "fits": bool(test["p"] >= 0.05)}
+
+
+def side_by_side(summary: Summary, result: PairwiseAnalysis) -> list[SideBySide]:
+    """Each judge that judged both ways: its pointwise index (overall, else equivalent; none where the index is not
+    estimable) beside its pairwise own term."""
+    outcomes = summary.self_preference.outcomes()
+    outcome = next((o for o in ("overall", "equivalent") if o in outcomes), "overall")
+    index = {e.judge: e for e in outcomes[outcome].judges} if outcome in outcomes else {}
+    rows = []
+    for j in result.judges:
+        if j.judge not in summary.judges:
+            continue
+        e = index.get(j.judge)
+        pointwise = None
+        if e is not None and None not in (e.estimate, e.se, e.ci_low, e.ci_high):
+            pointwise = Estimate(
+                estimate=e.estimate, se=e.se, ci_low=e.ci_low, ci_high=e.ci_high, p=e.p if e.p is not None else float("nan")
+            )
+        rows.append(
+            SideBySide(
+                judge=j.judge,
+                pointwise_outcome=outcome,
+                pointwise=pointwise,
+                pairwise_logit=j.own_logit,
+                pairwise_points=j.own_points,
+            )
+        )
+    return rows

@@ -273,6 +273,26 @@ def dependent_columns(matrix: np.ndarray, order: list[int]) -> list[int]:
     return dropped
 
 
+def outside_span(matrix: np.ndarray, kept: list[int], candidates: list[int]) -> list[int]:
+    """The candidate columns that lie in the span of the kept columns and the other candidates (each regressed on
+    all of them): the ones the design cannot tell apart from the rest."""
+    dropped = []
+    for col in candidates:
+        v = matrix[:, col]
+        norm = float(v @ v)
+        rest = [*kept, *(c for c in candidates if c != col)]
+        if norm == 0:
+            dropped.append(col)
+            continue
+        if rest:
+            basis = matrix[:, rest]
+            coef, *_ = np.linalg.lstsq(basis, v, rcond=None)
+            resid = v - basis @ coef
+            if float(resid @ resid) < DEPENDENT * norm:
+                dropped.append(col)
+    return dropped
+
+
 def jacobian_matrix(cells: Cells, spec: Spec, p: Params) -> tuple[np.ndarray, Layout]:
     """The dense d eta / d theta and d tau / d theta for the rank check (cells with any count only, equal weights)."""
     layout = Layout(spec, cells.n_judges, cells.n_systems, cells.x.shape[1])

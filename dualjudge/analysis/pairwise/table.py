@@ -21,13 +21,14 @@ OPTIONAL = (
     "family_b",
     "pairwise_status",
     "prob_a",
+    "strategy",
+    "repeat",
     "label_a",
     "label_b",
     "label",
 )
 WINNERS = ("a", "b", "tie")
 SHOWN = ("a", "b")
-PARQUET, CSV = "pairwise.parquet", "pairwise.csv"
 
 
 def is_pairwise(columns: list[str] | pd.Index) -> bool:

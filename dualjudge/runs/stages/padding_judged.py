@@ -38,7 +38,7 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
         for variant in ctx.config.judges.variants:
             for padded in ctx.store.read(PaddingTextRow, status="ok"):
                 key = padded.answer_key
-                for kind in ctx.config.judges.kinds:
+                for kind in ctx.config.judges.pointwise:
                     original = originals.get((*key.astuple(), variant, kind))
                     if original is not None and key in signs and (*key.astuple(), judge, variant, kind) not in done:
                         out.append(RejudgeTask(padded, original, signs[key]))
@@ -84,7 +84,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     if not c.probes.padding:
         return None
     sampling, convention, sign, padded = steps.judge_sampling(c), c.judges.overall, planner.task.item, seen.padded
-    restated = [(a, kind) for a in seen.every for kind in c.judges.kinds if a.key in padded]
+    restated = [(a, kind) for a in seen.every for kind in c.judges.pointwise if a.key in padded]
     row = await planner.judged(
         judge,
         "padding judged",
@@ -94,23 +94,23 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
         lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling, convention, rubric),
     )
     unknown = seen.padding_bound - len(padded)  # restatements not yet made: each judged for every kind
-    row.requests += unknown * len(c.judges.kinds)
+    row.requests += unknown * len(c.judges.pointwise)
     if seen.every:
         row.add(
             planner.counters[judge].count(
                 build_judge_request(QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric),
                 pending=min(planner.answer_tokens, c.probes.padding_max_tokens),
-                times=unknown * len(c.judges.kinds),
+                times=unknown * len(c.judges.pointwise),
             )
         )
-    row.completion_tokens += unknown * len(c.judges.kinds) * sampling.max_tokens
+    row.completion_tokens += unknown * len(c.judges.pointwise) * sampling.max_tokens
     row.upper_bound = True  # a restatement is judged only where this judge's verdict on the original is ok
     return row
 
 
 def tokens(c: RunConfig, items: int) -> int:
     p = c.probes
-    return c.judges.max_tokens * len(c.judges.variants) * p.padding_samples * len(c.judges.kinds) if p.padding else 0
+    return c.judges.max_tokens * len(c.judges.variants) * p.padding_samples * len(c.judges.pointwise) if p.padding else 0
 
 
 STAGE = Stage(

@@ -35,7 +35,7 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
         if passes < 2:
             return []
         done = ctx.store.done_keys(JudgePassRow)
-        judged = plan.judge_tasks(ctx.answers(None), judge, ctx.config.judges.kinds, ctx.config.judges.variants)
+        judged = plan.judge_tasks(ctx.answers(None), judge, ctx.config.judges.pointwise, ctx.config.judges.variants)
         return [t for t in (PassTask(task, k) for k in range(1, passes + 1) for task in judged) if t.key not in done]
 
     async def work(t: PassTask, caller: CachingCaller) -> None:
@@ -71,7 +71,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     if c.judges.passes < 2:
         return None
     convention, sign = c.judges.overall, planner.task.item
-    verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
+    verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.pointwise)]
     passes = [(a, (kind, k)) for k in range(1, c.judges.passes + 1) for a, kind in verdicts]
     return await planner.judged(
         judge,

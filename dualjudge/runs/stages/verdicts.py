@@ -24,7 +24,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
     def tasks() -> list[plan.JudgeTask]:
         done = ctx.store.done_keys(VerdictRow)
         answers = [a for a in ctx.answers(None) if of is None or a.key.system_model in of]
-        return [t for t in plan.judge_tasks(answers, judge, j.kinds, j.variants) if t.key not in done]
+        return [t for t in plan.judge_tasks(answers, judge, j.pointwise, j.variants) if t.key not in done]
 
     async def work(t: plan.JudgeTask, caller: CachingCaller) -> None:
         sign = ctx.task.item(t.answer.sign_code)
@@ -62,7 +62,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
 async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen) -> StageCount | None:
     c = planner.config
     sampling, convention, sign = steps.judge_sampling(c), c.judges.overall, planner.task.item
-    verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.kinds)]
+    verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.pointwise)]
     return await planner.judged(
         judge,
         "verdicts",
@@ -78,7 +78,7 @@ def all_answers(c: RunConfig, items: int) -> int:
 
 
 def tokens(c: RunConfig, items: int) -> int:
-    return c.judges.max_tokens * len(c.judges.variants) * all_answers(c, items) * len(c.judges.kinds)
+    return c.judges.max_tokens * len(c.judges.variants) * all_answers(c, items) * len(c.judges.pointwise)
 
 
 STAGE = Stage(
