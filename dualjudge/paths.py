@@ -35,6 +35,11 @@ def data_dir() -> Path:
     return project_root() / "data"
 
 
+def models_dir() -> Path:
+    """The model cards (models/*.toml) and their chat templates (models/templates/)."""
+    return project_root() / "models"
+
+
 def cache_dir() -> Path:
     """Generated artefacts (variants, weights): DUALJUDGE_CACHE or ~/.cache/dualjudge."""
     env = os.environ.get("DUALJUDGE_CACHE")

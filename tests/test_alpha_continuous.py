@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.agreement import alpha, between_judges
+from dualjudge.analysis.reliability.agreement import alpha, between_judges
 from dualjudge.errors import DualjudgeError
 
 

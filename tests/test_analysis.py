@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dualjudge.analysis.dual_judge import paired_tests, type_errors
-from dualjudge.analysis.self_preference import self_preference
-from dualjudge.analysis.simulate import Planted, simulate
+from dualjudge.analysis.pointwise.dual_judge import paired_tests, type_errors
+from dualjudge.analysis.pointwise.self_preference import self_preference
+from dualjudge.analysis.shared.table import read_table, validate
+from dualjudge.analysis.simulated.simulate import Planted, simulate
 from dualjudge.analysis.summary import summarize
-from dualjudge.analysis.table import read_table, validate
 from dualjudge.errors import DualjudgeError
 from dualjudge.report.build import analyze
 

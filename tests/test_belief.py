@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.belief import judge_beliefs
-from dualjudge.analysis.results import SelfPreference
-from dualjudge.analysis.self_preference import self_preference
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.pointwise.belief import judge_beliefs
+from dualjudge.analysis.pointwise.self_preference import self_preference
+from dualjudge.analysis.shared.results import SelfPreference
+from dualjudge.analysis.shared.table import validate
 from dualjudge.report.self_preference import section
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "stats"))

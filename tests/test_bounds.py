@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis import calibration
-from dualjudge.analysis.bounds import held_refits, naive_gaps
-from dualjudge.analysis.leaderboard import leaderboard
-from dualjudge.analysis.results import Leaderboard
-from dualjudge.analysis.self_preference import build_grid
-from dualjudge.analysis.simulate import simulate as quick_table
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.board.leaderboard import leaderboard
+from dualjudge.analysis.pointwise.bounds import held_refits, naive_gaps
+from dualjudge.analysis.pointwise.grid import build_grid
+from dualjudge.analysis.shared import calibration
+from dualjudge.analysis.shared.results import Leaderboard
+from dualjudge.analysis.shared.table import validate
+from dualjudge.analysis.simulated.simulate import simulate as quick_table
 from dualjudge.report.systems import bound_words
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,8 +123,8 @@ def test_the_naive_gap_is_taken_against_neutral_judges():
 def test_a_score_range_clipped_at_the_end_of_the_scale_says_so_on_every_surface():
     """A held refit can extrapolate past the scale (a real table's gpt4: 10.14 on a 0-10 scale). The range is shown
     at the end, and the report, summary.json and `stats systems` all say it was clipped and what the refit gave."""
-    from dualjudge.analysis.bounds import bounds
-    from dualjudge.analysis.results import Bounds
+    from dualjudge.analysis.pointwise.bounds import bounds
+    from dualjudge.analysis.shared.results import Bounds
     from dualjudge.cli.analysis import _bound_row
 
     def score(values: dict[str, float]) -> dict[str, dict[str, float]]:

@@ -10,9 +10,9 @@ import re
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.leaderboard import leaderboard
-from dualjudge.analysis.simulate import Planted, simulate
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.board.leaderboard import leaderboard
+from dualjudge.analysis.shared.table import validate
+from dualjudge.analysis.simulated.simulate import Planted, simulate
 
 TIED = Planted(quality={"qwen-j": 0.3, "qwen-small": -0.4, "google-j": 0.3, "meta-j": -0.2, "mistral-j": 0.0})
 

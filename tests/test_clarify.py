@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.clarification import choose_clauses, rank_clauses, split_signs
+from dualjudge.analysis.pointwise.clarification import choose_clauses, rank_clauses, split_signs
 from dualjudge.errors import DualjudgeError
 from dualjudge.protocol.editor import ATTEMPTS, build_editor_request, editor_constraint, editor_max_tokens, read_rewrite
 from dualjudge.protocol.rubric import load_rubric
@@ -285,8 +285,8 @@ def test_a_folder_that_is_not_a_run_is_refused(cli, tmp_path):
 def test_the_experiment_on_a_planted_table_reports_each_contrast_and_self_preference():
     """Three judge families, the clarified rubric with planted higher agreement: its alpha rises over
     the original and the control with intervals above zero, and each judge's index is differenced."""
-    from dualjudge.analysis.clarification import experiment
-    from dualjudge.analysis.results import Clarification
+    from dualjudge.analysis.pointwise.clarification import experiment
+    from dualjudge.analysis.shared.results import Clarification
     from dualjudge.report.clarification import section
     from tests.helpers.designs import table
 

@@ -1,4 +1,4 @@
-"""Judge designs compared (analysis/designs.py): alpha from per-sign sums, paired differences with
+"""Judge designs compared (analysis/pointwise/designs.py): alpha from per-sign sums, paired differences with
 sign-cluster intervals, and the per-variant summary and report, on constructed tables."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.designs import alpha_difference, alpha_from_sums, alpha_sums, compare_designs, variant_order
+from dualjudge.analysis.pointwise.designs import alpha_difference, alpha_from_sums, alpha_sums, compare_designs, variant_order
 from dualjudge.report.build import analyze
 from tests.helpers.designs import table
 

@@ -11,9 +11,9 @@ import re
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.leaderboard import leaderboard
-from dualjudge.analysis.simulate import simulate
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.board.leaderboard import leaderboard
+from dualjudge.analysis.shared.table import validate
+from dualjudge.analysis.simulated.simulate import simulate
 from dualjudge.report.explorer import _calibrated_systems, explorer_data, render_explorer
 from dualjudge.storage.store import load_run_store
 from dualjudge.studies.job import run_job
@@ -188,7 +188,7 @@ def test_the_system_filter_lists_and_sorts_systems_by_calibrated_score(run):
 def test_each_verdict_says_whether_the_answer_shares_the_judges_own_label_and_filters_on_it(run):
     """Issue 54: a verdict on an answer whose final label is the judge's own on that item is marked, and the filter
     shows the answers with such a verdict; the judge filter names the run analysis's self-preference words."""
-    from dualjudge.analysis.belief import judge_beliefs
+    from dualjudge.analysis.pointwise.belief import judge_beliefs
 
     data = _data(run)
     table = validate(pd.read_parquet(run / "verdicts.parquet"))

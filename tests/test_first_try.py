@@ -199,7 +199,7 @@ def test_progress_is_printed_as_lines_at_least_every_interval_when_not_on_a_term
 def test_a_strategy_gap_is_one_number_and_the_wrong_winner_chance_follows_its_test(tmp_path):
     """Decision risk's mean difference is the paired test's delta on per-group means, printed alike; its chance of
     naming the wrong winner is that test's one-sided p, never 0% from a percentile bootstrap over seven groups."""
-    from dualjudge.analysis.simulate import simulate
+    from dualjudge.analysis.simulated.simulate import simulate
     from dualjudge.report.build import analyze
 
     frame = simulate(n_signs=7, items_per_sign=3, repeats=4, seed=4)  # every cell holds all four strategies
@@ -223,7 +223,7 @@ def test_a_strategy_gap_is_one_number_and_the_wrong_winner_chance_follows_its_te
 def test_the_help_the_report_and_its_captions_say_what_holds_for_any_task(cli, tmp_path):
     """--help speaks of any reference-based task; the report names the probes that were not run; a judge's figure of
     its two verdicts says so, not 'the two judges'."""
-    from dualjudge.analysis.simulate import simulate
+    from dualjudge.analysis.simulated.simulate import simulate
     from dualjudge.report.build import analyze
 
     code, text, _ = cli("--help")

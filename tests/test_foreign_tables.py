@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.simulate import simulate
+from dualjudge.analysis.simulated.simulate import simulate
 
 
 def _strict(path) -> dict:

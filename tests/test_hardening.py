@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.simulate import simulate
+from dualjudge.analysis.simulated.simulate import simulate
 from dualjudge.runs import context as context_mod
 from dualjudge.studies import job as job_mod
 from dualjudge.testbed.catalogue import default_catalogue

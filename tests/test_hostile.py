@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.simulate import simulate
+from dualjudge.analysis.simulated.simulate import simulate
 from dualjudge.config import RunConfig, load_config
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine

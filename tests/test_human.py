@@ -3,9 +3,9 @@ import json
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.annotations import import_annotations
-from dualjudge.analysis.human import export_sample
-from dualjudge.analysis.simulate import simulate
+from dualjudge.analysis.reliability.annotations import import_annotations
+from dualjudge.analysis.reliability.human import export_sample
+from dualjudge.analysis.simulated.simulate import simulate
 from dualjudge.errors import DualjudgeError
 from dualjudge.report.build import analyze
 from dualjudge.testbed.catalogue import default_catalogue
@@ -107,8 +107,8 @@ def test_the_paper_split_and_its_parameter(run_dir, tmp_path):
 
 
 def test_agreed_good_includes_an_overall_of_exactly_seven():
-    from dualjudge.analysis.human import select_sample
-    from dualjudge.analysis.table import validate
+    from dualjudge.analysis.reliability.human import select_sample
+    from dualjudge.analysis.shared.table import validate
 
     frame = simulate(n_signs=2, items_per_sign=7, repeats=1, seed=4)
     frame["overall"], frame["equivalent"] = 5.0, False

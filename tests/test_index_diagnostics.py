@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.self_preference import self_preference
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.pointwise.self_preference import self_preference
+from dualjudge.analysis.shared.table import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "stats"))
 from simulator import failure_scenarios, realistic_null, simulate  # noqa: E402
@@ -111,7 +111,8 @@ def test_two_judges_fix_the_scales_and_say_so():
 
 def _left_out_estimates(name: str, members: list[str], seed: int = 0) -> dict[str, list[float]]:
     """Each judge's point estimate with each member of a pair left out (what the pair warning shows)."""
-    from dualjudge.analysis.self_preference import build_grid, point_estimates
+    from dualjudge.analysis.pointwise.grid import build_grid
+    from dualjudge.analysis.pointwise.self_preference import point_estimates
 
     frame, _ = simulate(SCENARIOS[name], seed)
     frame = validate(frame, "simulated")

@@ -1,4 +1,4 @@
-"""Fair to the items (analysis/items.py): a system that answered only the easier items is named in a
+"""Fair to the items (analysis/board/items.py): a system that answered only the easier items is named in a
 warning with the size of its advantage, and the common-items ranking, on the items every system answered,
 orders the systems by what they are, where the naive mean does not."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dualjudge.analysis.leaderboard import leaderboard
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.board.leaderboard import leaderboard
+from dualjudge.analysis.shared.table import validate
 from tests.helpers.designs import verdict_row
 
 JUDGES = (("j_a", "fa"), ("j_b", "fb"), ("j_c", "fc"))
@@ -59,7 +59,7 @@ def test_systems_that_answered_the_same_items_carry_no_such_warning():
 def test_the_ease_gap_is_its_definition_item_by_item():
     """ease_gaps (one pass over the cells) equals the definition computed group by group on a ragged table:
     mean over its items of the others' item means, minus the same mean over every item the others answered."""
-    from dualjudge.analysis.items import ease_gaps
+    from dualjudge.analysis.board.items import ease_gaps
 
     rng = np.random.default_rng(3)
     rows = [(f"i{i}", f"g{g}", float(rng.normal())) for i in range(30) for g in range(5) for _ in range(rng.integers(0, 3))]

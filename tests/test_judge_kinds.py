@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from pydantic import Field
 
-from dualjudge.analysis.table import read_table, table_columns
+from dualjudge.analysis.shared.table import read_table, table_columns
 from dualjudge.protocol.kinds import JudgeKind, ScoreField, declare, declared, judge_kind, withdraw
 from dualjudge.protocol.verdicts import REASONING_MAX, Verdict
 from dualjudge.report.explorer import explorer_data

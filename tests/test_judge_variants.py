@@ -197,6 +197,6 @@ def test_a_foreign_table_without_the_column_is_one_holistic_design(tmp_path, var
     foreign = table[table["judge_variant"] == "holistic"].drop(columns=["judge_variant"])
     path = Path(tmp_path / "foreign.csv")
     foreign.to_csv(path, index=False)
-    from dualjudge.analysis.table import read_table
+    from dualjudge.analysis.shared.table import read_table
 
     assert set(read_table(path)["judge_variant"]) == {"holistic"}

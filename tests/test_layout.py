@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import networkx as nx
+
 PACKAGE = Path(__file__).resolve().parent.parent / "dualjudge"
 # lower imports higher never: base modules < testbed < inference < protocol, tasks < storage, analysis < report
 # < runs (orchestration) < studies (whole runs) < cli
@@ -142,3 +144,41 @@ def test_the_runner_is_the_scheduling_loop_and_nothing_outside_runs_reads_it():
             if isinstance(node, ast.Name) and node.id == "runner":
                 reads.append(f"{path.name}: a variable holding a Runner")
     assert reads == []
+
+
+def _module_graph() -> nx.DiGraph:
+    """Every dualjudge module and the dualjudge modules it imports (at the top, in a function or for typing only)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        for target in _imports(path):
+            while target not in modules and "." in target:
+                target = target.rsplit(".", 1)[0]  # a name imported from a module: the module
+            if target.startswith("dualjudge") and target in modules and target != name:
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_no_modules_import_each_other():
+    """No circle of imports, however long (a package counts as its __init__): analysis/ once had diagnostics.py and
+    self_preference.py importing each other, and inference/cards.py and inference/tiny/ did."""
+    graph = _module_graph()
+    assert graph.has_edge("dualjudge.analysis.pointwise.self_preference", "dualjudge.analysis.pointwise.diagnostics")
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not circles, circles
+
+
+def test_the_analysis_is_in_rooms_by_what_it_estimates():
+    """A newcomer sees which modules estimate what: no module of the analysis lies loose beside the rooms but the one
+    that runs them all (summary.py), and each room says in its __init__ what it holds."""
+    analysis = PACKAGE / "analysis"
+    loose = sorted(p.name for p in analysis.glob("*.py") if p.name not in ("__init__.py", "summary.py"))
+    assert not loose, loose
+    rooms = [p for p in analysis.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert {r.name for r in rooms} >= {"pointwise", "pairwise", "board", "reliability", "shared"}
+    for room in rooms:
+        assert ast.get_docstring(ast.parse((room / "__init__.py").read_text())), room.name

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.leaderboard import leaderboard
-from dualjudge.analysis.simulate import simulate as quick_table
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.board.leaderboard import leaderboard
+from dualjudge.analysis.shared.table import validate
+from dualjudge.analysis.simulated.simulate import simulate as quick_table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks" / "stats"))

@@ -1,6 +1,6 @@
 """Statistics written for thousands of systems agree with the pair-at-a-time definitions they replace: the
-leaderboard's ranks on (U, U) arrays (analysis/ranks.py) and the difference-in-differences taken family by
-family (analysis/did.py); a board of many systems lists what a reader compares while counting every change."""
+leaderboard's ranks on (U, U) arrays (analysis/board/ranks.py) and the difference-in-differences taken family by
+family (analysis/pointwise/did.py); a board of many systems lists what a reader compares while counting every change."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from itertools import combinations
 
 import numpy as np
 
-from dualjudge.analysis.bootstrap import cluster_se
-from dualjudge.analysis.ranks import LIST_ALL, MAX_CHANGES, bonferroni, calibrated_board, pair_se, ranking_changes
+from dualjudge.analysis.board.ranks import LIST_ALL, MAX_CHANGES, bonferroni, calibrated_board, pair_se, ranking_changes
+from dualjudge.analysis.shared.bootstrap import cluster_se
 
 
 def _draws(n_groups: int, seed: int = 0, missing: float = 0.03) -> np.ndarray:
@@ -76,10 +76,10 @@ def test_the_did_taken_family_by_family_is_the_mean_over_generator_pairs():
 
     import pandas as pd
 
-    from dualjudge.analysis.bootstrap import resample_counts
-    from dualjudge.analysis.did import per_judge_did
-    from dualjudge.analysis.self_preference import build_grid
-    from dualjudge.analysis.simulate import simulate
+    from dualjudge.analysis.pointwise.did import per_judge_did
+    from dualjudge.analysis.pointwise.grid import build_grid
+    from dualjudge.analysis.shared.bootstrap import resample_counts
+    from dualjudge.analysis.simulated.simulate import simulate
 
     frame = simulate(seed=4)
     frame["system_model"] = frame["system_model"] + "-v" + (frame["repeat"] % 2).astype(str)  # 10 generators
@@ -112,7 +112,7 @@ def test_the_did_taken_family_by_family_is_the_mean_over_generator_pairs():
 def test_an_analysis_of_many_systems_tells_its_parts_and_draws_the_best_forty(tmp_path):
     from PIL import Image
 
-    from dualjudge.analysis.simulate import simulate
+    from dualjudge.analysis.simulated.simulate import simulate
     from dualjudge.report.build import analyze
     from dualjudge.report.figures import DPI, FIGURE_ROWS
 
@@ -133,9 +133,9 @@ def test_an_analysis_of_many_systems_tells_its_parts_and_draws_the_best_forty(tm
 
 
 def test_the_pooled_regression_with_generator_effects_absorbed_is_the_one_with_dummies(monkeypatch):
-    from dualjudge.analysis import pooled
-    from dualjudge.analysis.self_preference import build_grid
-    from dualjudge.analysis.simulate import simulate
+    from dualjudge.analysis.pointwise import pooled
+    from dualjudge.analysis.pointwise.grid import build_grid
+    from dualjudge.analysis.simulated.simulate import simulate
 
     frame = simulate(seed=6)
     answer = frame["item_id"].astype("category").cat.codes * 3 + frame["repeat"].astype(int)

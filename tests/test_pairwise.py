@@ -251,3 +251,31 @@ def test_panickssery_published_raw_rates_are_reproduced(tmp_path):
     published = {"gpt4": 0.705, "gpt35": 0.582, "llama": 0.511}  # XSum, the repository's self_preference averaged
     for judge, value in published.items():
         assert round(judge_of(result, judge).raw_own_rate.estimate, 3) == value
+
+
+# -- the decomposition ------------------------------------------------------------------------------------------------
+def test_agreement_with_the_judges_own_answer_is_not_counted_as_favour():
+    """Judges favour answers sharing their own answer's label and have no own-family term: the plain own term is
+    significant for every judge; held against agreement, it is not."""
+    planted = PlantedPairs(n_items=200, answer_sd=0.0, labels=4, agree=dict.fromkeys(PlantedPairs().judges, 1.0))
+    result = analysed(planted, seed=1)
+    assert result.belief_gold and result.belief_reason is None
+    spurious = [j for j in result.judges if j.own_logit.ci_low > 0]
+    held = [j for j in result.judges if covers(j.belief.controlled, 0.0)]
+    assert len(spurious) >= 3 and len(held) >= 3
+    for j in result.judges:
+        assert j.belief.agreement.ci_low > 0.5  # planted 1.0
+        assert j.belief.explained.estimate > 0
+        assert j.belief.harmful is not None and j.belief.legitimate is not None
+        assert j.belief.items == 200 and j.belief.source == "model"
+
+
+def test_the_decomposition_says_what_it_cannot_give():
+    frame = simulate_pairs(PlantedPairs(n_items=40, answer_sd=0.0, labels=3), 2)
+    no_gold = pairwise(validate_pairwise(frame.drop(columns=["label"])), n_resamples=RESAMPLES)
+    assert not no_gold.belief_gold
+    assert all("no gold label" in j.belief.harmful_reason for j in no_gold.judges)
+    assert all(j.belief.controlled is not None for j in no_gold.judges)
+    unlabelled = pairwise(validate_pairwise(frame.drop(columns=["label", "label_a", "label_b"])), n_resamples=RESAMPLES)
+    assert "no answer labels" in unlabelled.belief_reason
+    assert all(j.belief is None for j in unlabelled.judges)

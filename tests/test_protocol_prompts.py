@@ -79,8 +79,8 @@ def test_judge_prompts_carry_gold_and_bands():
 
 def test_prompt_hashes_cover_every_file():
     hashes = prompt_hashes()
-    assert len(hashes) == len(list(prompts_dir().glob("*.toml"))) == 23
-    assert len(set(hashes.values())) == 23
+    assert len(hashes) == len(list(prompts_dir().glob("*.toml"))) == 24
+    assert len(set(hashes.values())) == 24
 
 
 def test_editing_a_prompt_changes_exactly_its_requests(tmp_path):

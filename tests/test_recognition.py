@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.recognition import correlation, recognition
+from dualjudge.analysis.bias_probes.recognition import correlation, recognition
 from dualjudge.report.explorer import explorer_data
 from dualjudge.runs.plan import recognition_pairs
 from dualjudge.storage.rows import AnswerKey

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dualjudge.analysis.calibration import unidentified
-from dualjudge.analysis.self_preference import self_preference
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.pointwise.self_preference import self_preference
+from dualjudge.analysis.shared.calibration import unidentified
+from dualjudge.analysis.shared.table import validate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "stats"))
 from simulator import scenarios, simulate  # noqa: E402
@@ -155,8 +155,8 @@ def test_sufficient_statistics_fit_is_a_fixed_point_of_the_answer_level_regressi
     """The fit runs on per-(sign, type) statistics; at its solution, each judge's own least-squares
     regression of its verdicts on [1, quality, indicators], computed answer by answer, gives back its
     parameters, and quality has weighted mean 0 and variance 1."""
-    from dualjudge.analysis import calibration
-    from dualjudge.analysis.self_preference import build_grid
+    from dualjudge.analysis.pointwise.grid import build_grid
+    from dualjudge.analysis.shared import calibration
 
     frame, _ = simulate(SCENARIOS["missing on weak own answers"].with_signs(10), 0)
     d = build_grid(validate(frame), "overall", "family").design

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.stability import icc1, stability
+from dualjudge.analysis.reliability.stability import icc1, stability
 from dualjudge.studies.job import run_job
 from tests.helpers.runs import CONFIG, Recorder, config
 

@@ -8,9 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from dualjudge.analysis.self_preference import self_preference
-from dualjudge.analysis.simulate import simulate
-from dualjudge.analysis.table import validate
+from dualjudge.analysis.pointwise.self_preference import self_preference
+from dualjudge.analysis.shared.table import validate
+from dualjudge.analysis.simulated.simulate import simulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks" / "stats"))
 
@@ -41,7 +41,7 @@ def test_a_widened_interval_is_printed_without_the_p_value_of_the_narrower_one(t
     from simulator import failure_scenarios
     from simulator import simulate as simulate_scenario
 
-    from dualjudge.analysis.results import SelfPreference
+    from dualjudge.analysis.shared.results import SelfPreference
     from dualjudge.report.self_preference import section
 
     sc = next(s for s in failure_scenarios() if s.name == "missing on the judge's own low scores")

@@ -1,4 +1,4 @@
-"""A statistic is one declaration (analysis/statistics.py, as docs/extending.md says): declared in this test alone,
+"""A statistic is one declaration (analysis/shared/statistics.py, as docs/extending.md says): declared in this test alone,
 it is computed from the verdict table into summary.json and printed as its own section of report.md, names
 escaped, with no module changed."""
 
@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from dualjudge.analysis.simulate import simulate
-from dualjudge.analysis.statistics import Statistic, declare, withdraw
+from dualjudge.analysis.shared.statistics import Statistic, declare, withdraw
+from dualjudge.analysis.simulated.simulate import simulate
 from dualjudge.report.build import analyze
 
 

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dualjudge.analysis.agreement import alpha_from_long
-from dualjudge.analysis.alt_test import alt_test
+from dualjudge.analysis.reliability.agreement import alpha_from_long
+from dualjudge.analysis.reliability.alt_test import alt_test
 from dualjudge.errors import DualjudgeError
 
 VECTORS = Path(__file__).parent / "data" / "krippendorff_vectors.json"
@@ -179,6 +179,6 @@ def test_label_table_keeps_none_and_na_as_labels(cli, tmp_path):
     assert code == 0, err
     # three distinct labels, never missing: the same alpha as with A/B/C
     abc = pd.DataFrame(rows).replace({"None": "A", "NA": "B", "null": "C"})
-    from dualjudge.analysis.agreement import alpha_from_long
+    from dualjudge.analysis.reliability.agreement import alpha_from_long
 
     assert json.loads(out)["alpha"] == pytest.approx(alpha_from_long(abc, "nominal"))

@@ -68,7 +68,7 @@ def test_a_damaged_store_is_one_line_naming_the_recovery(cli, tmp_path, monkeypa
 
 
 def test_an_interrupted_analysis_leaves_its_folder_as_it_was(cli, tmp_path, monkeypatch):
-    from dualjudge.analysis.simulate import simulate
+    from dualjudge.analysis.simulated.simulate import simulate
 
     table = tmp_path / "t.csv"
     simulate(n_signs=4, items_per_sign=3, repeats=1, seed=5).to_csv(table, index=False)

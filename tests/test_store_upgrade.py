@@ -124,6 +124,11 @@ CREATE TABLE IF NOT EXISTS recognition_probe (
     other_model TEXT NOT NULL, other_strategy TEXT NOT NULL, status TEXT NOT NULL, own_first INTEGER, own_second INTEGER,
     claims_own INTEGER, claims_other INTEGER, attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
     PRIMARY KEY (variant_id, repeat, judge_model, own_strategy, other_model, other_strategy));
+CREATE TABLE IF NOT EXISTS comparisons (
+    variant_id TEXT NOT NULL, repeat INTEGER NOT NULL, strategy TEXT NOT NULL, judge_model TEXT NOT NULL,
+    system_a TEXT NOT NULL, system_b TEXT NOT NULL, shown_first TEXT NOT NULL, status TEXT NOT NULL, winner TEXT,
+    attempts INTEGER NOT NULL, error TEXT, updated REAL NOT NULL,
+    PRIMARY KEY (variant_id, repeat, strategy, judge_model, system_a, system_b, shown_first));
 """
 
 

@@ -1,4 +1,4 @@
-"""docs/summary.md against the types summary.json is validated with (analysis/results.py): every key a
+"""docs/summary.md against the types summary.json is validated with (analysis/shared/results.py): every key a
 documented object has is in its table, and every key a table names is one the object has."""
 
 from __future__ import annotations
@@ -8,11 +8,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dualjudge.analysis.results import (
+from dualjudge.analysis.shared.results import (
     Clarification,
     JudgeSelfPreference,
     Leaderboard,
     OutcomeSelfPreference,
+    PairwiseAnalysis,
+    PairwiseJudge,
     SelfPreference,
     Summary,
     Systems,
@@ -28,6 +30,8 @@ TABLES: tuple[type[BaseModel], ...] = (
     Systems,
     Leaderboard,
     Clarification,
+    PairwiseAnalysis,
+    PairwiseJudge,
 )
 
 

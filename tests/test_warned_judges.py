@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from dualjudge.analysis.self_preference import self_preference
-from dualjudge.analysis.simulate import Planted, simulate
+from dualjudge.analysis.pointwise.self_preference import self_preference
+from dualjudge.analysis.simulated.simulate import Planted, simulate
 
 NULL = Planted(family_bonus={"qwen-j": 0.0, "google-j": 0.0, "meta-j": 0.0, "mistral-j": 0.0})
 

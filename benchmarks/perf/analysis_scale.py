@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dualjudge.analysis.simulate import simulate
+from dualjudge.analysis.simulated.simulate import simulate
 from dualjudge.report.build import analyze
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dualjudge.analysis.table import table_columns
+from dualjudge.analysis.shared.table import table_columns
 from dualjudge.report.browser import dump_dom, find_chromium
 from dualjudge.report.explorer import write_explorer
 from dualjudge.storage.rows import VerdictRow

@@ -4,10 +4,10 @@
                                                         [--failures | --beliefs] [--only SUBSTRING] [--out results.csv]
 
 Each scenario (simulator.py, written apart from the estimator) plants known effects; every dataset is
-analysed by `dualjudge.analysis.self_preference` exactly as `dualjudge analyze` would, and each
+analysed by `dualjudge.analysis.pointwise.self_preference` exactly as `dualjudge analyze` would, and each
 identified judge's estimate and interval are compared with the planted truth. Estimators: the
 calibrated index (the headline), the answer-matched fixed-effects model (scales fixed at 1) and the
-pair-matched difference-in-differences; with --beliefs also the index decomposed (analysis/belief.py): the
+pair-matched difference-in-differences; with --beliefs also the index decomposed (analysis/pointwise/belief.py): the
 belief-controlled estimate and its harmful and legitimate parts. Prints a Markdown table; `--out` also writes the raw rows.
 """
 
@@ -25,8 +25,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulator import Scenario, belief_scenarios, failure_scenarios, scenarios, simulate  # noqa: E402
 
-from dualjudge.analysis.self_preference import self_preference  # noqa: E402
-from dualjudge.analysis.table import validate  # noqa: E402
+from dualjudge.analysis.pointwise.self_preference import self_preference  # noqa: E402
+from dualjudge.analysis.shared.table import validate  # noqa: E402
 
 ESTIMATORS = {"calibrated": None, "answer_matched": "answer_matched", "did": "did"}
 

@@ -7,7 +7,7 @@ make today (the naive mean of every verdict, each judge alone, the panel without
 Each scenario (simulator.py, written apart from the estimator) plants system qualities per model and per
 strategy, and judges with different leniency, scale and noise, self-preference and missing verdicts;
 `system_truth` gives every system's true score (its expected verdict with every bonus taken out, averaged
-over the judges). Each dataset is analysed by `dualjudge.analysis.leaderboard` exactly as `dualjudge stats
+over the judges). Each dataset is analysed by `dualjudge.analysis.board.leaderboard` exactly as `dualjudge stats
 systems` would. Reported per scenario, outcome and grouping: coverage of the system scores' intervals,
 of the pairwise differences' (Bonferroni-adjusted) intervals and of the rank intervals; how often the
 calibrated ranking orders every pair whose true gap exceeds --gap correctly; and how often the naive,
@@ -29,9 +29,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulator import Scenario, simulate, system_scenarios, system_truth  # noqa: E402
 
-from dualjudge.analysis.leaderboard import GROUPINGS, leaderboard  # noqa: E402
-from dualjudge.analysis.results import Leaderboard  # noqa: E402
-from dualjudge.analysis.table import validate  # noqa: E402
+from dualjudge.analysis.board.leaderboard import GROUPINGS, leaderboard  # noqa: E402
+from dualjudge.analysis.shared.results import Leaderboard  # noqa: E402
+from dualjudge.analysis.shared.table import validate  # noqa: E402
 from dualjudge.report.systems import top_doubts  # noqa: E402
 
 GAPS = {"overall": 0.15, "equivalent": 0.03}  # a true gap above this is one a ranking should get right

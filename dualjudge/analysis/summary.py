@@ -16,25 +16,28 @@ from typing import Any
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dualjudge.analysis import agreement, dual_judge, leaderboard, statistics
-from dualjudge.analysis.annotations import human_check_near
-from dualjudge.analysis.bootstrap import t_interval_words
-from dualjudge.analysis.choices import N_RESAMPLES, Lineage
-from dualjudge.analysis.clarification import clarification_near, experiment
-from dualjudge.analysis.decision import decision_risk
-from dualjudge.analysis.designs import compare_designs, variant_order
-from dualjudge.analysis.duplicates import Aliases
-from dualjudge.analysis.identification import identification
-from dualjudge.analysis.missingness import missingness
-from dualjudge.analysis.planted import planted_near, task_near
-from dualjudge.analysis.probes import probe_frames, probes_of
-from dualjudge.analysis.recognition import correlation, recognition, recognition_frame
-from dualjudge.analysis.results import Clarification, Cut, DesignComparison, Requests, Summary
-from dualjudge.analysis.scale import PAPER_SCALE, Scale
-from dualjudge.analysis.self_preference import self_preference
-from dualjudge.analysis.stability import stability_near
-from dualjudge.analysis.table import ANSWER_KEY, read_table
-from dualjudge.analysis.words import speaking, words_for
+from dualjudge.analysis.bias_probes.probes import probe_frames, probes_of
+from dualjudge.analysis.bias_probes.recognition import correlation, recognition, recognition_frame
+from dualjudge.analysis.board import leaderboard
+from dualjudge.analysis.board.duplicates import Aliases
+from dualjudge.analysis.pointwise import dual_judge
+from dualjudge.analysis.pointwise.clarification import clarification_near, experiment
+from dualjudge.analysis.pointwise.decision import decision_risk
+from dualjudge.analysis.pointwise.designs import compare_designs, variant_order
+from dualjudge.analysis.pointwise.identification import identification
+from dualjudge.analysis.pointwise.missingness import missingness
+from dualjudge.analysis.pointwise.self_preference import self_preference
+from dualjudge.analysis.reliability import agreement
+from dualjudge.analysis.reliability.annotations import human_check_near
+from dualjudge.analysis.reliability.stability import stability_near
+from dualjudge.analysis.shared import statistics
+from dualjudge.analysis.shared.bootstrap import t_interval_words
+from dualjudge.analysis.shared.choices import N_RESAMPLES, Lineage
+from dualjudge.analysis.shared.results import Clarification, Cut, DesignComparison, Requests, Summary
+from dualjudge.analysis.shared.scale import PAPER_SCALE, Scale
+from dualjudge.analysis.shared.table import ANSWER_KEY, read_table
+from dualjudge.analysis.shared.words import speaking, words_for
+from dualjudge.analysis.simulated.planted import planted_near, task_near
 from dualjudge.protocol.kinds import declared
 from dualjudge.rundir import RunDir
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from dualjudge.analysis.choices import (
+from dualjudge.analysis.shared.choices import (
     MAX_RESAMPLES,
     MIN_RESAMPLES,
     N_RESAMPLES,
@@ -55,7 +55,7 @@ def analyze(
     column of the contract is optional and unlocks its sections (docs/verdict-table.md). A pairwise
     table (item_id, judge_model, system_a, system_b, winner, shown_first) gets the pairwise analysis."""
     from dualjudge.analysis.pairwise.table import is_pairwise_file
-    from dualjudge.analysis.scale import Scale
+    from dualjudge.analysis.shared.scale import Scale
     from dualjudge.report.build import analyze as run_analysis
     from dualjudge.report.findings import best_system, estimated_outcome
 
@@ -105,7 +105,7 @@ def _analyze_pairwise(table: Path, out: Path, resamples: int, seed: int) -> None
 
 
 def _read_long(path: Path) -> pd.DataFrame:
-    from dualjudge.analysis.table import read_csv
+    from dualjudge.analysis.shared.table import read_csv
 
     return read_csv(path, {"item": str, "annotator": str}, "label table", labels_as_text=True)
 
@@ -117,7 +117,7 @@ def stats_alpha(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Krippendorff's alpha (missing labels allowed)."""
-    from dualjudge.analysis.agreement import alpha_from_long
+    from dualjudge.analysis.reliability.agreement import alpha_from_long
 
     value = alpha_from_long(_read_long(file), level)
     if as_json:
@@ -146,7 +146,7 @@ def stats_alt_test(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The alternative annotator test (Calderon et al. 2025): omega, rho, pass/fail, per-annotator results."""
-    from dualjudge.analysis.alt_test import alt_test, check_options
+    from dualjudge.analysis.reliability.alt_test import alt_test, check_options
     from dualjudge.cli.common import csv_list
 
     check_options(epsilon, q, metric, min_items)
@@ -179,9 +179,9 @@ def stats_self_preference(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """The calibrated self-preference index per judge, with CIs and adjusted p-values."""
-    from dualjudge.analysis.scale import Scale
-    from dualjudge.analysis.self_preference import cli_json, for_outcome
-    from dualjudge.analysis.table import read_table
+    from dualjudge.analysis.pointwise.self_preference import cli_json, for_outcome
+    from dualjudge.analysis.shared.scale import Scale
+    from dualjudge.analysis.shared.table import read_table
     from dualjudge.report.self_preference import belief_sentence, sentence
 
     sp, result = for_outcome(read_table(table, Scale.with_maximum(scale_max)), outcome, lineage, resamples, seed)
@@ -227,9 +227,9 @@ def stats_systems(
 ) -> None:
     """Which system is best with the judges' biases taken out: calibrated scores, rank intervals, P(best),
     beside the naive, self-excluded and single-judge rankings, and where they disagree."""
-    from dualjudge.analysis.leaderboard import cli_json, leaderboard
-    from dualjudge.analysis.scale import Scale
-    from dualjudge.analysis.table import read_table
+    from dualjudge.analysis.board.leaderboard import cli_json, leaderboard
+    from dualjudge.analysis.shared.scale import Scale
+    from dualjudge.analysis.shared.table import read_table
 
     frame = read_table(table, Scale.with_maximum(scale_max))
     frame, chosen, others = _one_variant(frame, variant)
@@ -295,7 +295,7 @@ def _print_board(result: dict[str, Any], indent: str) -> None:
 
 def _bound_row(row: dict[str, Any]) -> str:
     """A group's rank range and score range, as report.md words them (a clipped range said so)."""
-    from dualjudge.analysis.results import GroupBounds
+    from dualjudge.analysis.shared.results import GroupBounds
 
     r = GroupBounds.model_validate(row)
     scores = r.score_range()
@@ -304,7 +304,7 @@ def _bound_row(row: dict[str, Any]) -> str:
 
 def _one_variant(frame: pd.DataFrame, variant: str | None) -> tuple[pd.DataFrame, str, list[str]]:
     """The rows of one judge variant (the reference one unless named), its name, and the other variants."""
-    from dualjudge.analysis.designs import variant_order
+    from dualjudge.analysis.pointwise.designs import variant_order
 
     variants = variant_order(frame["judge_variant"])
     chosen = variants[0] if variant is None else variant
@@ -334,7 +334,7 @@ def human_export(
     ] = 12,
 ) -> None:
     """A stratified, blinded sample (no judge scores) to annotate."""
-    from dualjudge.analysis.human import export_sample
+    from dualjudge.analysis.reliability.human import export_sample
 
     sample = export_sample(RunDir(run_dir).verdicts, out, n, seed, replace_key, type2)
     console.print(
@@ -349,7 +349,7 @@ def human_import(
     annotations: Annotated[Path, typer.Argument(help="The filled CSV.")],
 ) -> None:
     """Validate annotations and compare them with the judges (human_check.json)."""
-    from dualjudge.analysis.annotations import import_annotations
+    from dualjudge.analysis.reliability.annotations import import_annotations
 
     res = import_annotations(run_dir, annotations)
     for judge, e in res["judges"].items():

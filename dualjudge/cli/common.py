@@ -58,7 +58,7 @@ def floats(value: Optional[str], option: str) -> Optional[list[float]]:
         raise DualjudgeError(f"{option} takes numbers separated by commas, got {value!r}") from None
 
 
-# Two keys of a table declared to name one model, flagged on the leaderboard (analysis/duplicates.py).
+# Two keys of a table declared to name one model, flagged on the leaderboard (analysis/board/duplicates.py).
 Alias = Annotated[
     Optional[list[str]],
     typer.Option("--alias", help="KEY=KEY: two keys of the table that name one model (repeatable); flagged on the board."),

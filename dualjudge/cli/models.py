@@ -34,8 +34,9 @@ def list_models(
     """List the model cards, where each card came from, whether its weights are present, and their size."""
     import json
 
-    from dualjudge.inference.cards import cards_with_sources, models_dir, user_cards_dir
+    from dualjudge.inference.cards import cards_with_sources, user_cards_dir
     from dualjudge.inference.weights import folder_size, locate, source_label
+    from dualjudge.paths import models_dir
 
     user = user_cards_dir()
     built_in = cards_with_sources(None)

@@ -156,7 +156,7 @@ def _pairwise_lines(out: Path) -> None:
     """The pairwise judges' lines, from the analysis the run wrote (summary.json's pairwise part)."""
     import json
 
-    from dualjudge.analysis.results import PairwiseAnalysis
+    from dualjudge.analysis.shared.results import PairwiseAnalysis
     from dualjudge.report.pairwise import headline
 
     try:

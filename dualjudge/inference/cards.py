@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.dialects import DialectName
-from dualjudge.inference.tiny import ArchName
+from dualjudge.inference.tiny.names import ArchName
 from dualjudge.inference.urls import redacted, url_problem
-from dualjudge.paths import project_root
+from dualjudge.paths import models_dir
 from dualjudge.tomlfile import first_error, read_toml
 
 
@@ -202,10 +202,6 @@ class ModelCard(_Strict):
             if value is not None:
                 args += [flag, str(value)]
         return args + list(v.extra_args)
-
-
-def models_dir() -> Path:
-    return project_root() / "models"
 
 
 def load_card(path: Path) -> ModelCard:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from dualjudge.analysis.choices import N_RESAMPLES, Lineage
-from dualjudge.analysis.duplicates import Aliases
-from dualjudge.analysis.results import PairwiseAnalysis, Summary
-from dualjudge.analysis.scale import PAPER_SCALE, Scale
+from dualjudge.analysis.board.duplicates import Aliases
+from dualjudge.analysis.shared.choices import N_RESAMPLES, Lineage
+from dualjudge.analysis.shared.results import PairwiseAnalysis, Summary
+from dualjudge.analysis.shared.scale import PAPER_SCALE, Scale
 from dualjudge.analysis.summary import Progress, summarize_table
 from dualjudge.files import check_output_dir, write_text
 from dualjudge.report.links import EXPLORER

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dualjudge.analysis.results import Alpha, RecognitionProbe, Summary
-from dualjudge.analysis.words import words
+from dualjudge.analysis.shared.results import Alpha, RecognitionProbe, Summary
+from dualjudge.analysis.shared.words import words
 from dualjudge.report.tables import ci, num, rate, table
 
 

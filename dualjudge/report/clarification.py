@@ -1,10 +1,10 @@
-"""The report's rubric clarification section (analysis/clarification.py, studies/clarify.py)."""
+"""The report's rubric clarification section (analysis/pointwise/clarification.py, studies/clarify.py)."""
 
 from __future__ import annotations
 
-from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
-from dualjudge.analysis.results import Clarification, Paired
-from dualjudge.analysis.words import words
+from dualjudge.analysis.shared.bootstrap import MIN_RELIABLE_SIGNS
+from dualjudge.analysis.shared.results import Clarification, Paired
+from dualjudge.analysis.shared.words import words
 from dualjudge.report.designs import paired_text
 from dualjudge.report.tables import num, table
 

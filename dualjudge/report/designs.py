@@ -3,8 +3,8 @@ other variant's own tables (the reference variant's are the report's main sectio
 
 from __future__ import annotations
 
-from dualjudge.analysis.results import DesignComparison, Paired, Rate, Summary
-from dualjudge.analysis.words import words
+from dualjudge.analysis.shared.results import DesignComparison, Paired, Rate, Summary
+from dualjudge.analysis.shared.words import words
 from dualjudge.report.checks import section as checks_section
 from dualjudge.report.paper import section as paper_section
 from dualjudge.report.self_preference import section as self_preference_section

@@ -91,3 +91,13 @@ def table_cell(text: str) -> str:
     """A value as one Markdown table cell: a newline shown as the two characters \\n (it would end the row), a
     pipe escaped (it would end the cell)."""
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n").replace("|", "\\|")
+
+
+def page(body: str) -> str:
+    """The report's HTML page around a body rendered from its Markdown."""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+        "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>" + body + "</body></html>"
+    )

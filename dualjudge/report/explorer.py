@@ -20,13 +20,13 @@ from typing import Any, TypedDict
 
 import pandas as pd
 
-from dualjudge.analysis.belief import judge_beliefs, no_control
-from dualjudge.analysis.designs import variant_order
-from dualjudge.analysis.leaderboard import calibrated_scores
-from dualjudge.analysis.results import Summary
-from dualjudge.analysis.scale import PAPER_SCALE
-from dualjudge.analysis.self_preference import calibrated_residuals
-from dualjudge.analysis.table import ANSWER_IN_RUN, read_table
+from dualjudge.analysis.board.leaderboard import calibrated_scores
+from dualjudge.analysis.pointwise.belief import judge_beliefs, no_control
+from dualjudge.analysis.pointwise.designs import variant_order
+from dualjudge.analysis.pointwise.self_preference import calibrated_residuals
+from dualjudge.analysis.shared.results import Summary
+from dualjudge.analysis.shared.scale import PAPER_SCALE
+from dualjudge.analysis.shared.table import ANSWER_IN_RUN, read_table
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text
 from dualjudge.paths import project_root

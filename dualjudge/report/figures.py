@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from dualjudge.analysis.results import DegradationPoint, Interaction, JointCounts, Leaderboard, Type2AtVisibility
+from dualjudge.analysis.shared.results import DegradationPoint, Interaction, JointCounts, Leaderboard, Type2AtVisibility
 
 DPI = 110
 

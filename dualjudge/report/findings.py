@@ -8,10 +8,10 @@ uneven missing verdicts). With `links`, the numbers open the run explorer on the
 
 from __future__ import annotations
 
-from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS
-from dualjudge.analysis.choices import Outcome
-from dualjudge.analysis.results import JudgeSummary, Leaderboard, OutcomeSelfPreference, Summary
-from dualjudge.analysis.words import words
+from dualjudge.analysis.shared.bootstrap import MIN_RELIABLE_SIGNS
+from dualjudge.analysis.shared.choices import Outcome
+from dualjudge.analysis.shared.results import JudgeSummary, Leaderboard, OutcomeSelfPreference, Summary
+from dualjudge.analysis.shared.words import words
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.self_preference import belief_sentence, sentence
 from dualjudge.report.systems import main_outcome

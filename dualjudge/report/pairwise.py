@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dualjudge.analysis.results import Estimate, PairwiseAnalysis, PairwiseBoard, PairwiseJudge, SideBySide
+from dualjudge.analysis.shared.results import Estimate, PairwiseAnalysis, PairwiseBoard, PairwiseJudge, SideBySide, TestedEstimate
 from dualjudge.files import write_text
-from dualjudge.report.escape import markdown_to_html, md_strings
+from dualjudge.report.escape import markdown_to_html, md_strings, page
 from dualjudge.report.tables import num, pvalue, rate, table
 from dualjudge.rundir import RunDir
 
@@ -86,16 +86,76 @@ def judges_section(a: PairwiseAnalysis) -> list[str]:
         ),
         "",
     ]
+    said: dict[str, list[str]] = {}  # a reason, and the judges it concerns (said once for all that share it)
     for j in a.judges:
         for line in [j.reason, j.position_reason, j.decisiveness_reason, *j.warnings]:
             if line:
-                parts.append(f"- {j.judge}: {line}")
-    if any(j.reason or j.position_reason or j.decisiveness_reason or j.warnings for j in a.judges):
+                said.setdefault(line, []).append(j.judge)
+    for line, judges in said.items():
+        who = "every judge" if len(judges) == len(a.judges) > 1 else ", ".join(judges)
+        parts.append(f"- {who}: {line}")
+    if said:
         parts.append("")
     parts += _model_lines(a)
+    parts += _belief_lines(a)
     parts += ["How each column is defined:", ""]
     parts += [f"- **{name.replace('_', ' ')}**: {text}" for name, text in a.definitions.items()]
     return parts + [""]
+
+
+def _belief_lines(a: PairwiseAnalysis) -> list[str]:
+    """The own-family term decomposed: agreement with the judge's own answer held fixed, harmful and legitimate."""
+    if a.belief_reason:
+        return [f"The own-family term is not decomposed: {a.belief_reason}.", ""]
+    judged = [j for j in a.judges if j.belief is not None]
+    if not judged:
+        return []
+
+    def tested(e: TestedEstimate | None) -> str:
+        if e is None:
+            return "-"
+        return _est(e) + ("" if e.p_adjusted is None else f", p_adj {pvalue(e.p_adjusted)}")
+
+    rows = [
+        [
+            j.judge,
+            _est(j.own_logit),
+            tested(j.belief.controlled),
+            _est(j.belief.explained),
+            _est(j.belief.agreement),
+            tested(j.belief.harmful),
+            tested(j.belief.legitimate),
+        ]
+        for j in judged
+        if j.belief is not None
+    ]
+    lines = [
+        "### The own-family term, agreement with the judge's own answer held fixed",
+        "",
+        "A judge favours answers that say what its own answer says, and its own family's answers say it more often: "
+        "that raises the own-family term with no favour for the family. Here the fit holds an answer's agreement with "
+        "the judge's own label fixed (logits)"
+        + (
+            ", and splits the term by whether the judge's own answer on the item is wrong (harmful: the favour can lift "
+            "a wrong answer) or right (legitimate)."
+            if a.belief_gold
+            else "; the table has no gold label, so the harmful and legitimate parts are not given."
+        ),
+        "",
+        table(
+            ["judge", "own term", "agreement held fixed", "explained by agreement", "agreement term", "harmful", "legitimate"],
+            rows,
+        ),
+        "",
+    ]
+    for j in judged:
+        b = j.belief
+        if b is None:
+            continue
+        for line in (b.reason, b.harmful_reason if a.belief_gold else None, b.legitimate_reason if a.belief_gold else None):
+            if line:
+                lines.append(f"- {j.judge}: {line}")
+    return lines + [""]
 
 
 def _model_lines(a: PairwiseAnalysis) -> list[str]:
@@ -207,8 +267,6 @@ def sections(a: PairwiseAnalysis) -> list[str]:
 
 def render_pairwise_report(a: PairwiseAnalysis, out: Path) -> None:
     """report.md and report.html of a pairwise table analysed alone; every name escaped as text."""
-    from dualjudge.report.render import page
-
     shown = PairwiseAnalysis.model_validate(md_strings(a.model_dump()))
     md = "\n".join(
         [

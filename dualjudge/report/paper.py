@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dualjudge.analysis.results import Summary
-from dualjudge.analysis.words import words
+from dualjudge.analysis.shared.results import Summary
+from dualjudge.analysis.shared.words import words
 from dualjudge.report.links import linked, visibility_key
 from dualjudge.report.tables import ci, count_rate, num, pvalue, rate, table
 

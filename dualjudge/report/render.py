@@ -7,17 +7,17 @@ import hashlib
 import re
 from pathlib import Path
 
-from dualjudge.analysis.choices import Lineage
-from dualjudge.analysis.results import Summary
-from dualjudge.analysis.statistics import sections as statistic_sections
-from dualjudge.analysis.words import speaking, words, words_for
+from dualjudge.analysis.shared.choices import Lineage
+from dualjudge.analysis.shared.results import Summary
+from dualjudge.analysis.shared.statistics import sections as statistic_sections
+from dualjudge.analysis.shared.words import speaking, words, words_for
 from dualjudge.files import write_text
 from dualjudge.report import figures as fig
 from dualjudge.report.checks import section as checks_section
 from dualjudge.report.clarification import section as clarification_section
 from dualjudge.report.designs import section as designs_section
 from dualjudge.report.designs import variant_sections
-from dualjudge.report.escape import markdown_to_html, md_strings, md_text
+from dualjudge.report.escape import markdown_to_html, md_strings, md_text, page
 from dualjudge.report.findings import section as findings_section
 from dualjudge.report.once import explanations, once
 from dualjudge.report.pairwise import sections as pairwise_sections
@@ -127,7 +127,7 @@ def markdown(
     if summary.pairwise is not None:
         parts += pairwise_sections(summary.pairwise) + side_by_side_section(summary.pairwise.side_by_side)
     parts += checks_section(summary)
-    parts += statistic_sections(summary.statistics)  # declared statistics (analysis/statistics.py)
+    parts += statistic_sections(summary.statistics)  # declared statistics (analysis/shared/statistics.py)
     if summary.designs:
         parts += designs_section(summary.designs)
     if summary.clarification:
@@ -221,13 +221,3 @@ def _html(md: str, figures: dict[str, str]) -> str:
     for path, data in figures.items():  # a figure's path is letters, digits, . _ - and / (file_stem)
         body = body.replace(f'src="{path}"', f'src="{data}"')
     return page(body)
-
-
-def page(body: str) -> str:
-    """The report's HTML page around a body rendered from its Markdown."""
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>dualjudge report</title><style>"
-        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-        "td:first-child,th:first-child{text-align:left}img{max-width:100%}</style></head><body>" + body + "</body></html>"
-    )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dualjudge.analysis.choices import Outcome
-from dualjudge.analysis.results import Estimate, JudgeSelfPreference, OutcomeSelfPreference, SelfPreference, TestedEstimate
+from dualjudge.analysis.shared.choices import Outcome
+from dualjudge.analysis.shared.results import Estimate, JudgeSelfPreference, OutcomeSelfPreference, SelfPreference, TestedEstimate
 from dualjudge.report.tables import ci, num, pvalue, table
 
 OUTCOME_TITLES = {"overall": "overall score (0-10 points)", "equivalent": "equivalent (probability, linear model)"}

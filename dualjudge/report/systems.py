@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dualjudge.analysis.choices import Outcome
-from dualjudge.analysis.results import Bounds, Leaderboard, LeaderRow, RankedMean, Simulation, Systems
+from dualjudge.analysis.shared.choices import Outcome
+from dualjudge.analysis.shared.results import Bounds, Leaderboard, LeaderRow, RankedMean, Simulation, Systems
 from dualjudge.report.tables import num, table
 
 KINDS = {"system_model": "system model", "system": "strategy"}

@@ -238,3 +238,20 @@ class Planner:
                 row.add(counter.count(r, pending=pending, times=calls - hits))
                 row.completion_tokens += (calls - hits) * r.sampling.max_tokens
         return row
+
+
+@dataclass
+class ModelCost:
+    """One model's price in the plan: its roles, its memory, its serving time for the requests still to send (and
+    what that time rests on), the completion tokens those are expected to take, and one load's time."""
+
+    model: str
+    roles: list[str]
+    gpu_memory_gb: float | None  # None: served at an attached endpoint
+    tokens: str  # how tokens were counted
+    seconds: float | None
+    time_basis: str
+    expected_completion_tokens: int = 0  # of the requests still to send
+    completion_basis: str = ""
+    load_seconds: float | None = None  # one load: the weights read from disk, then the engine's start
+    load_basis: str = ""  # what that figure rests on (roofline.load_basis)

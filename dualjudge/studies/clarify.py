@@ -1,6 +1,6 @@
 """`dualjudge rubric clarify RUN`: label-free rubric clarification with its control, on a finished run.
 
-1. Split the run's signs into development and test (seeded, stratified by group; analysis/clarification.py).
+1. Split the run's signs into development and test (seeded, stratified by group; analysis/pointwise/clarification.py).
 2. Every judge scores every answer with the original rubric (the `rubric` variant; answered from the
    store where the run already has it).
 3. Rank the clauses by the judges' disagreement on the development split; the top k are clarified,
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dualjudge.analysis.clarification import (
+from dualjudge.analysis.pointwise.clarification import (
     ARMS,
     CLARIFICATION,
     STATISTIC,
@@ -35,7 +35,7 @@ from dualjudge.analysis.clarification import (
     rank_clauses,
     split_signs,
 )
-from dualjudge.analysis.results import ClarificationRecord
+from dualjudge.analysis.shared.results import ClarificationRecord
 from dualjudge.config import RunConfig
 from dualjudge.errors import DualjudgeError
 from dualjudge.files import write_text

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from dualjudge.analysis.table import table_columns
+from dualjudge.analysis.shared.table import table_columns
 from dualjudge.files import replacing
 from dualjudge.inference.cards import ModelCard, all_cards
 from dualjudge.protocol.kinds import declared, judge_kind
@@ -189,7 +189,7 @@ OCCLUSION = ("visibility", "mode")  # columns of occluded variants, left out whe
 def in_task_words(frame: pd.DataFrame, task: Task, modality: str) -> pd.DataFrame:
     """A task folder's table in its own words: the bootstrap's cluster is `group`, the gold and predicted final
     line `label` and `predicted_label`; a text task's items have no occluded variants, so no visibility or mode.
-    analysis/table.py reads it back to the contract's names."""
+    analysis/shared/table.py reads it back to the contract's names."""
     if task.builtin:
         return frame
     out = frame.rename(columns=TASK_NAMES)

@@ -19,13 +19,14 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from dualjudge.analysis.bootstrap import MIN_RELIABLE_SIGNS, Interval, resample_counts, t_interval
-from dualjudge.analysis.choices import N_RESAMPLES
-from dualjudge.analysis.pairwise import model
+from dualjudge.analysis.board.ranks import calibrated_board, competition_ranks
+from dualjudge.analysis.pairwise import belief, model
+from dualjudge.analysis.pairwise.belief import never
 from dualjudge.analysis.pairwise.cells import Coded, Comparisons, coded, comparisons
 from dualjudge.analysis.pairwise.model import FIRST_WINS, SECOND_WINS, TIE, Cells, Params, Spec
-from dualjudge.analysis.ranks import calibrated_board, competition_ranks
-from dualjudge.analysis.results import Estimate, PairwiseAnalysis, SideBySide, Summary
+from dualjudge.analysis.shared.bootstrap import MIN_RELIABLE_SIGNS, Interval, resample_counts, t_interval
+from dualjudge.analysis.shared.choices import N_RESAMPLES
+from dualjudge.analysis.shared.results import Estimate, PairwiseAnalysis, SideBySide, Summary
 
 POSITION_ONLY = 0.99  # a judge giving this share of its decisive verdicts (or 1 minus it) to one slot
 POSITION_ONLY_MIN = 20  # ... out of at least this many; with fewer (at least POSITION_ONLY_FEW), every one of them
@@ -145,18 +146,12 @@ def design(
                 continue
             if not np.any(c.cells.x[c.cells.judge == j, k] != 0):
                 beta[j, k] = False
-                held[f"{name}:{judge}"] = _never(name, judge)
+                held[f"{name}:{judge}"] = never(name, judge)
     spec = Spec(True, np.zeros(n_j, dtype=bool), beta, ties)
     spec, more = _ranked(c.cells, spec, comps, terms)
     held.update(more)
     unidentified += [why for key, why in more.items()]
     return Design(c, spec, held, unidentified, in_fit & answered)
-
-
-def _never(term: str, judge: str) -> str:
-    if term == "own":
-        return f"{judge} never compared its own family's answer with another family's"
-    return f"no comparison of {judge}'s carries the term {term}"
 
 
 def _ranked(cells: Cells, spec: Spec, comps: Comparisons, terms: tuple[str, ...]) -> tuple[Spec, dict[str, str]]:
@@ -220,6 +215,12 @@ def with_decisiveness(d: Design, comps: Comparisons, at: Params) -> tuple[Design
     if len(candidates) < 2:
         return d, (int(candidates[0]) if len(candidates) else None)
     ref = int(candidates[np.argmax(per_judge[candidates])])
+    alike = _strengths_alike(d, at)
+    if alike is not None:  # no strength gap to be more or less sharp about: one decisiveness for all
+        held = dict(d.held)
+        for j in candidates:
+            held[f"decisiveness:{comps.judges[j]}"] = alike
+        return replace(d, held=held), ref
     decisive = d.in_fit.copy()
     decisive[ref] = False
     trial = replace(d.spec, decisive=decisive)
@@ -235,6 +236,24 @@ def with_decisiveness(d: Design, comps: Comparisons, at: Params) -> tuple[Design
                 f"the strengths (held at the reference judge's)"
             )
     return replace(d, spec=replace(d.spec, decisive=decisive), held=held), ref
+
+
+STRENGTHS_ALIKE = 0.05  # the likelihood-ratio test of equal strengths: at or above this p, decisiveness is not fitted
+
+
+def _strengths_alike(d: Design, at: Params) -> str | None:
+    """Why no judge's decisiveness is fitted where the systems' strengths cannot be told apart (a decisiveness is a
+    slope on the strength differences: with none it is any number), else None."""
+    cells = d.coded.cells
+    equal = model.fit(cells, replace(d.spec, strengths=False))
+    plain = model.loglik(cells, at)
+    test = _lr(plain, equal.loglik, cells.n_systems - 1)
+    if test["p"] < STRENGTHS_ALIKE:
+        return None
+    return (
+        f"the systems' strengths are not told apart (likelihood ratio {test['lr']:.1f} on {test['df']} df, p = "
+        f"{test['p']:.2g}), so no judge's decisiveness, a slope on their differences, is fitted: one for all"
+    )
 
 
 def _scaled(d: Design, ref: int | None) -> np.ndarray:
@@ -320,9 +339,7 @@ def _failed(f: model.Fit) -> model.Fit:
 
 
 # -- per judge --------------------------------------------------------------------------------------------------
-def _estimate(
-    point: float, draws: np.ndarray, g: int, within: tuple[float, float] = (-np.inf, np.inf)
-) -> dict[str, float] | None:
+def _estimate(point: float, draws: np.ndarray, g: int, within: tuple[float, float] = (-np.inf, np.inf)) -> dict[str, float] | None:
     """The t interval of a statistic over the resamples, its bounds kept `within` the statistic's range (a rate's
     interval never leaves 0-1, however few the clusters)."""
     if not np.isfinite(point):
@@ -420,6 +437,9 @@ def pairwise(
                 "raw_from": "probabilities" if by_prob else "verdicts",
             }
         )
+    decomposed = decomposition(frame, comps, position_only, weights, fitted, tell)
+    for entry in judges:
+        entry["belief"] = decomposed["judges"].get(entry["judge"])
     _adjust(judges)
     no_fit: dict[str, Any] = {"test": None, "reason": "no judge's verdicts can be fitted", "fits": None}
     transitivity = fitted.transitivity if fitted else no_fit
@@ -453,6 +473,8 @@ def pairwise(
             "board": leaderboard(comps, fitted, g) if fitted else None,
             "unidentified": sorted(set(fitted.design.unidentified)) if fitted else [],
             "warnings": [*position_only.values(), *warnings],
+            "belief_reason": decomposed["reason"],
+            "belief_gold": decomposed["gold"],
             "analysis_seconds": round(time.perf_counter() - t0, 2),
         }
     )
@@ -560,11 +582,105 @@ def _judge(
 
 
 def _adjust(judges: list[dict[str, Any]]) -> None:
-    """Benjamini-Yekutieli adjusted p-values of the own-family terms across judges."""
-    tested = [e["own_logit"] for e in judges if e.get("own_logit")]
-    if tested:
-        for e, p in zip(tested, multipletests([e["p"] for e in tested], method="fdr_by")[1]):
-            e["p_adjusted"] = float(p)
+    """Benjamini-Yekutieli adjusted p-values across judges: of the own-family terms, and apart from them of each
+    part of the decomposition."""
+    groups = [[e["own_logit"] for e in judges if e.get("own_logit")]]
+    for part in ("controlled", "harmful", "legitimate"):
+        groups.append([b[part] for e in judges if (b := e.get("belief")) and b.get(part)])
+    for tested in groups:
+        if tested:
+            for e, p in zip(tested, multipletests([e["p"] for e in tested], method="fdr_by")[1]):
+                e["p_adjusted"] = float(p)
+
+
+# -- the decomposition ------------------------------------------------------------------------------------------
+def decomposition(
+    frame: pd.DataFrame,
+    comps: Comparisons,
+    position_only: dict[int, str],
+    weights: np.ndarray,
+    main: Fitted | None,
+    tell: Progress,
+) -> dict[str, Any]:
+    """Per judge the own-family term with agreement with its own answer held fixed (`controlled`), what agreement
+    explains (the main term minus it, on the same resamples), the agreement term, and the harmful and legitimate
+    parts (analysis/pointwise/belief.py's JudgeBelief); with the reason where a part is not given."""
+    out: dict[str, Any] = {"reason": belief.no_labels(frame), "gold": False, "judges": {}}
+    if out["reason"] is not None or main is None:
+        return out
+    x, names, known, info = belief.terms(frame, comps)
+    out["gold"] = info["gold"]
+    tell("pairwise: decomposition")
+    d = design(comps, x, names, position_only, rows=known)
+    if not d.in_fit.any():
+        out["reason"] = "no judge compared answers on an item where its own label is known"
+        return out
+    fitted = _fitted(comps, d, weights, lambda m: tell(f"pairwise decomposition: {m}"))
+    cells, draws, g = d.coded.cells, fitted.draws, len(comps.groups)
+    carried = np.zeros((cells.n_judges, len(names)))
+    for k in range(len(names)):
+        carried[:, k] = np.bincount(cells.judge, weights=cells.counts.sum(axis=1) * (cells.x[:, k] != 0), minlength=cells.n_judges)
+    own_terms = [k for k, n in enumerate(names) if n.startswith("own")]
+    agree_terms = [k for k, n in enumerate(names) if n.startswith("agree")]
+    for j, judge in enumerate(comps.judges):
+        entry: dict[str, Any] = {
+            "source": info["source"].get(judge),
+            "items": info["items"].get(judge, 0),
+            "items_wrong": info["items_wrong"].get(judge) if info["gold"] else None,
+            "items_split": info["split"].get(judge, 0),
+            "verdicts": {names[k]: int(carried[j, k]) for k in range(1, len(names))},
+            "controlled": None,
+            "explained": None,
+            "agreement": None,
+            "harmful": None,
+            "legitimate": None,
+            "reason": None,
+        }
+        out["judges"][judge] = entry
+        if judge in info["never"]:
+            entry["reason"] = "it never answered as a system (nor did a model of its family), so its own answer is unknown"
+            continue
+        if j in position_only or not fitted.design.in_fit[j]:
+            entry["reason"] = "the main fit does not estimate this judge (see its reason)"
+            continue
+        free = fitted.design.spec.beta[j]
+        mine = [k for k in own_terms if carried[j, k] > 0]
+        held = [k for k in mine if not free[k]]
+        if not mine:
+            entry["reason"] = never(names[own_terms[0]], judge) if len(own_terms) == 1 else never("own", judge)
+            continue
+        agree = [k for k in agree_terms if free[k] and carried[j, k] > 0]
+        if agree:
+            entry["agreement"] = _estimate(*_split(_weighted(draws.beta[:, j, :], carried[j], agree)), g)
+        if held:
+            entry["reason"] = fitted.design.held.get(f"{names[held[0]]}:{judge}", f"its term {names[held[0]]} is held")
+        else:
+            controlled = _weighted(draws.beta[:, j, :], carried[j], mine)
+            entry["controlled"] = _estimate(*_split(controlled), g)
+            if main.design.spec.beta[j, OWN]:
+                entry["explained"] = _estimate(*_split(main.draws.beta[:, j, OWN] - controlled), g)
+        if info["gold"]:
+            for part, name, when in (("harmful", "own_wrong", "wrong"), ("legitimate", "own_right", "right")):
+                k = names.index(name)
+                if carried[j, k] == 0:
+                    entry[f"{part}_reason"] = never(name, judge)
+                elif not free[k]:
+                    entry[f"{part}_reason"] = fitted.design.held.get(f"{name}:{judge}", f"its term {name} is held")
+                else:
+                    entry[part] = _estimate(draws.beta[0, j, k], draws.beta[1:, j, k], g)
+        else:
+            entry["harmful_reason"] = entry["legitimate_reason"] = "the table has no gold label, so right and wrong are unknown"
+    return out
+
+
+def _weighted(beta: np.ndarray, counts: np.ndarray, terms: list[int]) -> np.ndarray:
+    """(1+R,) the terms' effects averaged over the comparisons that carry them."""
+    w = counts[terms]
+    return np.asarray(beta[:, terms] @ w / w.sum())
+
+
+def _split(values: np.ndarray) -> tuple[float, np.ndarray]:
+    return float(values[0]), values[1:]
 
 
 # -- the board and the transitivity test ----------------------------------------------------------------------------

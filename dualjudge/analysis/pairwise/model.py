@@ -27,6 +27,7 @@ FIRST_WINS, SECOND_WINS, TIE = range(3)
 RIDGE = 1e-4  # a weak penalty on every parameter: a separated term stays finite (and is then flagged, never reported)
 TOLERANCE = 1e-8  # the largest parameter step at convergence
 MAX_STEPS = 200
+FLAT = 1e-12  # a step that gains less than this share of the objective: converged (a direction the data leave flat)
 DEPENDENT = 1e-9  # a column whose residual on the kept ones has less than this share of its norm adds nothing
 
 
@@ -239,8 +240,9 @@ def fit(cells: Cells, spec: Spec, start: Params | None = None) -> Fit:
                 break
             size /= 2
         change = float(np.max(np.abs(size * step))) if layout.size else 0.0
+        gained = value - current
         theta, p, current = trial, trial_p, value
-        if change < TOLERANCE:
+        if change < TOLERANCE or 0 <= gained < FLAT * (1 + abs(current)):  # a flat valley: the likelihood has settled
             converged = True
             break
     return Fit(p, loglik(cells, p), converged, steps, theta, info)

@@ -36,6 +36,13 @@ class PlantedPairs:
     n_items: int = 60
     answer_sd: float = 0.5  # an answer's quality around its system's strength, per item
     design: Design = "all"
+    # final labels (0: none): each answer is right (label "l0") with its system's accuracy, else a wrong label drawn
+    # from the others; a right answer is `right_bonus` stronger; a judge adds `agree[judge]` to an answer sharing the
+    # label of its own model's answer on the item (the judge's own answer: judges must be system models)
+    labels: int = 0
+    accuracy: dict[str, float] = field(default_factory=dict)  # per system (default 0.6)
+    right_bonus: float = 1.0
+    agree: dict[str, float] = field(default_factory=dict)
 
 
 def simulate_pairs(planted: PlantedPairs, seed: int = 0) -> pd.DataFrame:
@@ -45,6 +52,11 @@ def simulate_pairs(planted: PlantedPairs, seed: int = 0) -> pd.DataFrame:
     quality = np.array([planted.strength.get(s, 0.0) for s in systems])[None, :] + rng.normal(
         0, planted.answer_sd, size=(planted.n_items, len(systems))
     )
+    label = np.zeros((planted.n_items, len(systems)), dtype=int)
+    if planted.labels:
+        right = rng.random((planted.n_items, len(systems))) < np.array([planted.accuracy.get(s, 0.6) for s in systems])
+        label = np.where(right, 0, rng.integers(1, planted.labels, size=right.shape))
+        quality = quality + planted.right_bonus * right
     rows: list[tuple[str, str, str, str, int, int]] = []
     pairs = list(combinations(range(len(systems)), 2))
     for judge, family in planted.judges.items():
@@ -77,6 +89,10 @@ def simulate_pairs(planted: PlantedPairs, seed: int = 0) -> pd.DataFrame:
         + per_judge(planted.position, 0.0)
         + per_judge(planted.own, 0.0) * own
     )
+    if planted.labels:
+        own_label = label[item, np.array([systems.index(j) for j in judge])]
+        agree = (label[item, first] == own_label).astype(float) - (label[item, second] == own_label).astype(float)
+        eta = eta + per_judge(planted.agree, 0.0) * agree
     nu = per_judge(planted.tie, 0.0)
     probs = probabilities(eta, np.log(np.where(nu > 0, nu, np.nan)))
     probs = np.nan_to_num(probs, nan=0.0)
@@ -86,7 +102,7 @@ def simulate_pairs(planted: PlantedPairs, seed: int = 0) -> pd.DataFrame:
     first_letter = np.where(a_first, "a", "b")
     second_letter = np.where(a_first, "b", "a")
     winner = np.where(outcome == 0, first_letter, np.where(outcome == 1, second_letter, "tie"))
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "item_id": frame["item_id"],
             "judge_model": frame["judge_model"],
@@ -99,3 +115,8 @@ def simulate_pairs(planted: PlantedPairs, seed: int = 0) -> pd.DataFrame:
             "winner": winner,
         }
     )
+    if planted.labels:
+        out["label_a"] = [f"l{v}" for v in label[item, ia]]
+        out["label_b"] = [f"l{v}" for v in label[item, ib]]
+        out["label"] = "l0"
+    return out

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dualjudge.analysis.table import read_csv
+from dualjudge.analysis.shared.table import read_csv
 from dualjudge.errors import DualjudgeError
 
 REQUIRED = ("item_id", "judge_model", "system_a", "system_b", "winner", "shown_first")

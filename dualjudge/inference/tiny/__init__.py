@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 from dualjudge.errors import DualjudgeError
 from dualjudge.inference.tiny import gemma3, idefics3, internvl, llava, pixtral, qwen2_5_vl
 from dualjudge.inference.tiny.architecture import TinyArchitecture, build
 from dualjudge.inference.tiny.architecture import processor as _processor
+from dualjudge.inference.tiny.names import ArchName
 
-ArchName = Literal["llava", "qwen2.5-vl", "gemma3", "idefics3", "smolvlm", "internvl", "pixtral"]
 ARCHITECTURES: dict[str, TinyArchitecture] = {
     a.name: a for a in (llava.ARCH, qwen2_5_vl.ARCH, gemma3.ARCH, idefics3.IDEFICS3, idefics3.SMOLVLM, internvl.ARCH, pixtral.ARCH)
 }

@@ -7,11 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from dualjudge.inference.tiny.architecture import VISION, Ids, TinyArchitecture, Tokens
+from dualjudge.paths import models_dir
 
 
 def _template() -> str:
-    from dualjudge.inference.cards import models_dir
-
     return (models_dir() / "templates" / "gemma.jinja").read_text()
 
 
