@@ -180,5 +180,5 @@ def test_reproduce_on_a_finished_vllm_cpu_run_prints_the_shares(cli, tmp_path):
     words = " ".join(stdout.split())
     assert "3 of its 3 stored requests sent again (seed 0), 1 in flight per model (the run: smollm2-135m-instruct 16)" in words
     assert "answers byte-identical: 1 of 1" in words and "verdicts byte-identical: 2 of 2" in words
-    assert code == 0 and "everything matched" in words
+    assert code == 0 and "everything sent again matched (3 requests)" in words
     assert not any((out / "logs").glob("*reproduce*")) and not list(out.glob("reproduce*"))

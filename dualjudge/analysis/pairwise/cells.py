@@ -55,11 +55,13 @@ def comparisons(frame: pd.DataFrame) -> Comparisons:
     unanswered = frame.loc[~frame.index.isin(answered.index), "judge_model"].value_counts()
     judges = sorted(frame["judge_model"].astype(str).unique())
     systems = sorted(set(frame["system_a"]) | set(frame["system_b"]))
-    judge_family = dict(zip(frame["judge_model"], frame["judge_family"]))
-    system_family = {
-        **dict(zip(frame["system_a"], frame["family_a"])),
-        **dict(zip(frame["system_b"], frame["family_b"])),
-    }
+
+    def pairs(model: str, family: str) -> dict[str, str]:  # each model's family, read from its distinct pairs
+        distinct = frame[[model, family]].drop_duplicates()
+        return dict(zip(distinct[model].astype(str), distinct[family].astype(str)))
+
+    judge_family = pairs("judge_model", "judge_family")
+    system_family = {**pairs("system_a", "family_a"), **pairs("system_b", "family_b")}
     a_first = (answered["shown_first"] == "a").to_numpy()
     sys_a, sys_b = _codes(answered["system_a"], systems), _codes(answered["system_b"], systems)
     first, second = np.where(a_first, sys_a, sys_b), np.where(a_first, sys_b, sys_a)

@@ -298,8 +298,17 @@ def _derived(cells: Cells, p: Params, counts: np.ndarray) -> np.ndarray:
 
 
 def bootstrap(
-    d: Design, plain_spec: Spec, scaled: np.ndarray, point: model.Fit, plain: model.Fit, weights: np.ndarray, tell: Progress
+    d: Design,
+    plain_spec: Spec,
+    scaled: np.ndarray,
+    point: model.Fit,
+    plain: model.Fit,
+    weights: np.ndarray,
+    tell: Progress,
+    with_plain: bool = True,
 ) -> Draws:
+    """The full fit (and, `with_plain`, the plain one) redone on each resample's cells, warm-started at the point
+    estimate; a refit that does not converge counts as missing."""
     cells = d.coded.cells
     r = len(weights)
     n_s, n_j, n_k = cells.n_systems, cells.n_judges, cells.x.shape[1]
@@ -323,8 +332,8 @@ def bootstrap(
         block = d.coded.resampled(weights[start : start + CHUNK])
         for b, counts in enumerate(block):
             resample = cells.with_counts(counts)
-            f = model.fit(resample, d.spec, point.params)
-            pf = model.fit(resample, plain_spec, plain.params)
+            f = model.fit(resample, d.spec, point.params, model.RESAMPLE_TOLERANCE)
+            pf = model.fit(resample, plain_spec, plain.params, model.RESAMPLE_TOLERANCE) if with_plain else plain
             record(1 + start + b, f if f.converged else _failed(f), pf if pf.converged else _failed(pf), counts)
         done += len(block)
         tell(f"bootstrap {done}/{r}")
@@ -493,7 +502,7 @@ class Fitted:
     transitivity: dict[str, Any]
 
 
-def _fitted(comps: Comparisons, d: Design, weights: np.ndarray, tell: Progress) -> Fitted:
+def _fitted(comps: Comparisons, d: Design, weights: np.ndarray, tell: Progress, with_plain: bool = True) -> Fitted:
     plain_spec = d.spec
     tell("pairwise: plain fit")
     plain = model.fit(d.coded.cells, plain_spec)
@@ -503,7 +512,7 @@ def _fitted(comps: Comparisons, d: Design, weights: np.ndarray, tell: Progress) 
     full = model.fit(d.coded.cells, d.spec, plain.params)
     decisive_df = int(d.spec.decisive.sum())
     test = _lr(full.loglik, plain.loglik, decisive_df) if decisive_df else None
-    draws = bootstrap(d, plain_spec, scaled, full, plain, weights, lambda m: tell(f"pairwise: {m}"))
+    draws = bootstrap(d, plain_spec, scaled, full, plain, weights, lambda m: tell(f"pairwise: {m}"), with_plain)
     tell("pairwise: transitivity")
     return Fitted(d, full, draws, scaled, test, saturated_test(comps, d, full))
 
@@ -615,7 +624,7 @@ def decomposition(
     if not d.in_fit.any():
         out["reason"] = "no judge compared answers on an item where its own label is known"
         return out
-    fitted = _fitted(comps, d, weights, lambda m: tell(f"pairwise decomposition: {m}"))
+    fitted = _fitted(comps, d, weights, lambda m: tell(f"pairwise decomposition: {m}"), with_plain=False)
     cells, draws, g = d.coded.cells, fitted.draws, len(comps.groups)
     carried = np.zeros((cells.n_judges, len(names)))
     for k in range(len(names)):

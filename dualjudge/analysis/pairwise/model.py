@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import sparse
 
 FIRST_WINS, SECOND_WINS, TIE = range(3)
 RIDGE = 1e-4  # a weak penalty on every parameter: a separated term stays finite (and is then flagged, never reported)
 TOLERANCE = 1e-8  # the largest parameter step at convergence
+RESAMPLE_TOLERANCE = 1e-6  # ... in a bootstrap refit (a hundredth of the smallest standard error any interval shows)
 MAX_STEPS = 200
 FLAT = 1e-12  # a step that gains less than this share of the objective: converged (a direction the data leave flat)
 DEPENDENT = 1e-9  # a column whose residual on the kept ones has less than this share of its norm adds nothing
@@ -142,9 +142,6 @@ def loglik(cells: Cells, p: Params, counts: np.ndarray | None = None) -> float:
     return float(np.sum(counts * logs))
 
 
-DENSE_MAX = 4_000_000  # cells x parameters up to which the Jacobian is a dense array (faster than sparse for small fits)
-
-
 def _entries(cells: Cells, layout: Layout, p: Params) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """d eta / d theta as blocks of (rows, columns, values), each (row, column) at most once per block."""
     c = np.arange(len(cells.judge))
@@ -164,56 +161,79 @@ def _entries(cells: Cells, layout: Layout, p: Params) -> list[tuple[np.ndarray, 
     return blocks
 
 
-def _jacobian(cells: Cells, layout: Layout, p: Params) -> np.ndarray | sparse.csr_matrix:
-    """d eta / d theta, one row per cell: dense for a small fit, sparse for a large one."""
-    shape = (len(cells.judge), layout.size)
-    blocks = _entries(cells, layout, p)
-    if shape[0] * shape[1] <= DENSE_MAX:
-        dense = np.zeros(shape)
-        for rows, cols, vals in blocks:
-            dense[rows, cols] += vals
-        return dense
-    rows, cols, vals = (np.concatenate(part) for part in zip(*blocks))
-    return sparse.csr_matrix((vals, (rows, cols)), shape=shape)
+class Slots:
+    """d eta / d theta of every cell in fixed-width rows: each cell's few nonzero columns (its two systems'
+    strengths, its judge's decisiveness, its judge's terms; a spare column `size` where a slot is empty), so the
+    gradient and the information are bincounts over the cells' column pairs, however many cells."""
+
+    def __init__(self, cells: Cells, layout: Layout) -> None:
+        self.cells, self.layout, size = cells, layout, layout.size
+        spare = size
+        cols = []
+        if layout.n_s:
+            cols += [np.where(cells.first > 0, cells.first - 1, spare), np.where(cells.second > 0, cells.second - 1, spare)]
+        at = layout.d_at[cells.judge]
+        cols.append(np.where(at >= 0, at, spare))
+        for k in range(layout.n_terms):
+            at = layout.beta_at[cells.judge, k]
+            cols.append(np.where((at >= 0) & (cells.x[:, k] != 0), at, spare))
+        self.cols = np.stack(cols, axis=1) if cols else np.zeros((len(cells.judge), 0), dtype=np.int64)
+        width = self.cols.shape[1]
+        self.pairs = (self.cols[:, :, None] * (size + 1) + self.cols[:, None, :]).reshape(len(cells.judge), width * width)
+        self.tau = layout.tau_at[cells.judge]
+
+    def values(self, p: Params) -> np.ndarray:
+        cells, layout = self.cells, self.layout
+        delta = np.exp(p.d)[cells.judge]
+        vals = []
+        if layout.n_s:
+            vals += [delta, -delta]
+        vals.append(delta * (p.s[cells.first] - p.s[cells.second]))
+        vals += [cells.x[:, k] for k in range(layout.n_terms)]
+        out = np.stack(vals, axis=1) if vals else np.zeros((len(cells.judge), 0))
+        return np.where(self.cols < layout.size, out, 0.0)
 
 
-def _weighted_gram(j: np.ndarray | sparse.csr_matrix, w: np.ndarray) -> np.ndarray:
-    if sparse.issparse(j):
-        return np.asarray((j.T @ sparse.diags(w) @ j).todense())
-    return np.asarray(j.T @ (w[:, None] * j))
+def _jacobian(cells: Cells, layout: Layout, p: Params) -> np.ndarray:
+    """d eta / d theta, one row per cell (dense: the rank check's)."""
+    dense = np.zeros((len(cells.judge), layout.size))
+    for rows, cols, vals in _entries(cells, layout, p):
+        dense[rows, cols] += vals
+    return dense
 
 
-def score_and_information(cells: Cells, layout: Layout, p: Params) -> tuple[np.ndarray, np.ndarray]:
+def score_and_information(slots: Slots, p: Params) -> tuple[np.ndarray, np.ndarray]:
     """The gradient of the log-likelihood and the Fisher information (the model is an exponential family in
     (eta/2, tau) per cell: its information is the covariance of ((1_F - 1_S)/2, 1_T) times the cell's count)."""
+    cells, size = slots.cells, slots.layout.size
     n = cells.counts.sum(axis=1)
     probs = probabilities(p.eta(cells), p.tau[cells.judge])
     pf, ps, pt = probs[:, 0], probs[:, 1], probs[:, 2]
     g_eta = (cells.counts[:, 0] - cells.counts[:, 1]) / 2 - n * (pf - ps) / 2
-    g_tau = cells.counts[:, 2] - n * pt
     w_ee = n * ((pf + ps) / 4 - (pf - ps) ** 2 / 4)
-    w_tt = n * pt * (1 - pt)
-    w_et = -n * (pf - ps) / 2 * pt
-    je = _jacobian(cells, layout, p)
-    grad = np.asarray(je.T @ g_eta).ravel()
-    info = _weighted_gram(je, w_ee)
-    at = layout.tau_at[cells.judge]
-    has = at >= 0
+    vals = slots.values(p)
+    grad = np.bincount(slots.cols.ravel(), weights=(vals * g_eta[:, None]).ravel(), minlength=size + 1)[:size]
+    outer = (vals[:, :, None] * vals[:, None, :]).reshape(len(n), -1) * w_ee[:, None]
+    info = np.bincount(slots.pairs.ravel(), weights=outer.ravel(), minlength=(size + 1) ** 2)
+    info = info.reshape(size + 1, size + 1)[:size, :size].copy()
+    has = slots.tau >= 0
     if has.any():  # the tie parameters: one per judge, each cell's derivative 1 in its judge's
-        size = layout.size
-        grad += np.bincount(at[has], weights=g_tau[has], minlength=size)
-        info[np.diag_indices(size)] += np.bincount(at[has], weights=w_tt[has], minlength=size)
-        cross = np.zeros((size, size))
-        for col in np.unique(at[has]):
-            rows = has & (at == col)
-            cross[:, col] = np.asarray(je[rows].T @ w_et[rows]).ravel()
+        at = slots.tau[has]
+        g_tau = cells.counts[has, 2] - n[has] * pt[has]
+        w_tt = n[has] * pt[has] * (1 - pt[has])
+        w_et = -n[has] * (pf[has] - ps[has]) / 2 * pt[has]
+        grad += np.bincount(at, weights=g_tau, minlength=size)
+        info[np.diag_indices(size)] += np.bincount(at, weights=w_tt, minlength=size)
+        flat = slots.cols[has] * size + at[:, None]  # (row's column, its tau column), the spare column dropped
+        real = slots.cols[has] < size
+        cross = np.bincount(flat[real], weights=(vals[has] * w_et[:, None])[real], minlength=size * size).reshape(size, size)
         info += cross + cross.T
     return grad, info
 
 
-def fit(cells: Cells, spec: Spec, start: Params | None = None) -> Fit:
+def fit(cells: Cells, spec: Spec, start: Params | None = None, tolerance: float = TOLERANCE) -> Fit:
     """The penalised maximum-likelihood fit by Fisher scoring with step halving, from `start` (a warm start in the
-    bootstrap) or from equal strengths."""
+    bootstrap) or from equal strengths, until no parameter moves by `tolerance`."""
     layout = Layout(spec, cells.n_judges, cells.n_systems, cells.x.shape[1])
     theta = layout.pack(start) if start is not None else layout.pack(_zero(cells))
     p = layout.unpack(theta)
@@ -224,8 +244,9 @@ def fit(cells: Cells, spec: Spec, start: Params | None = None) -> Fit:
     current = objective(p, theta)
     converged, steps = False, 0
     info = np.zeros((layout.size, layout.size))
+    slots = Slots(cells, layout)
     for steps in range(1, MAX_STEPS + 1):
-        grad, info = score_and_information(cells, layout, p)
+        grad, info = score_and_information(slots, p)
         grad = grad - 2 * RIDGE * theta
         try:
             step = np.linalg.solve(info + 2 * RIDGE * np.eye(layout.size), grad)
@@ -242,7 +263,7 @@ def fit(cells: Cells, spec: Spec, start: Params | None = None) -> Fit:
         change = float(np.max(np.abs(size * step))) if layout.size else 0.0
         gained = value - current
         theta, p, current = trial, trial_p, value
-        if change < TOLERANCE or 0 <= gained < FLAT * (1 + abs(current)):  # a flat valley: the likelihood has settled
+        if change < tolerance or 0 <= gained < FLAT * (1 + abs(current)):  # a flat valley: the likelihood has settled
             converged = True
             break
     return Fit(p, loglik(cells, p), converged, steps, theta, info)
@@ -299,9 +320,7 @@ def jacobian_matrix(cells: Cells, spec: Spec, p: Params) -> tuple[np.ndarray, La
     """The dense d eta / d theta and d tau / d theta for the rank check (cells with any count only, equal weights)."""
     layout = Layout(spec, cells.n_judges, cells.n_systems, cells.x.shape[1])
     seen = cells.counts.sum(axis=1) > 0
-    je = np.zeros((len(cells.judge), layout.size))
-    for rows, cols, vals in _entries(cells, layout, p):
-        je[rows, cols] += vals
+    je = _jacobian(cells, layout, p)
     jt = np.zeros_like(je)
     at = layout.tau_at[cells.judge]
     jt[np.flatnonzero(at >= 0), at[at >= 0]] = 1.0
