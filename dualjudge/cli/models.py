@@ -131,6 +131,12 @@ def check(
                 c.model, "+".join(c.roles) or "-", c.architecture, styled(c.status, colour[c.status]), "; ".join(c.reasons) or "-"
             )
         console.print(table)
+        if config is not None:
+            from dualjudge.runs.jobs import cluster_placement
+
+            on_cluster = cluster_placement(cfg)
+            if on_cluster:
+                console.print(on_cluster)
     failed = any(c.status == "fail" for c in checks)
     if smoke:  # with --json: one object, {"checks": [...], "smoke": [...] or null when a check failed}
         results = None if failed else _smoke(cfg, log_dir, as_json)

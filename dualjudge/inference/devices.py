@@ -28,7 +28,7 @@ from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.gpus import Gpu, refusal, visible_gpus
 from dualjudge.inference.vllm_api import cpu_binding
 
-DeviceKind = Literal["gpu", "cpu"]
+DeviceKind = Literal["gpu", "cpu", "ray"]  # ray: a slot of a Ray cluster (inference/ray_cluster.py)
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,9 @@ class DeviceGroup:
     ids: tuple[int, ...]
     gpus: tuple[Gpu, ...] = ()  # the GPUs' memory, when known (GPU placement)
     bind: bool = True  # False: a CPU group of every allowed core, left to vLLM's own binding
+    ray_gpus: int = 0  # a Ray slot: the GPUs its server asks Ray for (one node's), or
+    ray_cpus: int = 0  # ... the CPU cores, on a cluster without GPUs
+    accelerator: str | None = None  # a Ray slot's GPU kind, as Ray reports it (H100, ...)
 
     @property
     def label(self) -> str:
@@ -46,6 +49,8 @@ class DeviceGroup:
     def refuses(self, card: ModelCard) -> str | None:
         """Why a server for `card` cannot run on this group, or None when it can."""
         tp = int(card.vllm.tensor_parallel_size or 1)
+        if self.kind == "ray":
+            return f"needs {tp} GPUs on one node, a slot has {self.ray_gpus}" if self.ray_gpus and tp > self.ray_gpus else None
         if len(self.ids) < tp:
             return f"needs {tp} device(s) per server (tensor_parallel_size {tp}), the group has {len(self.ids)}"
         if self.kind == "gpu" and self.gpus and card.parameters_b is not None:
@@ -62,7 +67,7 @@ class DeviceGroup:
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             mapped = [visible.split(",")[i].strip() for i in self.ids] if visible else [str(i) for i in self.ids]
             return {"CUDA_VISIBLE_DEVICES": ",".join(mapped)}
-        if not self.bind:
+        if not self.bind or self.kind == "ray":  # a Ray slot's node is Ray's to choose, and its server binds itself
             return {}
         tp = max(1, int(card.vllm.tensor_parallel_size or 1))
         ranks = [self.ids[r::tp] for r in range(tp)]  # one core list per tensor-parallel rank
@@ -70,7 +75,7 @@ class DeviceGroup:
 
     def torch_device(self) -> str | None:
         """The device an in-process (transformers) engine uses on this group; None: its own default."""
-        return f"cuda:{self.ids[0]}" if self.kind == "gpu" else None
+        return f"cuda:{self.ids[0]}" if self.kind == "gpu" else None  # (an in-process engine is never on Ray)
 
 
 def split(cores: Sequence[int], parts: int) -> list[tuple[int, ...]]:

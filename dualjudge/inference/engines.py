@@ -32,7 +32,7 @@ from dualjudge.inference.determinism import resolve as resolve_regeneration
 from dualjudge.inference.devices import DeviceGroup
 from dualjudge.inference.dialects import ServerBackend, dialect
 from dualjudge.inference.endpoint_engine import Endpoint, EndpointEngine, EndpointPolicy
-from dualjudge.inference.server_process import ServerProcess
+from dualjudge.inference.server_process import Server, ServerProcess
 from dualjudge.inference.settings import EngineSettings
 from dualjudge.inference.types import Engine
 from dualjudge.inference.urls import short_key_problem
@@ -290,22 +290,38 @@ async def open_engine(
             await engine.close()
         return
     backend = cast(ServerBackend, settings.backend)  # placement() sent "transformers" in-process above
-    server = server_class(backend)(
-        card,
-        require(card),
-        log_dir=engines.log_dir,
-        seed=engines.seed,
-        structured_backend=settings.structured_backend,
-        startup_timeout=settings.startup_timeout_s,
-        placement=group.environment(card) if group is not None else None,
-        batch_invariant=engines.regeneration.batch_invariant,
-    )
+    server: Server
     on_group = f" on {group.label}" if group is not None else ""
-    on_event(f"starting {server.LABEL} for {card.name}{on_group} (log: {server.log_path})")
+    if group is not None and group.kind == "ray":  # started by Ray on one of the cluster's nodes
+        from dualjudge.inference.ray_cluster import RayServer
+
+        server = RayServer(
+            card,
+            group,
+            kind=server_class(backend),
+            log_dir=engines.log_dir,
+            seed=engines.seed,
+            structured_backend=settings.structured_backend,
+            startup_timeout=settings.startup_timeout_s,
+            batch_invariant=engines.regeneration.batch_invariant,
+        )
+        on_event(f"starting {server.LABEL} for {card.name}{on_group} (Ray picks the node; its log comes to {server.log_copy})")
+    else:
+        server = server_class(backend)(
+            card,
+            require(card),
+            log_dir=engines.log_dir,
+            seed=engines.seed,
+            structured_backend=settings.structured_backend,
+            startup_timeout=settings.startup_timeout_s,
+            placement=group.environment(card) if group is not None else None,
+            batch_invariant=engines.regeneration.batch_invariant,
+        )
+        on_event(f"starting {server.LABEL} for {card.name}{on_group} (log: {server.log_path})")
     try:
         server.launch()  # in this (long-lived) thread: the server dies with the process that started it
         await asyncio.to_thread(server.wait_ready)
-        on_event(f"{server.LABEL} for {card.name} ready in {server.started_s:.0f} s")
+        on_event(f"{server.LABEL} for {card.name} ready in {server.started_s:.0f} s (log: {server.log_path})")
         engine = EndpointEngine(
             card.name,
             [Endpoint(server.base_url, server.api_key)],
@@ -342,7 +358,9 @@ def endpoint_concurrency(card: ModelCard, settings: EngineSettings, where: Place
         return card.concurrency
     if settings.concurrency is not None:
         return settings.concurrency
-    on_gpu = where == "attached" or (where == "local server" and group is not None and group.kind == "gpu")
+    on_gpu = where == "attached" or (
+        where == "local server" and group is not None and (group.kind == "gpu" or (group.kind == "ray" and group.ray_gpus > 0))
+    )
     return int(card.vllm.max_num_seqs or GPU_SEQUENCES) if on_gpu else CPU_SEQUENCES
 
 

@@ -125,6 +125,7 @@ class WaitGauges(NamedTuple):
 class Server(Protocol):
     """A started (or starting) model server serving the OpenAI-compatible chat API at `base_url`."""
 
+    LABEL: str  # in messages: "starting <LABEL> for MODEL"
     card: ModelCard
     api_key: str
     log_path: Path
@@ -184,10 +185,12 @@ class ServerProcess:
         startup_timeout: float = 900.0,
         placement: dict[str, str] | None = None,
         batch_invariant: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
         self.check_settings(card, structured_backend)  # before a port or a log is taken
         if port is not None and port_in_use(port):
             raise DualjudgeError(f"port {port} on 127.0.0.1 is already in use; choose another or omit --port")
+        self.host = host  # the loopback; a node's own address for a server on a Ray cluster (inference/ray_cluster.py)
         self.card = card
         self.weights = weights
         self.seed = seed
@@ -205,15 +208,15 @@ class ServerProcess:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self.host}:{self.port}/v1"
 
     @property
     def health_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/health"
+        return f"http://{self.host}:{self.port}/health"
 
     @property
     def metrics_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/metrics"
+        return f"http://{self.host}:{self.port}/metrics"
 
     def check_settings(self, card: ModelCard, structured_backend: str) -> None:
         """Refuse, in one line, what this backend cannot serve (the backend is not installed, an unknown

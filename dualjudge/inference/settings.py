@@ -103,6 +103,10 @@ class EngineSettings(BaseModel):
     # a replica is started only when each server would still have this much work (seconds, as measured so
     # far): its load must pay off
     replica_min_s: Float = setting(180.0, affects_results=False, ge=0)
+    # a Ray cluster to place the model servers on (inference/ray_cluster.py): HOST:PORT of its head, ray://HOST:PORT,
+    # or "auto" (the cluster `ray start --head` started on this machine); unset: this machine's devices
+    ray: Str | None = setting(None, affects_results=False)
+    ray_cpus: Int = setting(1, affects_results=False, ge=1, le=1024)  # cores per server on a cluster without GPUs
 
     @model_validator(mode="before")
     @classmethod
@@ -121,6 +125,10 @@ class EngineSettings(BaseModel):
         stray = sorted(set(self.endpoint_dialects) - set(self.endpoints))
         if stray:
             raise ValueError(f"endpoint_dialects names {', '.join(stray)}, which has no endpoints (engine.endpoints)")
+        if self.ray is not None and self.backend == "transformers":
+            raise ValueError("engine.ray places model servers; the transformers backend runs in this process (use vllm)")
+        if self.ray is not None and self.devices != "auto":
+            raise ValueError("engine.ray: Ray places the servers on the cluster's nodes; leave engine.devices out")
         return self
 
     @field_validator("api_key")

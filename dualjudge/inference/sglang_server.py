@@ -192,7 +192,7 @@ class SglangServer(ServerProcess):
             "--served-model-name",
             self.card.name,
             "--host",
-            "127.0.0.1",
+            self.host,
             "--port",
             str(self.port),
             "--random-seed",

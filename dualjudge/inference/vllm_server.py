@@ -49,7 +49,7 @@ class VllmServer(ServerProcess):
         return server_command(
             model_dir=str(self.weights.path),
             served_name=self.card.name,
-            host="127.0.0.1",
+            host=self.host,
             port=self.port,
             seed=self.seed,
             card_args=self.card.vllm_cli_args(),

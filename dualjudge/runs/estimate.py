@@ -55,7 +55,7 @@ from dualjudge.runs.counting import (
     StageCount,
     TokenCounter,
 )
-from dualjudge.runs.jobs import all_groups
+from dualjudge.runs.jobs import all_groups, cluster_placement
 from dualjudge.runs.measured import (
     expected_answer_tokens,
     expected_completion,
@@ -171,7 +171,9 @@ def _cost(
             gpu_server_concurrency(card, config.engine) if cpu is None else endpoint_concurrency(card, config.engine, where, cpu)
         )
         if cpu is not None and where == "local server":
-            gpu, gpu_basis = cpu_spec(len(cpu.ids)), f"{len(cpu.ids)} CPU core(s) of group {cpu.label} (no GPU visible)"
+            cores = cpu.ray_cpus or len(cpu.ids)
+            of = "of a Ray slot" if cpu.kind == "ray" else f"of group {cpu.label} (no GPU visible)"
+            gpu, gpu_basis = cpu_spec(cores), f"{cores} CPU core(s) {of}"
         prompt, prefill = sum(r.prompt_tokens for r in rows), sum(r.prefill_tokens for r in rows)
         images = sum(r.images for r in rows)
         work = Work(to_send, prefill, completion, images, context_tokens=prompt / to_send + completion / to_send / 2)
@@ -225,15 +227,20 @@ async def _estimate(
     )
     rows = await count_study(study, variants, items)
     flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
-    gpus = [] if for_gpu else visible_gpus()
+    local = any(runs_on_devices(c, config.engine) for c in cards.values())
+    groups = all_groups(config) if local and not for_gpu and config.engine.backend == "vllm" else []
+    on_ray = [g for g in groups if g.kind == "ray"]
+    gpus = [] if for_gpu or on_ray else visible_gpus()
     gpu, gpu_basis = gpu_spec(for_gpu or (gpus[0].name if gpus else None))
     if for_gpu:
         gpu_basis = f"an {gpu.name} (asked for)"
     cpu = None
-    local = any(runs_on_devices(c, config.engine) for c in cards.values())
-    if not gpus and not for_gpu and config.engine.backend == "vllm" and local:
-        cpu = min(all_groups(config), key=lambda g: len(g.ids))  # the smallest group a model may get
-        cpu = cpu if cpu.kind == "cpu" else None
+    if on_ray and on_ray[0].ray_gpus:  # a GPU cluster: its GPUs' kind, as Ray reports it
+        gpu, gpu_basis = gpu_spec(on_ray[0].accelerator)
+        gpu_basis = gpu_basis.replace("the visible", "the Ray cluster's")
+    elif on_ray or (groups and not gpus):
+        cpu = min(groups, key=lambda g: g.ray_cpus or len(g.ids))  # the smallest group a model may get
+        cpu = cpu if cpu.kind in ("cpu", "ray") else None
     return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu) for m in cards]
 
 
@@ -308,5 +315,8 @@ def estimate(
         )
     rows = [r for r in flat if isinstance(r, StageCount)]
     models = [m for m in flat if isinstance(m, ModelCost)]
+    on_cluster = None if for_gpu else cluster_placement(config)
+    if on_cluster:
+        notes.insert(0, on_cluster)
     placed = None if for_gpu else placement_of(config, rows, models, all_groups(config), len(variants))
     return Estimate(config_name, rows, models, notes, placed)

@@ -45,9 +45,22 @@ def runs_here(config: RunConfig, model: str) -> bool:
 
 
 def all_groups(config: RunConfig) -> list[DeviceGroup]:
-    """The run's device groups, as `engine.devices` names them on this machine."""
+    """The run's device groups, as `engine.devices` names them on this machine, or a Ray cluster's slots."""
     local = [m for m in config.all_models() if runs_here(config, m)]
+    if config.engine.ray is not None:
+        from dualjudge.inference.ray_cluster import cluster, cluster_groups
+
+        return cluster_groups(cluster(config.engine.ray), [config.card(m) for m in local], config.engine.ray_cpus)
     return resolve(config.engine.devices, len(local), in_process=config.engine.backend == "transformers")
+
+
+def cluster_placement(config: RunConfig) -> str | None:
+    """How the study's servers would be placed on its Ray cluster, in one line; None without one."""
+    if config.engine.ray is None:
+        return None
+    from dualjudge.inference.ray_cluster import cluster, placement_words
+
+    return placement_words(cluster(config.engine.ray), all_groups(config))
 
 
 def device_groups(config: RunConfig) -> list[DeviceGroup]:
