@@ -159,6 +159,9 @@ class JudgesSection(_Section):
     # against every other family's to the same prompt (own_vs_other, Panickssery et al.'s design), every pair of
     # system models (all), or N pairs per item drawn by the run's seed (the same pairs for every judge)
     pairs: Literal["own_vs_other", "all"] | Int = "own_vs_other"
+    # an image study's judges see the image the system answered (its occluded variant) beside the reference and the
+    # answer; every judge must read images. Off: the judges see text only (the paper's protocol)
+    see_image: bool = False
 
     @property
     def pointwise(self) -> tuple[str, ...]:
@@ -276,6 +279,12 @@ class RunConfig(_Section):
             for name in self.systems.models:
                 if "image" not in self.card(name).modalities:
                     raise ValueError(f'systems.models: {name} is text-only; set testbed.modality = "text"')
+        if self.judges.see_image:
+            if self.testbed.modality != "image":
+                raise ValueError("judges.see_image: the study's items are text, so there is no image to show the judges")
+            blind = [m for m in self.judges.models if "image" not in self.card(m).modalities]
+            if blind:
+                raise ValueError(f"judges.see_image: {', '.join(blind)} cannot read images; leave them out or turn it off")
         return self
 
     def fingerprint(self) -> str:
@@ -288,6 +297,8 @@ class RunConfig(_Section):
             data["testbed"] = {k: v for k, v in data["testbed"].items() if k != "items"}
         if "testbed" in data and data["testbed"].get("sample") is None:  # as before samples: unchanged
             data["testbed"] = {k: v for k, v in data["testbed"].items() if k not in ("sample", "sample_seed")}
+        if "judges" in data and not data["judges"].get("see_image"):  # as before judges saw images: unchanged
+            data["judges"] = {k: v for k, v in data["judges"].items() if k != "see_image"}
         task = self.task.load()
         if task.name != DEFAULT_TASK:  # uk-signs adds nothing (runs from before tasks resume)
             data["task"] = {"name": task.name, "sha256": self.task_hash()}

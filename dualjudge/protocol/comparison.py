@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from dualjudge.inference.types import Caller, GenerationRequest, Message, Sampling
+from dualjudge.inference.types import Caller, GenerationRequest, Image, Message, Sampling
 from dualjudge.outcome import Status
 from dualjudge.protocol.judges import Gold, gold_prompts, render_gold
 from dualjudge.protocol.kinds import PAIRWISE
@@ -32,12 +32,14 @@ class ComparisonVerdict(_Verdict):
         return cls(reasoning="", winner="tie")
 
 
-def build_comparison_request(gold: Gold, first: str, second: str, sampling: Sampling) -> GenerationRequest:
-    """The pairwise judge's request: `first` shown as response A, `second` as B."""
+def build_comparison_request(
+    gold: Gold, first: str, second: str, sampling: Sampling, image: Image | None = None
+) -> GenerationRequest:
+    """The pairwise judge's request: `first` shown as response A, `second` as B (`image`: the item's, judges.see_image)."""
     prompt = gold_prompts(gold).load(PROMPT)
     system, user = render_gold(prompt, gold, response_a=first, response_b=second)
     return GenerationRequest(
-        (Message("system", system), Message("user", user)),
+        (Message("system", system), Message("user", user, image)),
         sampling,
         ComparisonVerdict.constraint(sampling.max_tokens),
         (prompt.sha256,),
@@ -53,8 +55,10 @@ class Comparison:
     detail: str | None = None
 
 
-async def run_comparison(gold: Gold, first: str, second: str, call: Caller, sampling: Sampling) -> Comparison:
-    outcome = interpret(ComparisonVerdict, await call(build_comparison_request(gold, first, second, sampling)))
+async def run_comparison(
+    gold: Gold, first: str, second: str, call: Caller, sampling: Sampling, image: Image | None = None
+) -> Comparison:
+    outcome = interpret(ComparisonVerdict, await call(build_comparison_request(gold, first, second, sampling, image)))
     choice = getattr(outcome.verdict, "winner", None) if outcome.status == "ok" else None
     winner: Literal["first", "second", "tie"] | None = (
         None if choice is None else "first" if choice == "A" else "second" if choice == "B" else "tie"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Message, Sampling
+from dualjudge.inference.types import Caller, GenerationRequest, GenerationResult, Image, Message, Sampling
 from dualjudge.outcome import Status
 from dualjudge.protocol.kinds import declared, judge_kind
 from dualjudge.protocol.prompts import SIGN_PROMPTS, Prompt, PromptSet
@@ -76,9 +76,11 @@ def build_judge_request(
     sampling: Sampling = DEFAULT_JUDGE_SAMPLING,
     convention: OverallConvention = "mean_of_subscores",
     rubric: Rubric | None = None,
+    image: Image | None = None,
 ) -> GenerationRequest:
     """A judge request: the holistic prompt, or with a rubric the rubric prompt listing its clauses
-    (the rubric's hash joins the prompt's in the cache key)."""
+    (the rubric's hash joins the prompt's in the cache key); `image`: the item's image, shown to the judge before
+    its prompt (judges.see_image)."""
     prompt = judge_kind(kind).prompt(convention, rubric=rubric is not None, prompts=gold_prompts(sign))
     if rubric is not None:
         system, user = render_gold(prompt, sign, response=response, clauses=rubric.block())
@@ -87,7 +89,7 @@ def build_judge_request(
         system, user = render_gold(prompt, sign, response=response)
         hashes = (prompt.sha256,)
     return GenerationRequest(
-        (Message("system", system), Message("user", user)),
+        (Message("system", system), Message("user", user, image)),
         sampling,
         verdict_type(kind, convention, rubric).constraint(sampling.max_tokens),
         hashes,
@@ -129,13 +131,14 @@ async def run_judge(
     convention: OverallConvention = "mean_of_subscores",
     rubric: Rubric | None = None,
     retries: int = 0,
+    image: Image | None = None,
 ) -> Judged:
     """One verdict. `retries`: for an engine that does not enforce the verdict's schema (a hosted API with
     response_format), a verdict that is truncated or off-schema is asked again up to this often, each
     time with a derived seed at RETRY_TEMPERATURE, before the parse failure is final (each try is its own
     cached request, so a rerun replays the same tries)."""
     model = verdict_type(kind, convention, rubric)
-    request = build_judge_request(kind, sign, response, sampling, convention, rubric)
+    request = build_judge_request(kind, sign, response, sampling, convention, rubric, image)
     result = await call(request)
     judged = Judged(kind, request, result, interpret(model, result))
     for attempt in range(1, retries + 1):
@@ -147,7 +150,7 @@ async def run_judge(
             seed=derive_seed(sampling.seed or 0, "verdict retry", attempt),
             top_p=sampling.top_p,
         )
-        request = build_judge_request(kind, sign, response, again, convention, rubric)
+        request = build_judge_request(kind, sign, response, again, convention, rubric, image)
         result = await call(request)
         judged = Judged(kind, request, result, interpret(model, result))
     return judged

@@ -88,7 +88,8 @@ class RunContext:
 
     def steps_context(self, items: list[Any]) -> steps.Context:
         """What the study's steps share for this run's items."""
-        return steps.Context(self.config, self.store, self.task, self.answers, self.planned_of(items))
+        shown = steps.judge_images(self.config, items)
+        return steps.Context(self.config, self.store, self.task, self.answers, self.planned_of(items), shown)
 
     def planned_of(self, items: list[Any]) -> Callable[[str | None], list[AnswerKey]]:
         """The answers the design asks for, of one system model or of all (the probes draw from these)."""

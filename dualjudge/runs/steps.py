@@ -15,10 +15,11 @@ from typing import Generic, TypeVar
 
 from dualjudge.config import RunConfig
 from dualjudge.inference.engines import enforces_schema
-from dualjudge.inference.types import Sampling
+from dualjudge.inference.types import Image, Sampling
 from dualjudge.protocol.judges import UNCONSTRAINED_RETRIES
 from dualjudge.protocol.rubric import Rubric
 from dualjudge.protocol.seeds import derive_seed
+from dualjudge.protocol.systems import Item
 from dualjudge.protocol.variants import RUBRIC, variant_rubric
 from dualjudge.runs.caller import CachingCaller
 from dualjudge.storage.rows import (
@@ -50,6 +51,7 @@ class Context:
     task: Task
     answers: Callable[[str | None], list[Answer]]  # the run's answers (of one system model, or all)
     planned: Callable[[str | None], list[AnswerKey]]  # the answers the design asks for (of one model, or all)
+    shown: Callable[[AnswerKey], Image | None] = lambda _key: None  # the image its judges see beside an answer
 
     def verdict_retries(self, judge: str) -> int:
         """How often a failed verdict is asked again: only for an engine that does not enforce the verdict
@@ -75,6 +77,14 @@ class Context:
 
     def padding_sampling(self) -> Sampling:
         return padding_sampling(self.config)
+
+
+def judge_images(config: RunConfig, items: list[Item]) -> Callable[[AnswerKey], Image | None]:
+    """The image a judge sees beside an answer: the item's the system answered, where judges.see_image is on."""
+    if not config.judges.see_image:
+        return lambda _key: None
+    images = {i.variant_id: i.image for i in items}
+    return lambda key: images.get(key.variant_id)
 
 
 def system_sampling(config: RunConfig) -> Sampling:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from dualjudge.config import RunConfig
+from dualjudge.inference.types import Image
 from dualjudge.protocol.comparison import Comparison, build_comparison_request, run_comparison
 from dualjudge.protocol.judges import Gold
 from dualjudge.protocol.rubric import Rubric
@@ -45,7 +46,8 @@ def comparison_step(ctx: Context, judge: str) -> Step[plan.ComparisonTask]:
 
     async def work(t: plan.ComparisonTask, caller: CachingCaller) -> None:
         first, second = (t.a, t.b) if t.shown_first == "a" else (t.b, t.a)
-        res = await run_comparison(ctx.task.item(t.a.sign_code), first.text or "", second.text or "", caller, ctx.judge_sampling())
+        gold, image = ctx.task.item(t.a.sign_code), ctx.shown(t.a.key)  # both answers are to the same item
+        res = await run_comparison(gold, first.text or "", second.text or "", caller, ctx.judge_sampling(), image)
         winner = (
             None
             if res.winner is None
@@ -77,7 +79,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     counted_with = variant_rubric(c.judges.variants[0], c.judges.rubrics, planner.config.default_rubric())
     if not c.judges.pairwise or rubric != counted_with:  # one verdict per pair and order, whatever the variants
         return None
-    sampling, item, known = steps.judge_sampling(c), planner.task.item, seen.known
+    sampling, item, known, image_of = steps.judge_sampling(c), planner.task.item, seen.known, steps.judge_images(c, seen.items)
     row = StageCount(judge, "pairwise")
     by_key = {a.key: a for a in seen.every}
     for ka, kb in pairs(c, [a.key for a in seen.every], judge):
@@ -88,10 +90,12 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
             row.requests += 1
             hits = 0
             if ready:
-                gold, shown_texts = item(a.sign_code), (first.text or "", second.text or "")
+                gold, shown_texts, image = item(a.sign_code), (first.text or "", second.text or ""), image_of(ka)
 
-                def judged(call: CacheProbe, gold: Gold = gold, texts: tuple[str, str] = shown_texts) -> Awaitable[Comparison]:
-                    return run_comparison(gold, texts[0], texts[1], call, sampling)
+                def judged(
+                    call: CacheProbe, gold: Gold = gold, texts: tuple[str, str] = shown_texts, image: Image | None = image
+                ) -> Awaitable[Comparison]:
+                    return run_comparison(gold, texts[0], texts[1], call, sampling, image)
 
                 _, hits = await probe(
                     judged,
@@ -100,7 +104,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
                     planner.observer(judge, "pairwise", ka),
                 )
                 row.cached += hits
-            r = build_comparison_request(item(a.sign_code), first.text or "", second.text or "", sampling)
+            r = build_comparison_request(item(a.sign_code), first.text or "", second.text or "", sampling, image_of(ka))
             row.add(planner.counters[judge].count(r, pending=0 if ready else 2 * planner.answer_tokens, times=1 - min(hits, 1)))
             row.completion_tokens += (1 - min(hits, 1)) * sampling.max_tokens
     return row

@@ -56,6 +56,7 @@ def rejudge_step(ctx: Context, judge: str) -> Step[RejudgeTask]:
             ctx.config.judges.overall,
             ctx.rubric(t.original.judge_variant, t.sign_code),
             retries=ctx.verdict_retries(judge),
+            image=ctx.shown(t.padded.answer_key),
         )
         res = PaddingResult(kind, None if before is None else float(before), judged.outcome, t.padded.added_words or 0)
         ctx.store.record(
@@ -84,21 +85,28 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     if not c.probes.padding:
         return None
     sampling, convention, sign, padded = steps.judge_sampling(c), c.judges.overall, planner.task.item, seen.padded
+    shown = steps.judge_images(c, seen.items)
     restated = [(a, kind) for a in seen.every for kind in c.judges.pointwise if a.key in padded]
     row = await planner.judged(
         judge,
         "padding judged",
         restated,
         {k: seen.known[k] for k in padded},
-        lambda a, kind, call: run_judge(kind, sign(a.sign_code), padded[a.key], call, sampling, convention, rubric),
-        lambda a, kind: build_judge_request(kind, sign(a.sign_code), padded.get(a.key, ""), sampling, convention, rubric),
+        lambda a, kind, call: run_judge(
+            kind, sign(a.sign_code), padded[a.key], call, sampling, convention, rubric, image=shown(a.key)
+        ),
+        lambda a, kind: build_judge_request(
+            kind, sign(a.sign_code), padded.get(a.key, ""), sampling, convention, rubric, shown(a.key)
+        ),
     )
     unknown = seen.padding_bound - len(padded)  # restatements not yet made: each judged for every kind
     row.requests += unknown * len(c.judges.pointwise)
     if seen.every:
         row.add(
             planner.counters[judge].count(
-                build_judge_request(QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric),
+                build_judge_request(
+                    QUALITY.name, sign(seen.every[0].sign_code), "", sampling, convention, rubric, shown(seen.every[0].key)
+                ),
                 pending=min(planner.answer_tokens, c.probes.padding_max_tokens),
                 times=unknown * len(c.judges.pointwise),
             )

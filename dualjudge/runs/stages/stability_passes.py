@@ -49,6 +49,7 @@ def passes_step(ctx: Context, judge: str) -> Step[PassTask]:
             ctx.config.judges.overall,
             ctx.rubric(t.task.variant, a.sign_code),
             retries=ctx.verdict_retries(judge),
+            image=ctx.shown(a.key),
         )
         ctx.store.record(
             JudgePassRow(
@@ -70,7 +71,7 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
     c = planner.config
     if c.judges.passes < 2:
         return None
-    convention, sign = c.judges.overall, planner.task.item
+    convention, sign, shown = c.judges.overall, planner.task.item, steps.judge_images(c, seen.items)
     verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.pointwise)]
     passes = [(a, (kind, k)) for k in range(1, c.judges.passes + 1) for a, kind in verdicts]
     return await planner.judged(
@@ -78,8 +79,12 @@ async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen)
         "stability passes",
         passes,
         seen.known,
-        lambda a, x, call: run_judge(x[0], sign(a.sign_code), a.text or "", call, steps.pass_sampling(c, x[1]), convention, rubric),
-        lambda a, x: build_judge_request(x[0], sign(a.sign_code), a.text or "", steps.pass_sampling(c, x[1]), convention, rubric),
+        lambda a, x, call: run_judge(
+            x[0], sign(a.sign_code), a.text or "", call, steps.pass_sampling(c, x[1]), convention, rubric, image=shown(a.key)
+        ),
+        lambda a, x: build_judge_request(
+            x[0], sign(a.sign_code), a.text or "", steps.pass_sampling(c, x[1]), convention, rubric, shown(a.key)
+        ),
     )
 
 

@@ -37,6 +37,7 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
             j.overall,
             ctx.rubric(t.variant, t.answer.sign_code),
             retries=ctx.verdict_retries(judge),
+            image=ctx.shown(t.answer.key),
         )
         v = judged.verdict
         criteria = dumps(v.criteria()) if isinstance(v, _RubricVerdict) else None
@@ -62,14 +63,17 @@ def judge_step(ctx: Context, judge: str, of: frozenset[str] | None = None) -> St
 async def count(planner: Planner, judge: str, rubric: Rubric | None, seen: Seen) -> StageCount | None:
     c = planner.config
     sampling, convention, sign = steps.judge_sampling(c), c.judges.overall, planner.task.item
+    shown = steps.judge_images(c, seen.items)
     verdicts = [(t.answer, t.kind) for t in plan.judge_tasks(seen.every, judge, c.judges.pointwise)]
     return await planner.judged(
         judge,
         "verdicts",
         verdicts,
         seen.known,
-        lambda a, kind, call: run_judge(kind, sign(a.sign_code), a.text or "", call, sampling, convention, rubric),
-        lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric),
+        lambda a, kind, call: run_judge(
+            kind, sign(a.sign_code), a.text or "", call, sampling, convention, rubric, image=shown(a.key)
+        ),
+        lambda a, kind: build_judge_request(kind, sign(a.sign_code), a.text or "", sampling, convention, rubric, shown(a.key)),
     )
 
 
