@@ -318,10 +318,12 @@ async def open_engine(
             batch_invariant=engines.regeneration.batch_invariant,
         )
         on_event(f"starting {server.LABEL} for {card.name}{on_group} (log: {server.log_path})")
+    said = str(server.log_path)
     try:
         server.launch()  # in this (long-lived) thread: the server dies with the process that started it
         await asyncio.to_thread(server.wait_ready)
-        on_event(f"{server.LABEL} for {card.name} ready in {server.started_s:.0f} s (log: {server.log_path})")
+        told = "" if str(server.log_path) == said else f" (log: {server.log_path})"  # a Ray server's, known once it runs
+        on_event(f"{server.LABEL} for {card.name} ready in {server.started_s:.0f} s{told}")
         engine = EndpointEngine(
             card.name,
             [Endpoint(server.base_url, server.api_key)],
