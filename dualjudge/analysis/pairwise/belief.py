@@ -69,7 +69,7 @@ def terms(frame: pd.DataFrame, comps: Comparisons) -> tuple[np.ndarray, tuple[st
     judges = answered["judge_model"].astype(str).to_numpy()
     n = len(answered)
     # each (judge, item)'s own labels, as rows of a table: matched against each comparison's two labels at once
-    own = pd.DataFrame(
+    own_labels = pd.DataFrame(
         [(j, it, lab) for j, items in beliefs.label.items() for it, labels in items.items() for lab in labels],
         columns=["judge", "item", "label"],
     )
@@ -78,14 +78,14 @@ def terms(frame: pd.DataFrame, comps: Comparisons) -> tuple[np.ndarray, tuple[st
     )
     rows = pd.DataFrame({"judge": judges, "item": item, "row": np.arange(n)})
     known = np.zeros(n, dtype=bool)
-    known[rows.merge(own[["judge", "item"]].drop_duplicates(), on=["judge", "item"])["row"].to_numpy()] = True
+    known[rows.merge(own_labels[["judge", "item"]].drop_duplicates(), on=["judge", "item"])["row"].to_numpy()] = True
     wrong = np.zeros(n, dtype=bool)
     hit = rows.merge(wrong_of, on=["judge", "item"])
     wrong[hit["row"].to_numpy()] = hit["wrong"].to_numpy(dtype=bool)
 
     def shares(labels: np.ndarray) -> np.ndarray:
         """1 where the row's answer label is one of the judge's own labels on the item."""
-        found = rows.assign(label=labels).merge(own, on=["judge", "item", "label"])["row"].to_numpy()
+        found = rows.assign(label=labels).merge(own_labels, on=["judge", "item", "label"])["row"].to_numpy()
         out = np.zeros(n)
         out[found] = 1.0
         return out
