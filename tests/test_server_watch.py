@@ -357,7 +357,6 @@ class _FrozenServer:
         self.health_url = f"http://127.0.0.1:{port}/health"
         self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         self.api_key = "k"
-        self.process = None
         self.progress_counters = PROGRESS_COUNTERS  # vLLM's, which the provider's /metrics exports
         self.grammar_wait = VllmServer.grammar_wait  # and its gauges of requests waiting for a grammar
 

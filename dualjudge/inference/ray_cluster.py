@@ -22,7 +22,6 @@ import itertools
 import logging
 import os
 import socket
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any
 from dualjudge.errors import DualjudgeError, ServerStartFailed
 from dualjudge.inference.cards import ModelCard
 from dualjudge.inference.devices import DeviceGroup
-from dualjudge.inference.server_process import ServerProcess
+from dualjudge.inference.server_process import Routes, ServerProcess
 from dualjudge.inference.weights import fetch
 
 RAY_INSTALL = 'pip install -e ".[ray]"'  # the optional extra (pyproject.toml), from a checkout
@@ -282,7 +281,7 @@ class ServerHost:
             return b""
 
 
-class RayServer:
+class RayServer(Routes):
     """The runner's side of a server on the cluster (inference/server_process.Server): an actor started on the node
     Ray picks for the group's resources."""
 
@@ -313,24 +312,11 @@ class RayServer:
         self.log_path = Path("(on its node, once started)")
         self.node_log = ""
         self.started_s: float | None = None
-        self.process: subprocess.Popen[bytes] | None = None  # no local process: the watch asks the actor
         self.actor: Any = None
         self._ready: Any = None
         self._ping: Any = None  # an alive() question on its way
         self._asked = 0.0
         self._alive = True
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def health_url(self) -> str:
-        return f"http://{self.host}:{self.port}/health"
-
-    @property
-    def metrics_url(self) -> str:
-        return f"http://{self.host}:{self.port}/metrics"
 
     def launch(self) -> None:
         ray = ray_module()
@@ -373,6 +359,9 @@ class RayServer:
             self._alive = False
         self._ping = None
         return self._alive
+
+    def gone(self) -> str:
+        return f"{self.LABEL} is gone (its process or its node)"  # the actor's process, or the node it ran on
 
     def stop(self, timeout: float = 60.0) -> None:
         if self.actor is None:

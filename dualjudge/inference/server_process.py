@@ -132,7 +132,6 @@ class Server(Protocol):
     progress_counters: tuple[str, ...]  # Prometheus counters of tokens prefilled and generated (the hang watch)
     grammar_wait: WaitGauges | None  # the gauges that say requests wait for a grammar compile (the hang watch)
     started_s: float | None
-    process: subprocess.Popen[bytes] | None
 
     @property
     def base_url(self) -> str: ...
@@ -149,12 +148,35 @@ class Server(Protocol):
 
     def alive(self) -> bool: ...
 
+    def gone(self) -> str:
+        """Why the server is no longer alive, in words (the watch's reason)."""
+        ...
+
     def stop(self, timeout: float = 60.0) -> None: ...
 
     def log_tail(self, lines: int = 12) -> str: ...
 
 
-class ServerProcess:
+class Routes:
+    """The OpenAI-compatible routes of a server listening at `host`:`port`."""
+
+    host: str
+    port: int
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def health_url(self) -> str:
+        return f"http://{self.host}:{self.port}/health"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.host}:{self.port}/metrics"
+
+
+class ServerProcess(Routes):
     """The process side of a Server: a backend subclass gives LABEL, LOG_PREFIX, progress_counters,
     check_settings(), command() and backend_environment()."""
 
@@ -205,18 +227,6 @@ class ServerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.started_s: float | None = None
         self._launched = 0.0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def health_url(self) -> str:
-        return f"http://{self.host}:{self.port}/health"
-
-    @property
-    def metrics_url(self) -> str:
-        return f"http://{self.host}:{self.port}/metrics"
 
     def check_settings(self, card: ModelCard, structured_backend: str) -> None:
         """Refuse, in one line, what this backend cannot serve (the backend is not installed, an unknown
@@ -282,6 +292,9 @@ class ServerProcess:
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def gone(self) -> str:
+        return f"the server process exited (status {None if self.process is None else self.process.returncode})"
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM the server's process group and wait until none of it is left (SIGKILL after

@@ -144,10 +144,7 @@ async def watch_server(server: Server, engine: EndpointEngine, settings: WatchSe
             await asyncio.sleep(settings.interval_s)
             reason = None
             if not server.alive():
-                if server.process is not None:
-                    reason = f"the server process exited (status {server.process.returncode})"
-                else:  # a server this process did not start (a Ray actor's): its owner says it is gone
-                    reason = f"{server.LABEL} is gone (its process or its node)"
+                reason = server.gone()
             else:
                 since_health += settings.interval_s
                 if since_health >= settings.health_every_s:

@@ -212,6 +212,7 @@ async def _estimate(
     logs: list[Store],
     variants: list[Variant],
     items: list[Item],
+    groups: list[DeviceGroup],
     for_gpu: str | None = None,
     identities: dict[str, str] | None = None,
 ) -> list[StageCount | ModelCost]:
@@ -228,8 +229,8 @@ async def _estimate(
     rows = await count_study(study, variants, items)
     flat: list[StageCount | ModelCost] = [r for m in cards for r in rows[m]]
     local = any(runs_on_devices(c, config.engine) for c in cards.values())
-    groups = all_groups(config) if local and not for_gpu and config.engine.backend == "vllm" else []
-    on_ray = [g for g in groups if g.kind == "ray"]
+    priced = groups if local and config.engine.backend == "vllm" else []  # the groups a local vLLM server gets
+    on_ray = [g for g in priced if g.kind == "ray"]
     gpus = [] if for_gpu or on_ray else visible_gpus()
     gpu, gpu_basis = gpu_spec(for_gpu or (gpus[0].name if gpus else None))
     if for_gpu:
@@ -238,8 +239,8 @@ async def _estimate(
     if on_ray and on_ray[0].ray_gpus:  # a GPU cluster: its GPUs' kind, as Ray reports it
         gpu, gpu_basis = gpu_spec(on_ray[0].accelerator)
         gpu_basis = gpu_basis.replace("the visible", "the Ray cluster's")
-    elif on_ray or (groups and not gpus):
-        cpu = min(groups, key=lambda g: g.ray_cpus or len(g.ids))  # the smallest group a model may get
+    elif on_ray or (priced and not gpus):
+        cpu = min(priced, key=lambda g: g.ray_cpus or len(g.ids))  # the smallest group a model may get
         cpu = cpu if cpu.kind in ("cpu", "ray") else None
     return flat + [_cost(config, cards[m], rows[m], study.counters[m], logs, caches, gpu, gpu_basis, cpu) for m in cards]
 
@@ -293,7 +294,8 @@ def estimate(
         with tempfile.TemporaryDirectory(prefix="dualjudge-plan-") as tmp:
             folder, variants = _variants(config, out, Path(tmp))
             items = testbed_items(config, folder, variants)
-            flat = asyncio.run(_estimate(config, out, engines, opened, logs, variants, items, for_gpu, identities or {}))
+            groups = [] if for_gpu else all_groups(config)  # this machine's, or the Ray cluster's slots
+            flat = asyncio.run(_estimate(config, out, engines, opened, logs, variants, items, groups, for_gpu, identities or {}))
     finally:
         for store in {id(s): s for s in opened + logs}.values():
             store.close()
@@ -315,8 +317,8 @@ def estimate(
         )
     rows = [r for r in flat if isinstance(r, StageCount)]
     models = [m for m in flat if isinstance(m, ModelCost)]
-    on_cluster = None if for_gpu else cluster_placement(config)
+    on_cluster = None if for_gpu else cluster_placement(config, groups)
     if on_cluster:
         notes.insert(0, on_cluster)
-    placed = None if for_gpu else placement_of(config, rows, models, all_groups(config), len(variants))
+    placed = None if for_gpu else placement_of(config, rows, models, groups, len(variants))
     return Estimate(config_name, rows, models, notes, placed)

@@ -54,13 +54,14 @@ def all_groups(config: RunConfig) -> list[DeviceGroup]:
     return resolve(config.engine.devices, len(local), in_process=config.engine.backend == "transformers")
 
 
-def cluster_placement(config: RunConfig) -> str | None:
-    """How the study's servers would be placed on its Ray cluster, in one line; None without one."""
+def cluster_placement(config: RunConfig, groups: list[DeviceGroup] | None = None) -> str | None:
+    """How the study's servers would be placed on its Ray cluster (on `groups`, its slots: read when not given), in
+    one line; None without one."""
     if config.engine.ray is None:
         return None
     from dualjudge.inference.ray_cluster import cluster, placement_words
 
-    return placement_words(cluster(config.engine.ray), all_groups(config))
+    return placement_words(cluster(config.engine.ray), all_groups(config) if groups is None else groups)
 
 
 def device_groups(config: RunConfig) -> list[DeviceGroup]:
