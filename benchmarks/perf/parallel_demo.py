@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from cli_child import ROOT, reset_signals  # beside this script
+
 PLACEMENTS = {"parallel": '"auto"', "one group": "[[0]]"}
 KEYS = {
     "answers": "variant_id, repeat, system_model, strategy",
@@ -31,11 +31,6 @@ KEYS = {
     "padding_texts": "variant_id, repeat, system_model, strategy",
     "padding_probe": "variant_id, repeat, system_model, strategy, judge_model, judge_variant, kind",
 }
-
-
-def reset_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def run(placement: str, folder: Path) -> dict[str, object]:

@@ -15,26 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
+from cli_child import ROOT, dualjudge  # beside this script
+
 from dualjudge.runs.measured import busy_seconds
 
-ROOT = Path(__file__).resolve().parents[2]
 FACTOR = 2.5  # the stated bound: on 2 shared cores the plan is within 2.5x of the measured time
-
-
-def reset_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def dualjudge(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, capture_output=True, text=True, preexec_fn=reset_signals
-    )
 
 
 def main() -> int:

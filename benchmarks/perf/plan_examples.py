@@ -20,26 +20,14 @@ import argparse
 import json
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from cli_child import ROOT, dualjudge  # beside this script
+
 EXAMPLES = ("capitals", "arithmetic")
 BOUND = 0.25
-
-
-def reset_signals() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def dualjudge(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dualjudge.cli", *args], cwd=ROOT, capture_output=True, text=True, preexec_fn=reset_signals
-    )
 
 
 def pilot_config(name: str, folder: Path, items: int) -> Path:

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from threadpoolctl import threadpool_limits
@@ -59,15 +60,12 @@ def analyze_pairwise(
         result = pairwise(read_pairwise(table), seed, n_resamples, progress, table=str(table))
     if progress:
         progress("report")
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".analysis-", dir=out))
-    try:
+
+    def write(staging: Path) -> None:
         write_text(RunDir(staging).summary, result.to_json())
         render_pairwise_report(result, staging)
-        for name in ANALYSIS_FILES:
-            os.replace(staging / name, out / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    _written_together(out, write)
     return result
 
 
@@ -89,11 +87,8 @@ def analyze(
     _, summary = summarize_table(table, lineage, seed, n_resamples, scale, progress, aliases)
     if progress:
         progress("report and figures")
-    out.mkdir(parents=True, exist_ok=True)
-    # everything is written beside `out` first and moved in at the end: an interrupted or failed analysis
-    # leaves `out` as it was (no summary without its report, no half of the figures)
-    staging = Path(tempfile.mkdtemp(prefix=".analysis-", dir=out))
-    try:
+
+    def write(staging: Path) -> None:
         write_text(RunDir(staging).summary, summary.to_json())
         render_report(
             summary,
@@ -103,12 +98,22 @@ def analyze(
             links=(out / EXPLORER).is_file() if links is None else links,
             regeneration=regeneration_line(out),
         )
-        figures_dir = out / RunDir.FIGURES
+
+    _written_together(out, write)
+    return summary
+
+
+def _written_together(out: Path, write: Callable[[Path], None]) -> None:
+    """`write` the analysis into a folder beside `out`'s files, then move them in together: an interrupted or failed
+    analysis leaves `out` as it was (no summary without its report, no half of the figures)."""
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".analysis-", dir=out))
+    try:
+        write(staging)
         if (staging / RunDir.FIGURES).is_dir():
-            shutil.rmtree(figures_dir, ignore_errors=True)
-            os.replace(staging / RunDir.FIGURES, figures_dir)
+            shutil.rmtree(out / RunDir.FIGURES, ignore_errors=True)
+            os.replace(staging / RunDir.FIGURES, out / RunDir.FIGURES)
         for name in ANALYSIS_FILES:
             os.replace(staging / name, out / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return summary

@@ -24,6 +24,7 @@ from dualjudge.analysis.pairwise import belief, model
 from dualjudge.analysis.pairwise.belief import never
 from dualjudge.analysis.pairwise.cells import Coded, Comparisons, coded, comparisons
 from dualjudge.analysis.pairwise.model import FIRST_WINS, SECOND_WINS, TIE, Cells, Params, Spec
+from dualjudge.analysis.pointwise.belief import NEVER_ANSWERED, judge_entry
 from dualjudge.analysis.shared.bootstrap import MIN_RELIABLE_SIGNS, Interval, resample_counts, t_interval
 from dualjudge.analysis.shared.choices import N_RESAMPLES
 from dualjudge.analysis.shared.results import Estimate, PairwiseAnalysis, SideBySide, Summary
@@ -632,22 +633,16 @@ def decomposition(
     own_terms = [k for k, n in enumerate(names) if n.startswith("own")]
     agree_terms = [k for k, n in enumerate(names) if n.startswith("agree")]
     for j, judge in enumerate(comps.judges):
-        entry: dict[str, Any] = {
-            "source": info["source"].get(judge),
-            "items": info["items"].get(judge, 0),
-            "items_wrong": info["items_wrong"].get(judge) if info["gold"] else None,
-            "items_split": info["split"].get(judge, 0),
-            "verdicts": {names[k]: int(carried[j, k]) for k in range(1, len(names))},
-            "controlled": None,
-            "explained": None,
-            "agreement": None,
-            "harmful": None,
-            "legitimate": None,
-            "reason": None,
-        }
+        entry = judge_entry(
+            info["source"].get(judge),
+            info["items"].get(judge, 0),
+            info["items_wrong"].get(judge) if info["gold"] else None,
+            info["split"].get(judge, 0),
+            {names[k]: int(carried[j, k]) for k in range(1, len(names))},
+        )
         out["judges"][judge] = entry
         if judge in info["never"]:
-            entry["reason"] = "it never answered as a system (nor did a model of its family), so its own answer is unknown"
+            entry["reason"] = NEVER_ANSWERED
             continue
         if j in position_only or not fitted.design.in_fit[j]:
             entry["reason"] = "the main fit does not estimate this judge (see its reason)"

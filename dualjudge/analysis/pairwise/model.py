@@ -274,46 +274,34 @@ def _zero(cells: Cells) -> Params:
     return Params(np.zeros(cells.n_systems), np.zeros(j), np.zeros((j, k)), np.full(j, -1.0))
 
 
+def _in_span(matrix: np.ndarray, col: int, basis: list[int]) -> bool:
+    """Whether the column adds nothing to the `basis` columns: it is zero, or regressed on them its residual keeps
+    less than DEPENDENT of its squared norm."""
+    v = matrix[:, col]
+    norm = float(v @ v)
+    if norm == 0:
+        return True
+    if not basis:
+        return False
+    kept = matrix[:, basis]
+    coef, *_ = np.linalg.lstsq(kept, v, rcond=None)
+    resid = v - kept @ coef
+    return float(resid @ resid) < DEPENDENT * norm
+
+
 def dependent_columns(matrix: np.ndarray, order: list[int]) -> list[int]:
-    """The columns (in `order`) that add nothing to the ones kept before them: each is regressed on the kept
-    columns and dropped where its residual keeps less than DEPENDENT of its squared norm."""
+    """The columns (in `order`) that add nothing to the ones kept before them (_in_span)."""
     kept: list[int] = []
     dropped: list[int] = []
     for col in order:
-        v = matrix[:, col]
-        norm = float(v @ v)
-        if norm == 0:
-            dropped.append(col)
-            continue
-        if kept:
-            basis = matrix[:, kept]
-            coef, *_ = np.linalg.lstsq(basis, v, rcond=None)
-            resid = v - basis @ coef
-            if float(resid @ resid) < DEPENDENT * norm:
-                dropped.append(col)
-                continue
-        kept.append(col)
+        (dropped if _in_span(matrix, col, kept) else kept).append(col)
     return dropped
 
 
 def outside_span(matrix: np.ndarray, kept: list[int], candidates: list[int]) -> list[int]:
     """The candidate columns that lie in the span of the kept columns and the other candidates (each regressed on
     all of them): the ones the design cannot tell apart from the rest."""
-    dropped = []
-    for col in candidates:
-        v = matrix[:, col]
-        norm = float(v @ v)
-        rest = [*kept, *(c for c in candidates if c != col)]
-        if norm == 0:
-            dropped.append(col)
-            continue
-        if rest:
-            basis = matrix[:, rest]
-            coef, *_ = np.linalg.lstsq(basis, v, rcond=None)
-            resid = v - basis @ coef
-            if float(resid @ resid) < DEPENDENT * norm:
-                dropped.append(col)
-    return dropped
+    return [col for col in candidates if _in_span(matrix, col, [*kept, *(c for c in candidates if c != col)])]
 
 
 def jacobian_matrix(cells: Cells, spec: Spec, p: Params) -> tuple[np.ndarray, Layout]:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 OWN_WRONG, OWN_RIGHT, AGREE_WRONG, AGREE_RIGHT = range(4)  # the terms with a gold label
 OWN, AGREE = range(2)  # the terms without one
 COLLINEAR = 1e-9  # a term whose residual on the kept ones has less than this share of its variance adds nothing
+NEVER_ANSWERED = "it never answered as a system (nor did a model of its family), so its own answer is unknown"
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,28 @@ def interval(values: np.ndarray, n_signs: int, n_resamples: int) -> dict[str, fl
     return Interval(iv.estimate, iv.se, iv.low, iv.high, max(iv.p, 1.0 / (n_resamples + 1))).as_dict()
 
 
+def judge_entry(
+    source: str | None, items: int, items_wrong: int | None, items_split: int, verdicts: dict[str, int]
+) -> dict[str, Any]:
+    """One judge's decomposition (the fields of results.JudgeBelief), its estimates and reasons yet to be given: the
+    pointwise index's and the pairwise own term's alike."""
+    return {
+        "source": source,
+        "items": items,
+        "items_wrong": items_wrong,
+        "items_split": items_split,
+        "verdicts": verdicts,
+        "controlled": None,
+        "explained": None,
+        "agreement": None,
+        "harmful": None,
+        "legitimate": None,
+        "reason": None,
+        "harmful_reason": None,
+        "legitimate_reason": None,
+    }
+
+
 def decompose(
     grid: Grid,
     frame: pd.DataFrame,
@@ -277,24 +300,16 @@ def decompose(
     own_terms = [k for k, n in enumerate(bd.names) if n.startswith("own")]
     agree_terms = [k for k, n in enumerate(bd.names) if n.startswith("agree")]
     for j, judge in enumerate(grid.judges):
-        entry: dict[str, Any] = {
-            "source": beliefs.source.get(judge),
-            "items": len(beliefs.label.get(judge, {})),
-            "items_wrong": int(sum(beliefs.wrong.get(judge, {}).values())) if beliefs.gold else None,
-            "items_split": beliefs.split.get(judge, 0),
-            "verdicts": {bd.names[k]: int(draws.counts[0, j, k]) for k in range(len(bd.names))},
-            "controlled": None,
-            "explained": None,
-            "agreement": None,
-            "harmful": None,
-            "legitimate": None,
-            "reason": None,
-            "harmful_reason": None,
-            "legitimate_reason": None,
-        }
+        entry = judge_entry(
+            beliefs.source.get(judge),
+            len(beliefs.label.get(judge, {})),
+            int(sum(beliefs.wrong.get(judge, {}).values())) if beliefs.gold else None,
+            beliefs.split.get(judge, 0),
+            {bd.names[k]: int(draws.counts[0, j, k]) for k in range(len(bd.names))},
+        )
         out["judges"][judge] = entry
         if judge in beliefs.never:
-            entry["reason"] = "it never answered as a system (nor did a model of its family), so its own answer is unknown"
+            entry["reason"] = NEVER_ANSWERED
             continue
         if not identified.get(judge, False):
             entry["reason"] = "the index does not identify this judge (see its reason)"
